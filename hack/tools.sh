@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Builds (once) and prints the folder holding kube-apiserver and etcd, envtest style.
+# Usage: hack/tools.sh kube   -> prints a folder with kube-apiserver and etcd
+#        hack/tools.sh jaeger -> prints the path of the jaeger binary
+# Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
+# Everything is built from the Go module proxy with the machine's Go toolchain and cached under
+# ${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator, outside the repository, so fresh clones reuse it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator
+log() { echo "hack/tools.sh: $*" >&2; }
+
+ensure_go() {
+  command -v go >/dev/null 2>&1 && return 0
+  log "installing Go from Debian's packages"
+  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >&2
+}
+
+# Module download must not depend on the caller's GOFLAGS (e.g. -mod=vendor).
+gobuild_env() { env -u GOFLAGS GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
+
+kube_gomod() {
+  gobuild_env go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
+}
+
+build_kube() {
+  local out=$1 src=$cache/src/kube-$KUBE_VERSION
+  local staging=${KUBE_VERSION/#v1./v0.}
+  local k8smod; k8smod=$(kube_gomod)
+  [ -f "$k8smod" ] || { log "cannot download k8s.io/kubernetes@$KUBE_VERSION go.mod"; exit 1; }
+  local etcd_version
+  etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$k8smod")
+  [ -n "$etcd_version" ] || { log "no etcd server version in $k8smod"; exit 1; }
+  rm -rf "$src"; mkdir -p "$src/apiserver" "$src/etcd" "$out.tmp"
+
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local
+  # folders; outside its repository every one must be replaced by its published version.
+  {
+    echo "module ontap-operator.local/tools/kube-apiserver"
+    echo "go 1.24"
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo "tool k8s.io/kubernetes/cmd/kube-apiserver"
+    awk -v v="$staging" '$1 ~ /^k8s\.io\// && $2=="v0.0.0" {printf "replace %s => %s %s\n", $1, $1, v}' "$k8smod" | sort -u
+  } >"$src/apiserver/go.mod"
+  log "kube-apiserver $KUBE_VERSION: $(grep -c '^replace' "$src/apiserver/go.mod") staging modules replaced"
+  (cd "$src/apiserver" && gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "-s -w \
+      -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
+      -X k8s.io/component-base/version.gitMajor=1 \
+      -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2) \
+      -X k8s.io/component-base/version.gitTreeState=clean" \
+      -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2)
+
+  {
+    echo "module ontap-operator.local/tools/etcd"
+    echo "go 1.24"
+    echo "require go.etcd.io/etcd/server/v3 $etcd_version"
+    echo "tool go.etcd.io/etcd/server/v3"
+  } >"$src/etcd/go.mod"
+  log "etcd $etcd_version (pinned by k8s.io/kubernetes $KUBE_VERSION)"
+  (cd "$src/etcd" && gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2)
+  echo "$etcd_version" >"$out.tmp/etcd.version"
+  mv "$out.tmp" "$out"
+}
+
+build_jaeger() {
+  local out=$1 src=$cache/src/jaeger-$JAEGER_COMMIT
+  rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  {
+    echo "module ontap-operator.local/tools/jaeger"
+    echo "go 1.24"
+    echo "tool github.com/jaegertracing/jaeger/cmd/jaeger"
+  } >"$src/go.mod"
+  (cd "$src" && gobuild_env go get "github.com/jaegertracing/jaeger@$JAEGER_COMMIT" >&2 &&
+    gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "-s -w" -o "$out.tmp/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger >&2)
+  mv "$out.tmp" "$out"
+}
+
+# One build at a time per tool: parallel test binaries and make targets may all ask at once.
+locked() {
+  local name=$1; shift
+  mkdir -p "$cache"
+  exec 9>"$cache/$name.lock"
+  flock 9
+  "$@"
+}
+
+case "${1:-kube}" in
+  kube)
+    if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
+      for b in kube-apiserver etcd; do
+        [ -x "$KUBEBUILDER_ASSETS/$b" ] || { log "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS has no executable $b"; exit 1; }
+      done
+      echo "$KUBEBUILDER_ASSETS"; exit 0
+    fi
+    dir=$cache/bin/kube-$KUBE_VERSION
+    if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/etcd" ]; then
+      ensure_go
+      locked kube sh -c '[ -x "$1/kube-apiserver" ] && [ -x "$1/etcd" ]' _ "$dir" || {
+        log "building kube-apiserver $KUBE_VERSION and etcd into $dir (takes ~5 min once)"
+        rm -rf "$dir" "$dir.tmp"
+        build_kube "$dir"
+      }
+    fi
+    echo "$dir" ;;
+  jaeger)
+    dir=$cache/bin/jaeger-$JAEGER_COMMIT
+    if [ ! -x "$dir/jaeger" ]; then
+      ensure_go
+      locked jaeger sh -c '[ -x "$1/jaeger" ]' _ "$dir" || {
+        log "building jaeger $JAEGER_COMMIT into $dir (takes a few minutes once)"
+        build_jaeger "$dir"
+      }
+    fi
+    echo "$dir/jaeger" ;;
+  *) log "usage: $0 kube|jaeger"; exit 2 ;;
+esac

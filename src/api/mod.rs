@@ -1,0 +1,34 @@
+//! The custom resources this operator owns, group `ontap.storage.dev`, version `v1alpha1`.
+//!
+//! The Rust types are the single source of the CRDs: `crds/` is generated from them by
+//! `make crds` (`ontap-operator crds`), and `make test` fails when the two drift.
+
+mod cluster;
+mod svm;
+
+pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};
+pub use svm::{
+    ClusterReference, DeletionPolicy, LifSpec, StorageVirtualMachine, StorageVirtualMachineSpec,
+    StorageVirtualMachineStatus, SvmAccountSpec, SvmPhase, SvmProtocols,
+};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+pub const GROUP: &str = "ontap.storage.dev";
+pub const VERSION: &str = "v1alpha1";
+
+/// Every CRD this project owns, in a stable order (the order of `crds/` and of `ontap-operator crds`).
+pub fn all_crds() -> Vec<CustomResourceDefinition> {
+    vec![OntapCluster::crd(), StorageVirtualMachine::crd()]
+}
+
+/// The CRDs as one multi-document YAML stream, as `kubectl apply -f -` takes it.
+pub fn crds_yaml() -> Result<String, serde_yaml::Error> {
+    let mut out = String::new();
+    for crd in all_crds() {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml::to_string(&crd)?);
+    }
+    Ok(out)
+}

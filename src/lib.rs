@@ -1,0 +1,6 @@
+//! ontap-operator: provisions NetApp ONTAP Storage Virtual Machines for Kubernetes and publishes
+//! their verified credentials as seed Secrets.
+
+pub mod api;
+pub mod cli;
+pub mod runtime;
