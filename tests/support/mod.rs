@@ -17,6 +17,8 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod operator;
+
 pub struct ControlPlane {
     /// Folder of the control plane this binary started; `None` for an existing cluster.
     pub dir: Option<PathBuf>,
