@@ -87,6 +87,8 @@ async fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        // stdout carries only the "listening on" line, for scripts that read it.
+        .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let config = cli.config()?;
