@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use crate::config::{Credentials, MockConfig};
-use crate::faults::FaultRegistry;
+use crate::config::{Credentials, MockConfig, Settings};
+use crate::faults::{FaultRegistry, FaultSpec};
 use crate::model::Model;
 use crate::requests::RequestLog;
 
@@ -54,6 +54,27 @@ impl MockState {
 
     pub(crate) fn requests(&self) -> MutexGuard<'_, RequestLog> {
         lock(&self.inner.requests)
+    }
+
+    /// Same as `POST /_mock/faults`, for tests that hold the state; returns the fault id.
+    pub fn add_fault(&self, spec: FaultSpec) -> Result<String, String> {
+        self.faults().add(spec)
+    }
+
+    /// Same as `DELETE /_mock/faults`.
+    pub fn clear_faults(&self) {
+        self.faults().clear();
+    }
+
+    /// Same as `GET /_mock/state`.
+    pub fn snapshot(&self) -> serde_json::Value {
+        let (model, now) = self.model();
+        model.snapshot(now)
+    }
+
+    /// Same as `PUT /_mock/config`, e.g. `state.update_settings(|s| s.job_duration_ms = 5_000)`.
+    pub fn update_settings(&self, change: impl FnOnce(&mut Settings)) {
+        change(&mut self.model().0.settings);
     }
 
     pub fn admin(&self) -> &Credentials {

@@ -345,3 +345,26 @@ async fn faults_work_over_tls_with_the_generated_certificate() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn faults_and_settings_can_be_set_through_the_rust_api() {
+    let mock = Mock::start().await;
+    let state = mock.server.state();
+    state.update_settings(|s| s.max_concurrent_svm_jobs = 1);
+    let spec: mock_ontap::FaultSpec = serde_json::from_value(json!({
+        "path": "/api/cluster", "times": 1, "action": { "type": "error", "status": 502 },
+    }))
+    .unwrap();
+    state.add_fault(spec).unwrap();
+    assert_eq!(mock.get("/api/cluster").await.0, StatusCode::BAD_GATEWAY);
+    assert_eq!(mock.get("/api/cluster").await.0, StatusCode::OK);
+    assert_eq!(
+        post_svm(&mock, "one").await.unwrap().status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        post_svm(&mock, "two").await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(state.snapshot()["svms"][0]["name"], "one");
+}
