@@ -4,6 +4,8 @@ use ontap_operator::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // reqwest is built without a provider of its own, so ring (kube's) is rustls' only one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
         Command::Run(args) => ontap_operator::runtime::run(args).await,
         Command::Crds(args) => match args.out_dir {

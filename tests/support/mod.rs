@@ -152,6 +152,7 @@ pub struct TestEnv {
 }
 
 pub async fn env() -> TestEnv {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let plane = tokio::task::spawn_blocking(control_plane).await.unwrap();
     let client = client_for(&plane.kubeconfig).await;
     let namespace = format!("test-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
