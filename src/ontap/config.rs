@@ -158,3 +158,40 @@ impl OntapConfig {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const PW: &str = "Sup3rSecretPassw0rd";
+
+    #[test]
+    fn debug_of_config_and_credentials_hides_the_password() {
+        let mut cfg = OntapConfig::new(
+            Url::parse("https://10.0.0.1").unwrap(),
+            Credentials::new("admin", PW.to_owned()),
+        );
+        cfg.tls = TlsVerification::CaBundle(b"-----BEGIN CERTIFICATE-----".to_vec());
+        let s = format!("{cfg:?} {:?} {:#?}", cfg.credentials, cfg);
+        assert!(!s.contains(PW), "{s}");
+        assert!(s.contains("admin"));
+        assert!(s.contains("REDACTED"));
+    }
+
+    #[test]
+    fn tls_from_spec_prefers_the_explicit_insecure_flag() {
+        assert!(matches!(
+            TlsVerification::from_spec(Some(vec![1]), true),
+            TlsVerification::InsecureSkipVerify
+        ));
+        assert!(matches!(
+            TlsVerification::from_spec(Some(vec![1]), false),
+            TlsVerification::CaBundle(_)
+        ));
+        assert!(matches!(
+            TlsVerification::from_spec(None, false),
+            TlsVerification::System
+        ));
+    }
+}

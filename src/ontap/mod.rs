@@ -12,6 +12,8 @@ mod error;
 mod metrics;
 mod model;
 mod ops;
+#[cfg(test)]
+mod proptests;
 mod tls;
 mod trace;
 
