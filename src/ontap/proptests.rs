@@ -102,7 +102,7 @@ proptest! {
 
     #[test]
     fn error_codes_survive_as_strings(code in prop_oneof![
-        any::<u32>().prop_map(|c| Value::from(c)),
+        any::<u32>().prop_map(Value::from),
         "[0-9]{1,9}".prop_map(Value::from),
     ], message in ".{0,40}") {
         let body = serde_json::json!({"error": {"code": code.clone(), "message": message}});
