@@ -293,6 +293,32 @@ impl AccountCreate {
     }
 }
 
+/// Body of `PATCH /api/security/accounts/{owner.uuid}/{name}`; unset fields are left alone.
+/// ONTAP creates every SVM with a locked `vsadmin` without password: set both `password` and
+/// `locked: Some(false)` to take it over.
+#[derive(Clone, Debug, Default)]
+pub struct AccountPatch {
+    pub password: Option<SecretString>,
+    pub locked: Option<bool>,
+    pub comment: Option<String>,
+}
+
+impl AccountPatch {
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::Map::new();
+        if let Some(p) = &self.password {
+            body.insert("password".into(), p.expose_secret().into());
+        }
+        if let Some(l) = self.locked {
+            body.insert("locked".into(), l.into());
+        }
+        if let Some(c) = &self.comment {
+            body.insert("comment".into(), c.clone().into());
+        }
+        serde_json::Value::Object(body)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Jobs
 
@@ -627,6 +653,21 @@ mod tests {
         assert!(!format!("{a:?}").contains("hunter2hunter2"));
         assert_eq!(a.body()["password"], "hunter2hunter2");
         assert_eq!(a.body()["owner"]["uuid"], "o");
+    }
+
+    #[test]
+    fn account_patch_body_and_debug() {
+        let p = AccountPatch {
+            password: Some(SecretString::from("Abcdefgh1234")),
+            locked: Some(false),
+            comment: None,
+        };
+        assert_eq!(
+            p.body(),
+            serde_json::json!({"password": "Abcdefgh1234", "locked": false})
+        );
+        assert!(!format!("{p:?}").contains("Abcdefgh1234"));
+        assert_eq!(AccountPatch::default().body(), serde_json::json!({}));
     }
 
     #[test]

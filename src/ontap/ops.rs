@@ -16,8 +16,8 @@ use super::client::{Body, OntapClient, Request, RetryMode, endpoints};
 use super::config::Credentials;
 use super::error::{OntapError, Result};
 use super::model::{
-    ACCOUNT_FIELDS, Account, AccountCreate, Aggregate, ClusterInfo, INTERFACE_FIELDS, IpInterface,
-    IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch,
+    ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Aggregate, ClusterInfo, INTERFACE_FIELDS,
+    IpInterface, IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch,
 };
 
 /// The result of a delete.
@@ -323,18 +323,39 @@ impl OntapClient {
         name: &str,
         password: &SecretString,
     ) -> Result<()> {
+        let patch = AccountPatch {
+            password: Some(password.clone()),
+            ..Default::default()
+        };
+        self.patch_account(owner_uuid, name, &patch).await
+    }
+
+    /// Changes an account's password, lock state or comment. Retried like
+    /// [`set_account_password`](Self::set_account_password) when it carries a password, like
+    /// any idempotent request otherwise.
+    pub async fn patch_account(
+        &self,
+        owner_uuid: &str,
+        name: &str,
+        patch: &AccountPatch,
+    ) -> Result<()> {
         let owner_uuid = path_value("owner uuid", owner_uuid)?;
         let name = path_value("account name", name)?;
-        let body = PasswordBody {
-            password: password.clone(),
+        let mut body = Body::json(&patch.body())?;
+        let retry = match &patch.password {
+            Some(password) => {
+                body = body.with_secret(password);
+                RetryMode::UnlessAmbiguous
+            }
+            None => RetryMode::Idempotent,
         };
         let req = Request {
             method: Method::PATCH,
             endpoint: endpoints::ACCOUNT,
             url: self.url(&["api", "security", "accounts", owner_uuid, name], &[])?,
-            body: Some(Body::json(&body)?.with_secret(password)),
+            body: Some(body),
             auth: None,
-            retry: RetryMode::UnlessAmbiguous,
+            retry,
         };
         self.mutate(&req).await
     }
@@ -399,21 +420,6 @@ impl OntapClient {
     }
 }
 
-/// `{"password": …}`; serialized only into the request body.
-struct PasswordBody {
-    password: SecretString,
-}
-
-impl serde::Serialize for PasswordBody {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        use secrecy::ExposeSecret;
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("password", self.password.expose_secret())?;
-        map.end()
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -441,16 +447,5 @@ mod tests {
             f(vec!["a", "a"]),
             Err(OntapError::MultipleRecords { count: 2, .. })
         ));
-    }
-
-    #[test]
-    fn password_body_serializes_plainly_once() {
-        let b = PasswordBody {
-            password: SecretString::from("Abcdefgh1234"),
-        };
-        assert_eq!(
-            serde_json::to_string(&b).unwrap(),
-            r#"{"password":"Abcdefgh1234"}"#
-        );
     }
 }

@@ -1,7 +1,8 @@
 //! The rustls configuration handed to reqwest.
 //!
-//! Built here rather than by reqwest so the ring provider is used (reqwest's own default is
-//! aws-lc-rs, which we do not compile) and no process-wide default provider has to be installed.
+//! Built here rather than by reqwest so the crypto provider is ring, as for kube, whatever
+//! process-wide default another component installs, and so the three verification modes are
+//! explicit rather than spread over reqwest's builder flags.
 
 use std::sync::Arc;
 
