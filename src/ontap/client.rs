@@ -304,7 +304,10 @@ impl OntapClient {
                 e.ontap_code().unwrap_or_default().to_owned(),
             ),
         };
-        span.record("status", status.as_str());
+        match status.parse::<u16>() {
+            Ok(code) => span.record("status", code),
+            Err(_) => span.record("status", status.as_str()),
+        };
         if !code.is_empty() {
             span.record("ontap_code", code.as_str());
         }
