@@ -76,6 +76,29 @@ mod tests {
     }
 
     #[test]
+    fn with_otel_layer_names_the_span_and_its_trace() {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        tracing::subscriber::with_default(subscriber, || {
+            let outer = tracing::info_span!("reconcile");
+            let _entered = outer.enter();
+            let span = tracing::info_span!("ontap.request");
+            let header = otel_traceparent(&span);
+            assert!(is_valid_traceparent(&header), "{header}");
+            let cx = span.context();
+            let sc = cx.span().span_context().clone();
+            assert_eq!(header, format!("00-{}-{}-01", sc.trace_id(), sc.span_id()));
+            // Same trace as the enclosing reconcile span.
+            let outer_trace = outer.context().span().span_context().trace_id();
+            assert_eq!(sc.trace_id(), outer_trace);
+        });
+    }
+
+    #[test]
     fn validator_rejects_bad_values() {
         assert!(is_valid_traceparent(
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
