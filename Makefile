@@ -6,14 +6,14 @@ LOCAL := $(CURDIR)/.local
 
 .PHONY: run test up down crds lint bench deps build unit-test
 
-## deps: install Debian packages and build kube-apiserver + etcd (cached in ~/.cache/ontap-operator)
+## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm (cached in ~/.cache/ontap-operator)
 deps:
 	@hack/deps.sh
 
 build:
 	$(CARGO) build --workspace --bins
 
-## up: start the local control plane in the background; writes .local/kubeconfig and .local/env
+## up: start the control plane, mock ONTAP and Jaeger in the background; writes .local/kubeconfig and .local/env
 up: deps build
 	@hack/local-env.sh up
 

@@ -14,8 +14,8 @@
 # cluster's CA), for running the operator under the RBAC it ships with.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-log() { echo "control-plane: $*" >&2; }
-die() { log "$*"; exit 1; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 cmd=${1:-}; shift || true
 dir="" owner="" user="" out="" groups=()
@@ -40,16 +40,6 @@ clean_env() {
   local unset=()
   while IFS= read -r name; do unset+=(-u "$name"); done < <(env | sed -n 's/^\(ETCD_[A-Za-z0-9_]*\)=.*/\1/p')
   exec env "${unset[@]}" "$@"
-}
-
-port_in_use() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
-    port_in_use "$p" || { echo "$p"; return 0; }
-  done
-  die "no free loopback port found"
 }
 
 new_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
@@ -106,21 +96,7 @@ wait_ready() { # PORT TRIES
   return 1
 }
 
-stop_recorded() {
-  [ -f "$dir/pids" ] || return 0
-  local pids; pids=$(cat "$dir/pids")
-  # shellcheck disable=SC2086
-  kill $pids 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    local alive=0
-    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.2
-  done
-  # shellcheck disable=SC2086
-  kill -9 $pids 2>/dev/null || true
-  rm -f "$dir/pids"
-}
+stop_recorded() { stop_pids "$dir/pids"; }
 
 up() {
   mkdir -p "$dir"
@@ -182,8 +158,7 @@ ENV
     # The watchdog lives in its own session so the owner's signals do not take it along before
     # it has cleaned up.
     # Owned control planes live in throwaway folders, so the watchdog removes the folder too.
-    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" down --dir "$3"; rm -rf "$3"' \
-      _ "$owner" "$here/control-plane.sh" "$dir" </dev/null >/dev/null 2>&1 &
+    watch_owner "$owner" bash -c '"$1" down --dir "$2"; rm -rf "$2"' _ "$here/control-plane.sh" "$dir"
   fi
   log "ready at https://127.0.0.1:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"
 }
