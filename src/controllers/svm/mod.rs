@@ -1,0 +1,9 @@
+//! The StorageVirtualMachine controller's pure logic: default names, passwords, the seed Secret
+//! contract, and the ONTAP requests a spec calls for. Nothing here talks to Kubernetes or ONTAP,
+//! so all of it is unit-tested without either.
+
+pub mod naming;
+pub mod password;
+
+pub use naming::{default_account_name, default_secret_name, default_svm_name};
+pub use password::generate_password;
