@@ -4,6 +4,11 @@
 
 pub mod naming;
 pub mod password;
+pub mod seed_secret;
 
 pub use naming::{default_account_name, default_secret_name, default_svm_name};
 pub use password::generate_password;
+pub use seed_secret::{
+    ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
+    inspect_seed_secret, seed_secret_name,
+};
