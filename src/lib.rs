@@ -3,5 +3,6 @@
 
 pub mod api;
 pub mod cli;
+pub mod controllers;
 pub mod ontap;
 pub mod runtime;

@@ -1,0 +1,3 @@
+//! Controllers: the reconcile logic of each custom resource.
+
+pub mod svm;
