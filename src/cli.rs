@@ -33,6 +33,9 @@ pub struct RunArgs {
     /// Log line format.
     #[arg(long, env = "ONTAP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Scheduling, concurrency and client rate limits of the reconcile engine.
+    #[command(flatten)]
+    pub engine: crate::engine::EngineArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
