@@ -20,9 +20,16 @@ pub enum Command {
     /// Run the controllers until SIGTERM or SIGINT.
     Run(RunArgs),
     /// Print every CRD this operator owns as multi-document YAML.
-    Crds,
+    Crds(CrdsArgs),
     /// Print the operator's version.
     Version,
+}
+
+#[derive(Debug, Args)]
+pub struct CrdsArgs {
+    /// Write one file per CRD into this folder (named `<plural>.<group>.yaml`) instead of printing.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

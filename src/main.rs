@@ -1,3 +1,4 @@
+use anyhow::Context;
 use clap::Parser;
 use ontap_operator::cli::{Cli, Command};
 
@@ -5,10 +6,22 @@ use ontap_operator::cli::{Cli, Command};
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Run(args) => ontap_operator::runtime::run(args).await,
-        Command::Crds => {
-            print!("{}", ontap_operator::api::crds_yaml()?);
-            Ok(())
-        }
+        Command::Crds(args) => match args.out_dir {
+            None => {
+                print!("{}", ontap_operator::api::crds_yaml()?);
+                Ok(())
+            }
+            Some(dir) => {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                for (name, yaml) in ontap_operator::api::crd_files()? {
+                    let path = dir.join(name);
+                    std::fs::write(&path, yaml)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
+                Ok(())
+            }
+        },
         Command::Version => {
             println!("ontap-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(())

@@ -26,9 +26,20 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
 /// The CRDs as one multi-document YAML stream, as `kubectl apply -f -` takes it.
 pub fn crds_yaml() -> Result<String, serde_yaml::Error> {
     let mut out = String::new();
-    for crd in all_crds() {
+    for (_, yaml) in crd_files()? {
         out.push_str("---\n");
-        out.push_str(&serde_yaml::to_string(&crd)?);
+        out.push_str(&yaml);
     }
     Ok(out)
+}
+
+/// Each CRD as (`<plural>.<group>.yaml`, its YAML): the contents of `crds/`.
+pub fn crd_files() -> Result<Vec<(String, String)>, serde_yaml::Error> {
+    all_crds()
+        .into_iter()
+        .map(|crd| {
+            let name = format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or_default());
+            Ok((name, serde_yaml::to_string(&crd)?))
+        })
+        .collect()
 }

@@ -1,0 +1,43 @@
+# The two commands a newcomer needs: `make run` and `make test`. Both install what they need.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+CARGO ?= cargo
+LOCAL := $(CURDIR)/.local
+
+.PHONY: run test up down crds lint bench deps build unit-test
+
+## deps: install Debian packages and build kube-apiserver + etcd (cached in ~/.cache/ontap-operator)
+deps:
+	@hack/deps.sh
+
+build:
+	$(CARGO) build --workspace --bins
+
+## up: start the local control plane in the background; writes .local/kubeconfig and .local/env
+up: deps build
+	@hack/local-env.sh up
+
+## down: stop exactly what `make up` started
+down:
+	@hack/local-env.sh down
+
+## run: the operator in the foreground against the local control plane
+run: up
+	@source $(LOCAL)/env && $(CARGO) run --bin ontap-operator -- run
+
+## crds: regenerate crds/ from the Rust types
+crds:
+	$(CARGO) run -q --bin ontap-operator -- crds --out-dir crds
+
+## lint: formatting and clippy, warnings are errors
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## test: lint, CRD drift check (tests/crds_generated.rs) and every test, against real control planes
+test: deps lint
+	$(CARGO) test --workspace --no-fail-fast
+
+## bench: benchmarks that print their figures
+bench: deps
+	@echo "no benchmarks yet"

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# A real, local Kubernetes control plane (etcd + kube-apiserver) on loopback, envtest style.
+#
+#   hack/control-plane.sh up   --dir DIR [--owner-pid PID]
+#   hack/control-plane.sh down --dir DIR
+#   hack/control-plane.sh user --dir DIR --name USER [--group GROUP]... --out KUBECONFIG
+#
+# `up` starts both on free loopback ports with freshly generated certificates and RBAC, waits for
+# /readyz, and writes DIR/kubeconfig (an admin in system:masters) and DIR/env. With --owner-pid a
+# watchdog stops everything once that process is gone, so a test binary that panics or is killed
+# leaves nothing behind. `down` stops exactly the processes `up` recorded in DIR/pids and removes
+# their data. `user` writes a kubeconfig for a non-admin identity (client certificate signed by the
+# cluster's CA), for running the operator under the RBAC it ships with.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+log() { echo "control-plane: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+cmd=${1:-}; shift || true
+dir="" owner="" user="" out="" groups=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --owner-pid) owner=$2; shift 2 ;;
+    --name) user=$2; shift 2 ;;
+    --group) groups+=("$2"); shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+[ -n "$dir" ] || die "--dir is required"
+
+for tool in openssl curl; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (make deps installs it)"
+done
+
+# Any ETCD_* variable is read by etcd as a flag: never let the caller's environment leak in.
+clean_env() {
+  local unset=()
+  while IFS= read -r name; do unset+=(-u "$name"); done < <(env | sed -n 's/^\(ETCD_[A-Za-z0-9_]*\)=.*/\1/p')
+  exec env "${unset[@]}" "$@"
+}
+
+port_in_use() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    port_in_use "$p" || { echo "$p"; return 0; }
+  done
+  die "no free loopback port found"
+}
+
+new_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
+
+# sign NAME SUBJECT EXTENSIONS: a certificate for NAME signed by the cluster CA in $pki.
+sign() {
+  local name=$1 subject=$2 ext=$3
+  new_key "$pki/$name.key"
+  openssl req -new -key "$pki/$name.key" -subj "$subject" -out "$pki/$name.csr" 2>/dev/null
+  printf '%s\n' "$ext" >"$pki/$name.ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 3650 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+
+b64() { base64 -w0 <"$1"; }
+
+write_kubeconfig() { # FILE SERVER USER CERT KEY
+  cat >"$1" <<KCFG
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $2
+    certificate-authority-data: $(b64 "$pki/ca.crt")
+users:
+- name: $3
+  user:
+    client-certificate-data: $(b64 "$4")
+    client-key-data: $(b64 "$5")
+contexts:
+- name: $3@local
+  context: {cluster: local, user: $3, namespace: default}
+current-context: $3@local
+KCFG
+  chmod 600 "$1"
+}
+
+stop_recorded() {
+  [ -f "$dir/pids" ] || return 0
+  local pids; pids=$(cat "$dir/pids")
+  # shellcheck disable=SC2086
+  kill $pids 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    local alive=0
+    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.2
+  done
+  # shellcheck disable=SC2086
+  kill -9 $pids 2>/dev/null || true
+  rm -f "$dir/pids"
+}
+
+up() {
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  [ ! -f "$dir/pids" ] || die "$dir already runs a control plane (hack/control-plane.sh down --dir $dir)"
+  local bin; bin=$("$here/tools.sh" kube)
+  pki=$dir/pki
+  rm -rf "$pki"; mkdir -p "$pki"
+  new_key "$pki/ca.key"
+  openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=ontap-operator-local-ca" -days 3650 -out "$pki/ca.crt" 2>/dev/null
+  sign apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:::1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+extendedKeyUsage=serverAuth"
+  sign admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth"
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
+  openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+
+  local data; data=$(mktemp -d "${CONTROL_PLANE_DATA_ROOT:-/dev/shm}/ontap-operator-etcd.XXXXXX" 2>/dev/null || mktemp -d "$dir/etcd.XXXXXX")
+  echo "$data" >"$dir/data-dir"
+  : >"$dir/pids"
+
+  local attempt etcd_port peer_port api_port etcd_pid api_pid ready
+  for attempt in 1 2 3; do
+    etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+    rm -rf "${data:?}"/*
+    clean_env "$bin/etcd" --name default --data-dir "$data/etcd" \
+      --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+      --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+      --initial-cluster "default=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn \
+      </dev/null >"$dir/etcd.log" 2>&1 &
+    etcd_pid=$!
+    clean_env "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+      --cert-dir "$pki" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+      --client-ca-file "$pki/ca.crt" --authorization-mode RBAC \
+      --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
+      --service-account-signing-key-file "$pki/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
+      --allow-privileged=true --disable-admission-plugins ServiceAccount --endpoint-reconciler-type none \
+      </dev/null >"$dir/kube-apiserver.log" 2>&1 &
+    api_pid=$!
+    echo "$etcd_pid $api_pid" >"$dir/pids"
+    ready=0
+    for _ in $(seq 1 300); do
+      if ! kill -0 "$etcd_pid" 2>/dev/null || ! kill -0 "$api_pid" 2>/dev/null; then break; fi
+      if [ "$(curl -s --max-time 2 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+        "https://127.0.0.1:$api_port/readyz" 2>/dev/null)" = "ok" ]; then ready=1; break; fi
+      sleep 0.3
+    done
+    [ $ready = 1 ] && break
+    log "attempt $attempt failed (ports $etcd_port/$peer_port/$api_port); last log lines:"
+    tail -n 5 "$dir/etcd.log" "$dir/kube-apiserver.log" >&2 || true
+    stop_recorded; : >"$dir/pids"
+  done
+  [ "${ready:-0}" = 1 ] || { rm -f "$dir/pids"; die "the control plane did not become ready; logs in $dir"; }
+
+  write_kubeconfig "$dir/kubeconfig" "https://127.0.0.1:$api_port" admin "$pki/admin.crt" "$pki/admin.key"
+  cat >"$dir/env" <<ENV
+export KUBECONFIG=$dir/kubeconfig
+export KUBE_APISERVER_URL=https://127.0.0.1:$api_port
+ENV
+  if [ -n "$owner" ]; then
+    # The watchdog lives in its own session so the owner's signals do not take it along before
+    # it has cleaned up.
+    # Owned control planes live in throwaway folders, so the watchdog removes the folder too.
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" down --dir "$3"; rm -rf "$3"' \
+      _ "$owner" "$here/control-plane.sh" "$dir" </dev/null >/dev/null 2>&1 &
+  fi
+  log "ready at https://127.0.0.1:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"
+}
+
+down() {
+  [ -d "$dir" ] || return 0
+  stop_recorded
+  if [ -f "$dir/data-dir" ]; then rm -rf "$(cat "$dir/data-dir")"; rm -f "$dir/data-dir"; fi
+  log "stopped"
+}
+
+new_user() {
+  [ -n "$user" ] && [ -n "$out" ] || die "user needs --name and --out"
+  pki=$dir/pki
+  local server subject="" g
+  server=$(sed -n 's/^export KUBE_APISERVER_URL=//p' "$dir/env")
+  for g in "${groups[@]}"; do subject+="/O=$g"; done
+  local name; name=user-$(echo "$user" | tr -c 'a-zA-Z0-9-' '-')
+  sign "$name" "$subject/CN=$user" "extendedKeyUsage=clientAuth"
+  write_kubeconfig "$out" "$server" "$user" "$pki/$name.crt" "$pki/$name.key"
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  user) new_user ;;
+  *) die "usage: $0 up|down|user --dir DIR ..." ;;
+esac

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what `make run` / `make test` need on a fresh machine and is a no-op once it is there:
+# Debian packages for the scripts, then the Go-built binaries (cached outside the repository).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need openssl openssl
+need curl curl
+need jq jq
+need ss iproute2
+need flock util-linux
+need setsid util-linux
+need go golang-go
+need git git
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "hack/deps.sh: installing ${missing[*]} from Debian's packages" >&2
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u)
+fi
+command -v cargo >/dev/null 2>&1 || { echo "hack/deps.sh: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
+"$here/tools.sh" kube >/dev/null

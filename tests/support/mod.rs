@@ -1,0 +1,172 @@
+//! Test support: a real kube-apiserver + etcd per test binary (envtest style), the project's CRDs
+//! installed, and a fresh namespace per test.
+//!
+//! The control plane is started once per test binary by `hack/control-plane.sh` with this
+//! process as its owner, so a watchdog stops it when the binary exits, also after a panic or a
+//! kill. With `USE_EXISTING_CLUSTER=true` the cluster from `KUBECONFIG` is used instead.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+pub struct ControlPlane {
+    /// Folder of the control plane this binary started; `None` for an existing cluster.
+    pub dir: Option<PathBuf>,
+    pub kubeconfig: PathBuf,
+}
+
+static CONTROL_PLANE: OnceLock<ControlPlane> = OnceLock::new();
+
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The control plane of this test binary, started on first use.
+pub fn control_plane() -> &'static ControlPlane {
+    CONTROL_PLANE.get_or_init(|| {
+        // The CRDs are installed from a thread with its own runtime: the caller is usually a
+        // test's runtime, which must not be blocked on itself and is gone after that test.
+        std::thread::spawn(|| {
+            let plane = start_or_attach();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let client = client_for(&plane.kubeconfig).await;
+                for crd in project_crds() {
+                    install_crd(&client, crd).await;
+                }
+            });
+            plane
+        })
+        .join()
+        .expect("starting the test control plane")
+    })
+}
+
+fn start_or_attach() -> ControlPlane {
+    if std::env::var("USE_EXISTING_CLUSTER").is_ok_and(|v| v == "true") {
+        let kubeconfig = std::env::var_os("KUBECONFIG")
+            .map(PathBuf::from)
+            .expect("USE_EXISTING_CLUSTER=true needs KUBECONFIG");
+        return ControlPlane {
+            dir: None,
+            kubeconfig,
+        };
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let dir = std::env::temp_dir().join(format!(
+        "ontap-operator-test-{}-{nanos}",
+        std::process::id()
+    ));
+    let status = Command::new(repo_root().join("hack/control-plane.sh"))
+        .args(["up", "--dir"])
+        .arg(&dir)
+        .args(["--owner-pid", &std::process::id().to_string()])
+        .status()
+        .expect("running hack/control-plane.sh");
+    assert!(
+        status.success(),
+        "hack/control-plane.sh up failed: {status}"
+    );
+    ControlPlane {
+        kubeconfig: dir.join("kubeconfig"),
+        dir: Some(dir),
+    }
+}
+
+pub async fn client_for(kubeconfig: &Path) -> Client {
+    let config = Config::from_custom_kubeconfig(
+        Kubeconfig::read_from(kubeconfig).unwrap(),
+        &KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// The CRDs under `crds/`, the files `make crds` generates and users apply.
+pub fn project_crds() -> Vec<CustomResourceDefinition> {
+    let mut files: Vec<_> = std::fs::read_dir(repo_root().join("crds"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| serde_yaml::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect()
+}
+
+/// Applies a CRD and waits until the API server serves it.
+pub async fn install_crd(client: &Client, crd: CustomResourceDefinition) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = crd.metadata.name.clone().unwrap();
+    api.patch(
+        &name,
+        &PatchParams::apply("ontap-operator-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let current = api.get(&name).await.unwrap();
+        let established = current
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "CRD {name} not Established after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What one test gets: an admin client and a namespace of its own.
+pub struct TestEnv {
+    pub client: Client,
+    pub namespace: String,
+    pub kubeconfig: PathBuf,
+}
+
+pub async fn env() -> TestEnv {
+    let plane = tokio::task::spawn_blocking(control_plane).await.unwrap();
+    let client = client_for(&plane.kubeconfig).await;
+    let namespace = format!("test-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let ns = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(namespace.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    TestEnv {
+        client,
+        namespace,
+        kubeconfig: plane.kubeconfig.clone(),
+    }
+}
