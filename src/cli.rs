@@ -78,6 +78,9 @@ pub struct RunArgs {
     /// On SIGTERM, how long in-flight work may take to finish before the process exits.
     #[arg(long, env = "ONTAP_OPERATOR_SHUTDOWN_TIMEOUT", value_parser = humantime::parse_duration, default_value = "25s")]
     pub shutdown_timeout: Duration,
+    /// Scheduling, concurrency and client rate limits of the reconcile engine.
+    #[command(flatten)]
+    pub engine: crate::engine::EngineArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

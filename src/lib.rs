@@ -4,5 +4,6 @@
 pub mod api;
 pub mod cli;
 pub mod controllers;
+pub mod engine;
 pub mod ontap;
 pub mod runtime;

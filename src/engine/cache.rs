@@ -1,0 +1,411 @@
+//! Lean, shareable caches of watched objects.
+//!
+//! Objects are stripped of `metadata.managedFields` and the `kubectl apply` annotation before
+//! they enter the store: a Rust store keeps managedFields as a JSON value tree, which measured
+//! about 5× the rest of a small object (372 MiB vs 73 MiB for 72,000 HelmComponent-sized objects).
+//!
+//! One [`SharedCache`] per kind serves every controller that needs the kind: the controller that
+//! reconciles it, and parents that own it (through [`SharedCache::children_of`], backed by an
+//! owner index, instead of scanning the store).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use futures::StreamExt;
+use kube::api::ObjectMeta;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+/// The annotation `kubectl apply` (client-side) writes: the whole object again, as JSON.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Removes what a controller never reads but would pay memory for on every cached object.
+///
+/// ```
+/// use kube::api::ObjectMeta;
+/// use ontap_operator::engine::cache::{LAST_APPLIED_ANNOTATION, strip_metadata};
+///
+/// let mut meta = ObjectMeta {
+///     managed_fields: Some(vec![Default::default()]),
+///     annotations: Some([(LAST_APPLIED_ANNOTATION.to_owned(), "{}".to_owned())].into()),
+///     ..Default::default()
+/// };
+/// strip_metadata(&mut meta);
+/// assert!(meta.managed_fields.is_none());
+/// assert!(meta.annotations.is_none());
+/// ```
+pub fn strip_metadata(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = &mut meta.annotations {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+/// A change seen by a [`SharedCache`], delivered to its subscribers after the store has it.
+#[derive(Debug, Clone)]
+pub enum Change<K> {
+    /// Created or updated (also: present at start or after a re-list).
+    Applied(Arc<K>),
+    /// Deleted.
+    Deleted(Arc<K>),
+}
+
+/// Child references by owner UID, maintained from the watch stream.
+///
+/// Lets a parent's reconcile find its children in O(children) instead of scanning every cached
+/// object — at 72,000 children and 4,000 parents the difference is the whole reconcile budget.
+pub struct OwnerIndex<K: Resource<DynamicType = ()>> {
+    inner: RwLock<IndexInner<K>>,
+}
+
+struct IndexInner<K: Resource<DynamicType = ()>> {
+    children: HashMap<String, HashSet<ObjectRef<K>>>,
+    owners: HashMap<ObjectRef<K>, Vec<String>>,
+}
+
+impl<K> Default for OwnerIndex<K>
+where
+    K: Resource<DynamicType = ()>,
+{
+    fn default() -> Self {
+        OwnerIndex {
+            inner: RwLock::new(IndexInner {
+                children: HashMap::new(),
+                owners: HashMap::new(),
+            }),
+        }
+    }
+}
+
+impl<K: Resource<DynamicType = ()>> std::fmt::Debug for OwnerIndex<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnerIndex")
+            .field("owners", &self.owner_count())
+            .finish()
+    }
+}
+
+impl<K> OwnerIndex<K>
+where
+    K: Resource<DynamicType = ()>,
+{
+    /// References to the objects that list `owner_uid` in their `ownerReferences`.
+    pub fn children(&self, owner_uid: &str) -> Vec<ObjectRef<K>> {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        inner
+            .children
+            .get(owner_uid)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of owners with at least one child.
+    pub fn owner_count(&self) -> usize {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        inner.children.len()
+    }
+
+    fn apply(&self, obj: &K) {
+        let key = ObjectRef::from_obj(obj);
+        let uids: Vec<String> = obj
+            .owner_references()
+            .iter()
+            .map(|o| o.uid.clone())
+            .collect();
+        let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        inner.remove(&key);
+        if uids.is_empty() {
+            return;
+        }
+        for uid in &uids {
+            inner
+                .children
+                .entry(uid.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        inner.owners.insert(key, uids);
+    }
+
+    fn delete(&self, obj: &K) {
+        let key = ObjectRef::from_obj(obj);
+        let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        inner.remove(&key);
+    }
+
+    fn rebuild<'a>(&self, objects: impl IntoIterator<Item = &'a Arc<K>>)
+    where
+        K: 'a,
+    {
+        {
+            let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+            inner.children.clear();
+            inner.owners.clear();
+        }
+        for obj in objects {
+            self.apply(obj);
+        }
+    }
+}
+
+impl<K: Resource<DynamicType = ()>> IndexInner<K> {
+    fn remove(&mut self, key: &ObjectRef<K>) {
+        let Some(uids) = self.owners.remove(key) else {
+            return;
+        };
+        for uid in uids {
+            if let Some(set) = self.children.get_mut(&uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.children.remove(&uid);
+                }
+            }
+        }
+    }
+}
+
+type Subscribers<K> = Mutex<Vec<mpsc::UnboundedSender<Change<K>>>>;
+
+/// A watched, stripped, owner-indexed store of one kind, shared by every controller that needs
+/// the kind. Cloning is cheap; the watch stops when the last clone is dropped.
+///
+/// ```no_run
+/// # async fn demo(client: kube::Client) {
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::{Api, runtime::watcher};
+/// use ontap_operator::engine::SharedCache;
+///
+/// let cms = SharedCache::spawn(Api::<ConfigMap>::all(client), watcher::Config::default());
+/// cms.wait_until_ready().await;
+/// for child in cms.children_of("uid-of-some-owner") {
+///     println!("{}", child.metadata.name.as_deref().unwrap_or_default());
+/// }
+/// # }
+/// ```
+pub struct SharedCache<K: Resource<DynamicType = ()> + 'static> {
+    inner: Arc<CacheInner<K>>,
+}
+
+impl<K: Resource<DynamicType = ()> + 'static> Clone for SharedCache<K> {
+    fn clone(&self) -> Self {
+        SharedCache {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
+    store: Store<K>,
+    index: Arc<OwnerIndex<K>>,
+    subscribers: Arc<Subscribers<K>>,
+    task: AbortHandle,
+}
+
+impl<K: Resource<DynamicType = ()> + 'static> Drop for CacheInner<K> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<K> SharedCache<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    /// Starts watching `api` (on the current tokio runtime) into a new cache.
+    pub fn spawn(api: Api<K>, config: watcher::Config) -> Self {
+        let (store, writer) = reflector::store::<K>();
+        let index = Arc::new(OwnerIndex::default());
+        let subscribers: Arc<Subscribers<K>> = Arc::new(Mutex::new(Vec::new()));
+        let task = tokio::spawn(drive(
+            api,
+            config,
+            writer,
+            store.clone(),
+            index.clone(),
+            subscribers.clone(),
+        ))
+        .abort_handle();
+        SharedCache {
+            inner: Arc::new(CacheInner {
+                store,
+                index,
+                subscribers,
+                task,
+            }),
+        }
+    }
+
+    /// The store (read side).
+    pub fn store(&self) -> &Store<K> {
+        &self.inner.store
+    }
+
+    /// The owner index.
+    pub fn owner_index(&self) -> &OwnerIndex<K> {
+        &self.inner.index
+    }
+
+    /// Cached objects whose `ownerReferences` name `owner_uid`.
+    pub fn children_of(&self, owner_uid: &str) -> Vec<Arc<K>> {
+        self.inner
+            .index
+            .children(owner_uid)
+            .iter()
+            .filter_map(|r| self.inner.store.get(r))
+            .collect()
+    }
+
+    /// The cached object at `obj_ref`.
+    pub fn get(&self, obj_ref: &ObjectRef<K>) -> Option<Arc<K>> {
+        self.inner.store.get(obj_ref)
+    }
+
+    /// Resolves once the initial list is in the store.
+    pub async fn wait_until_ready(&self) {
+        // The only error is "writer dropped", i.e. the cache is shutting down; then there is
+        // nothing to wait for.
+        let _ = self.inner.store.wait_until_ready().await;
+    }
+
+    /// A stream of changes: first every object already cached, then every change. Duplicates
+    /// are possible around the subscription instant; subscribers must be idempotent, as every
+    /// Kubernetes event consumer must.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Change<K>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Holding the lock while replaying orders the replay before any later broadcast.
+        let mut subscribers = self
+            .inner
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for obj in self.inner.store.state() {
+            let _ = tx.send(Change::Applied(obj));
+        }
+        subscribers.push(tx);
+        rx
+    }
+}
+
+async fn drive<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    store: Store<K>,
+    index: Arc<OwnerIndex<K>>,
+    subscribers: Arc<Subscribers<K>>,
+) where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let broadcast = |change: Change<K>| {
+        let mut subs = subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+        subs.retain(|tx| tx.send(change.clone()).is_ok());
+    };
+    let mut init: Vec<ObjectRef<K>> = Vec::new();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(|obj: &mut K| strip_metadata(obj.meta_mut()))
+        .reflect(writer);
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            // Hand out the store's own Arc: a second copy per event would double the memory of
+            // a burst of changes.
+            Ok(watcher::Event::Apply(obj)) => {
+                index.apply(&obj);
+                let cached = store.get(&ObjectRef::from_obj(&obj));
+                broadcast(Change::Applied(cached.unwrap_or_else(|| Arc::new(obj))));
+            }
+            Ok(watcher::Event::Delete(obj)) => {
+                index.delete(&obj);
+                broadcast(Change::Deleted(Arc::new(obj)));
+            }
+            Ok(watcher::Event::Init) => init.clear(),
+            // The store swaps these in only at InitDone; announcing them earlier would send
+            // subscribers to a store that does not have them yet.
+            Ok(watcher::Event::InitApply(obj)) => init.push(ObjectRef::from_obj(&obj)),
+            Ok(watcher::Event::InitDone) => {
+                let objects: Vec<Arc<K>> = init.drain(..).filter_map(|r| store.get(&r)).collect();
+                index.rebuild(&objects);
+                for obj in objects {
+                    broadcast(Change::Applied(obj));
+                }
+            }
+            Err(err) => tracing::warn!(kind = %K::kind(&()), error = %err, "watch error, retrying"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference};
+
+    fn cm(name: &str, owners: &[&str]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                owner_references: Some(
+                    owners
+                        .iter()
+                        .map(|uid| OwnerReference {
+                            uid: (*uid).into(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn index_follows_applies_and_deletes() {
+        let index = OwnerIndex::<ConfigMap>::default();
+        index.apply(&cm("a", &["p1"]));
+        index.apply(&cm("b", &["p1", "p2"]));
+        let mut kids: Vec<_> = index.children("p1").into_iter().map(|r| r.name).collect();
+        kids.sort();
+        assert_eq!(kids, ["a", "b"]);
+        // Re-parenting moves the child.
+        index.apply(&cm("a", &["p2"]));
+        assert_eq!(index.children("p1").len(), 1);
+        assert_eq!(index.children("p2").len(), 2);
+        index.delete(&cm("b", &[]));
+        assert!(index.children("p1").is_empty());
+        assert_eq!(index.owner_count(), 1);
+        index.rebuild(&[Arc::new(cm("c", &["p3"]))]);
+        assert!(index.children("p2").is_empty());
+        assert_eq!(index.children("p3").len(), 1);
+    }
+
+    #[test]
+    fn strip_keeps_other_annotations() {
+        let mut meta = ObjectMeta {
+            managed_fields: Some(vec![ManagedFieldsEntry::default()]),
+            annotations: Some(
+                [
+                    (LAST_APPLIED_ANNOTATION.to_owned(), "{}".to_owned()),
+                    ("keep".to_owned(), "me".to_owned()),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        };
+        strip_metadata(&mut meta);
+        assert!(meta.managed_fields.is_none());
+        let annotations = meta.annotations.expect("kept");
+        assert_eq!(annotations.len(), 1);
+        assert_eq!(annotations["keep"], "me");
+    }
+}

@@ -1,0 +1,220 @@
+//! Typed step errors and their classification.
+//!
+//! The category, not the error text, decides what happens next: the requeue policy, the metric
+//! label and whether an Event is emitted. Messages go into the step's condition and must therefore
+//! be stable across retries (no timestamps, attempt counters or request ids), or every retry
+//! would rewrite the status.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A boxed error that can cross tasks.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// How the engine reacts to a failed step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCategory {
+    /// The world did not cooperate (network, 5xx, timeouts): retry with per-object exponential
+    /// backoff.
+    Transient,
+    /// The object's spec cannot be satisfied as written: surface it in the status and wait for a
+    /// change; only the periodic re-verification looks again.
+    Invalid,
+    /// Someone else changed what we were about to change (HTTP 409): retry soon, without growing
+    /// the backoff.
+    Conflict,
+}
+
+impl ErrorCategory {
+    /// The metric label value of this category.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::Transient => "transient",
+            ErrorCategory::Invalid => "invalid",
+            ErrorCategory::Conflict => "conflict",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a step failed.
+///
+/// `reason` is a short `PascalCase` identifier (it becomes the condition's and the Event's
+/// `reason`); `message` is for humans.
+///
+/// ```
+/// use ontap_operator::engine::{ErrorCategory, StepError};
+///
+/// let err = StepError::invalid("UnknownCluster", "OntapCluster \"c1\" does not exist");
+/// assert_eq!(err.category(), ErrorCategory::Invalid);
+/// assert_eq!(err.reason(), "UnknownCluster");
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// Retry with backoff.
+    #[error("{message}")]
+    Transient {
+        /// Condition / Event reason.
+        reason: Cow<'static, str>,
+        /// Human-readable description.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The spec is wrong; wait for a change.
+    #[error("{message}")]
+    Invalid {
+        /// Condition / Event reason.
+        reason: Cow<'static, str>,
+        /// Human-readable description.
+        message: String,
+    },
+    /// Lost a race with another writer; retry soon.
+    #[error("{message}")]
+    Conflict {
+        /// Condition / Event reason.
+        reason: Cow<'static, str>,
+        /// Human-readable description.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+}
+
+impl StepError {
+    /// A transient failure caused by `source`; the message is `source`'s text.
+    pub fn transient(reason: impl Into<Cow<'static, str>>, source: impl Into<BoxError>) -> Self {
+        let source = source.into();
+        StepError::Transient {
+            reason: reason.into(),
+            message: source.to_string(),
+            source: Some(source),
+        }
+    }
+
+    /// A transient failure described only by a message.
+    pub fn transient_msg(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        StepError::Transient {
+            reason: reason.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The spec cannot be satisfied as written.
+    pub fn invalid(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        StepError::Invalid {
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A write lost a race; retry soon.
+    pub fn conflict(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        StepError::Conflict {
+            reason: reason.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Classifies a Kubernetes API error: 409 is a conflict, everything else is transient.
+    ///
+    /// A 400/422 is not mapped to [`ErrorCategory::Invalid`] here because only the step knows
+    /// whether the user's spec is to blame or our own request was wrong; a step that knows should
+    /// return [`StepError::invalid`] itself.
+    pub fn from_kube(reason: impl Into<Cow<'static, str>>, err: kube::Error) -> Self {
+        let reason = reason.into();
+        match &err {
+            kube::Error::Api(status) if status.code == 409 => StepError::Conflict {
+                reason,
+                message: err.to_string(),
+                source: Some(Box::new(err)),
+            },
+            _ => StepError::Transient {
+                reason,
+                message: err.to_string(),
+                source: Some(Box::new(err)),
+            },
+        }
+    }
+
+    /// The category that drives the requeue policy.
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            StepError::Transient { .. } => ErrorCategory::Transient,
+            StepError::Invalid { .. } => ErrorCategory::Invalid,
+            StepError::Conflict { .. } => ErrorCategory::Conflict,
+        }
+    }
+
+    /// The condition / Event reason.
+    pub fn reason(&self) -> &str {
+        match self {
+            StepError::Transient { reason, .. }
+            | StepError::Invalid { reason, .. }
+            | StepError::Conflict { reason, .. } => reason,
+        }
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        match self {
+            StepError::Transient { message, .. }
+            | StepError::Invalid { message, .. }
+            | StepError::Conflict { message, .. } => message,
+        }
+    }
+}
+
+/// Kubernetes API errors inside a step are classified by [`StepError::from_kube`] with the reason
+/// `KubernetesAPIError`, so `?` works on `kube` calls.
+impl From<kube::Error> for StepError {
+    fn from(err: kube::Error) -> Self {
+        StepError::from_kube("KubernetesAPIError", err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            message: format!("code {code}"),
+            reason: "Test".into(),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn kube_conflict_is_conflict_everything_else_transient() {
+        assert_eq!(
+            StepError::from(api_error(409)).category(),
+            ErrorCategory::Conflict
+        );
+        for code in [400, 404, 429, 500, 503] {
+            assert_eq!(
+                StepError::from(api_error(code)).category(),
+                ErrorCategory::Transient,
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn message_comes_from_source() {
+        let err = StepError::transient("OntapUnreachable", "connection refused");
+        assert_eq!(err.message(), "connection refused");
+        assert_eq!(err.to_string(), "connection refused");
+        assert_eq!(err.reason(), "OntapUnreachable");
+    }
+}

@@ -1,0 +1,399 @@
+//! The work queue behind every controller.
+//!
+//! Why our own and not kube-runtime's scheduler: its queue is internal, so neither the number of
+//! pending objects (`workqueue_depth`) nor adds and retries can be observed, and its per-object
+//! retry time is whatever the error policy returns with no memory of earlier failures. This queue
+//! follows client-go's workqueue semantics, which controller-runtime operators are tuned for:
+//!
+//! - an object is at most once in the queue (adds are deduplicated);
+//! - an object being processed is never handed out again; adds during processing mark it dirty
+//!   and it is re-queued when processing finishes;
+//! - delayed adds keep the earliest time per object;
+//! - the failure count per object drives exponential backoff and is reset on success.
+//!
+//! kube-runtime's watcher and reflector still feed it; only the scheduling is ours.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::requeue::Backoff;
+
+/// What to do with an object after a reconcile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Succeeded (or is waiting, or is invalid and waits for a change): reset the failure count
+    /// and look again after the delay.
+    After(Duration),
+    /// Failed transiently: count the failure, back off exponentially.
+    Backoff,
+    /// Lost a race: look again after the delay, failure count untouched.
+    Retry(Duration),
+    /// The object is gone: drop everything we know about it.
+    Forget,
+}
+
+pub(crate) struct QueueMetrics {
+    pub depth: Gauge,
+    pub adds: Counter,
+    pub retries: Counter,
+}
+
+pub(crate) struct WorkQueue<T> {
+    state: Mutex<State<T>>,
+    ready: Notify,
+    timer: Notify,
+    backoff: Backoff,
+    metrics: QueueMetrics,
+}
+
+struct State<T> {
+    queue: VecDeque<T>,
+    queued: HashSet<T>,
+    processing: HashSet<T>,
+    dirty: HashSet<T>,
+    due: HashMap<T, Instant>,
+    timers: BinaryHeap<Timer<T>>,
+    seq: u64,
+    failures: HashMap<T, u32>,
+}
+
+/// A heap entry; stale entries (whose time no longer matches `due`) are skipped when popped, which
+/// is cheaper than removing from the middle of a heap.
+struct Timer<T> {
+    at: Instant,
+    seq: u64,
+    item: T,
+}
+
+impl<T> PartialEq for Timer<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at && self.seq == other.seq
+    }
+}
+impl<T> Eq for Timer<T> {}
+impl<T> PartialOrd for Timer<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Timer<T> {
+    // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+impl<T: Clone + Eq + Hash> WorkQueue<T> {
+    pub fn new(backoff: Backoff, metrics: QueueMetrics) -> Self {
+        WorkQueue {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                queued: HashSet::new(),
+                processing: HashSet::new(),
+                dirty: HashSet::new(),
+                due: HashMap::new(),
+                timers: BinaryHeap::new(),
+                seq: 0,
+                failures: HashMap::new(),
+            }),
+            ready: Notify::new(),
+            timer: Notify::new(),
+            backoff,
+            metrics,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `item` now.
+    pub fn add(&self, item: T) {
+        let mut state = self.lock();
+        self.enqueue(&mut state, item, true);
+    }
+
+    fn enqueue(&self, state: &mut State<T>, item: T, count: bool) {
+        if state.queued.contains(&item) {
+            return;
+        }
+        if state.processing.contains(&item) {
+            if state.dirty.insert(item) && count {
+                self.metrics.adds.inc();
+            }
+            return;
+        }
+        if count {
+            self.metrics.adds.inc();
+        }
+        state.queued.insert(item.clone());
+        state.queue.push_back(item);
+        self.metrics.depth.set(gauge_value(state.queue.len()));
+        self.ready.notify_one();
+    }
+
+    /// Queues `item` after `delay`, unless it is already due earlier.
+    #[cfg(test)]
+    pub fn add_after(&self, item: T, delay: Duration) {
+        let mut state = self.lock();
+        self.schedule(&mut state, item, delay);
+    }
+
+    fn schedule(&self, state: &mut State<T>, item: T, delay: Duration) {
+        if delay.is_zero() {
+            self.enqueue(state, item, true);
+            return;
+        }
+        if state.queued.contains(&item) {
+            return;
+        }
+        let at = Instant::now() + delay;
+        if state.due.get(&item).is_some_and(|due| *due <= at) {
+            return;
+        }
+        state.due.insert(item.clone(), at);
+        state.seq += 1;
+        let seq = state.seq;
+        state.timers.push(Timer { at, seq, item });
+        self.timer.notify_one();
+    }
+
+    /// Whether nothing is ready to be handed out.
+    pub fn is_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
+
+    /// Hands out the next ready item and marks it as processing.
+    pub fn pop(&self) -> Option<T> {
+        let mut state = self.lock();
+        let item = state.queue.pop_front()?;
+        state.queued.remove(&item);
+        // The reconcile's result decides the next time; an older timer would only add a run.
+        state.due.remove(&item);
+        state.processing.insert(item.clone());
+        self.metrics.depth.set(gauge_value(state.queue.len()));
+        Some(item)
+    }
+
+    /// Ends processing of `item` and schedules its next run; returns the delay chosen.
+    pub fn finish(&self, item: T, next: Next) -> Option<Duration> {
+        let mut state = self.lock();
+        state.processing.remove(&item);
+        let delay = match next {
+            Next::After(delay) => {
+                state.failures.remove(&item);
+                Some(delay)
+            }
+            Next::Retry(delay) => Some(delay),
+            Next::Backoff => {
+                let failures = state.failures.entry(item.clone()).or_insert(0);
+                *failures = failures.saturating_add(1);
+                let delay = self.backoff.delay(*failures);
+                self.metrics.retries.inc();
+                Some(delay)
+            }
+            Next::Forget => {
+                state.failures.remove(&item);
+                state.due.remove(&item);
+                None
+            }
+        };
+        if state.dirty.remove(&item) {
+            // Something changed while we were reconciling: look again now, as client-go does.
+            self.enqueue(&mut state, item.clone(), false);
+        }
+        if let Some(delay) = delay {
+            self.schedule(&mut state, item, delay);
+        }
+        delay
+    }
+
+    /// Drops the failure count and any timer of a deleted object.
+    pub fn forget(&self, item: &T) {
+        let mut state = self.lock();
+        state.failures.remove(item);
+        state.due.remove(item);
+    }
+
+    /// Consecutive failures recorded for `item`.
+    #[cfg(test)]
+    pub fn failures(&self, item: &T) -> u32 {
+        self.lock().failures.get(item).copied().unwrap_or(0)
+    }
+
+    /// Waits until an item is ready. Only one task (the dispatcher) may wait here.
+    pub async fn wait_ready(&self) {
+        loop {
+            let notified = self.ready.notified();
+            if !self.is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Moves due items into the queue; returns when the next timer fires.
+    fn promote_due(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        while let Some(top) = state.timers.peek() {
+            if top.at > now {
+                return Some(top.at);
+            }
+            let Some(Timer { at, item, .. }) = state.timers.pop() else {
+                break;
+            };
+            if state.due.get(&item) == Some(&at) {
+                state.due.remove(&item);
+                self.enqueue(&mut state, item, true);
+            }
+        }
+        None
+    }
+
+    /// Runs the timers forever; spawn it next to the dispatcher.
+    pub async fn run_timers(&self) {
+        loop {
+            let notified = self.timer.notified();
+            match self.promote_due() {
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {}
+                        () = notified => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+}
+
+fn gauge_value(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn queue() -> (Arc<WorkQueue<&'static str>>, QueueMetrics) {
+        let metrics = QueueMetrics {
+            depth: Gauge::default(),
+            adds: Counter::default(),
+            retries: Counter::default(),
+        };
+        let observed = QueueMetrics {
+            depth: metrics.depth.clone(),
+            adds: metrics.adds.clone(),
+            retries: metrics.retries.clone(),
+        };
+        let q = WorkQueue::new(
+            Backoff::new(Duration::from_secs(1), Duration::from_secs(1000)),
+            metrics,
+        );
+        (Arc::new(q), observed)
+    }
+
+    #[test]
+    fn dedupes_and_reports_depth() {
+        let (q, m) = queue();
+        q.add("a");
+        q.add("a");
+        q.add("b");
+        assert_eq!(m.depth.get(), 2);
+        assert_eq!(m.adds.get(), 2);
+        assert_eq!(q.pop(), Some("a"));
+        assert_eq!(m.depth.get(), 1);
+    }
+
+    #[test]
+    fn never_hands_out_an_item_twice_at_once() {
+        let (q, m) = queue();
+        q.add("a");
+        assert_eq!(q.pop(), Some("a"));
+        q.add("a");
+        q.add("a");
+        assert_eq!(q.pop(), None, "a is processing: marked dirty, not queued");
+        assert_eq!(m.adds.get(), 2);
+        q.finish("a", Next::After(Duration::from_secs(600)));
+        assert_eq!(q.pop(), Some("a"), "dirty item comes back after finish");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_back_off_exponentially_and_reset_on_success() {
+        let (q, m) = queue();
+        let timers = tokio::spawn({
+            let q = q.clone();
+            async move { q.run_timers().await }
+        });
+        let start = Instant::now();
+        q.add("a");
+        let mut runs = Vec::new();
+        for attempt in 0..6 {
+            q.wait_ready().await;
+            let item = q.pop().expect("ready");
+            runs.push((Instant::now() - start).as_secs());
+            let next = if attempt < 5 {
+                Next::Backoff
+            } else {
+                Next::After(Duration::from_secs(600))
+            };
+            q.finish(item, next);
+        }
+        // Started at 0, then after 1, 2, 4, 8, 16 seconds.
+        assert_eq!(runs, [0, 1, 3, 7, 15, 31]);
+        assert_eq!(m.retries.get(), 5);
+        assert_eq!(q.failures(&"a"), 0, "success resets the count");
+
+        // After the reset the next failure waits the base delay again.
+        q.add("a");
+        q.wait_ready().await;
+        let item = q.pop().expect("ready");
+        assert_eq!(q.finish(item, Next::Backoff), Some(Duration::from_secs(1)));
+        timers.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delayed_adds_keep_the_earliest_time() {
+        let (q, _) = queue();
+        let timers = tokio::spawn({
+            let q = q.clone();
+            async move { q.run_timers().await }
+        });
+        q.add_after("a", Duration::from_secs(10));
+        q.add_after("a", Duration::from_secs(3));
+        q.add_after("a", Duration::from_secs(20));
+        let start = Instant::now();
+        q.wait_ready().await;
+        assert_eq!((Instant::now() - start).as_secs(), 3);
+        assert_eq!(q.pop(), Some("a"));
+        q.finish("a", Next::Forget);
+        // The stale 10 s and 20 s timers must not bring it back.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(q.is_empty());
+        timers.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn forget_cancels_pending_timer() {
+        let (q, _) = queue();
+        let timers = tokio::spawn({
+            let q = q.clone();
+            async move { q.run_timers().await }
+        });
+        q.add_after("a", Duration::from_secs(5));
+        q.forget(&"a");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(q.is_empty());
+        timers.abort();
+    }
+}

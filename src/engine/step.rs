@@ -1,0 +1,425 @@
+//! Steps and the runner that records them.
+//!
+//! A step is a plain async closure that observes the actual state, acts only where it differs
+//! from the desired state, and says what it found. Steps are composed with `?`: the first step
+//! that fails or has to wait stops the reconcile, because later steps build on it. The runner
+//! refuses to run further steps after that, so a reconcile that swallowed the [`Halt`] still
+//! cannot act on a precondition that does not hold.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::error::{ErrorCategory, StepError};
+use super::metrics::Metrics;
+
+/// What a step found.
+///
+/// `T` carries what later steps need (an id, a looked-up object); most steps return `()`, for
+/// which [`Outcome::unchanged`] and [`Outcome::changed`] are shorthands.
+#[derive(Debug)]
+pub enum Outcome<T = ()> {
+    /// The world already matched; nothing was written.
+    Unchanged(T),
+    /// The step changed the world to match.
+    Changed(T),
+    /// The step cannot complete yet (something outside our control is still converging); later
+    /// steps must not run, and the object is looked at again after [`Wait::after`].
+    Waiting(Wait),
+}
+
+impl Outcome<()> {
+    /// Nothing to do.
+    pub fn unchanged() -> Self {
+        Outcome::Unchanged(())
+    }
+
+    /// Something was changed.
+    pub fn changed() -> Self {
+        Outcome::Changed(())
+    }
+}
+
+impl<T> Outcome<T> {
+    /// Not done yet; look again after `after`. `reason` is a `PascalCase` identifier.
+    pub fn waiting(
+        reason: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+        after: Duration,
+    ) -> Self {
+        Outcome::Waiting(Wait {
+            reason: reason.into(),
+            message: message.into(),
+            after,
+        })
+    }
+}
+
+/// Why and for how long a step waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// Condition reason, `PascalCase`.
+    pub reason: Cow<'static, str>,
+    /// Human-readable description; keep it stable between loops.
+    pub message: String,
+    /// When to look again.
+    pub after: Duration,
+}
+
+/// What happened to one step, as recorded by the [`StepRunner`].
+#[derive(Debug)]
+pub enum StepState {
+    /// Observed, nothing to do.
+    Unchanged,
+    /// Observed and changed.
+    Changed,
+    /// Not done yet.
+    Waiting(Wait),
+    /// Failed.
+    Failed(StepError),
+}
+
+impl StepState {
+    /// The metric label of this state.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StepState::Unchanged => "unchanged",
+            StepState::Changed => "changed",
+            StepState::Waiting(_) => "waiting",
+            StepState::Failed(_) => "error",
+        }
+    }
+
+    /// Whether the step completed (unchanged or changed).
+    pub fn is_done(&self) -> bool {
+        matches!(self, StepState::Unchanged | StepState::Changed)
+    }
+}
+
+/// One executed step.
+#[derive(Debug)]
+pub struct StepRecord {
+    /// Step name; also its condition `type`.
+    pub name: &'static str,
+    /// What happened.
+    pub state: StepState,
+    /// How long the step ran.
+    pub duration: Duration,
+}
+
+/// The reconcile stopped at a step that failed or has to wait.
+///
+/// Only the [`StepRunner`] creates it, after recording why; returning it with `?` is how a
+/// reconcile says "stop here".
+#[derive(Debug, PartialEq, Eq)]
+pub struct Halt {
+    step: &'static str,
+}
+
+impl Halt {
+    /// The step that stopped the reconcile.
+    pub fn step(&self) -> &'static str {
+        self.step
+    }
+}
+
+impl fmt::Display for Halt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "reconcile stopped at step {}", self.step)
+    }
+}
+
+impl std::error::Error for Halt {}
+
+/// The overall result of a reconcile, derived from its step records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Summary {
+    /// Every step completed; `changed` when at least one changed something.
+    Done {
+        /// Whether any step changed the world.
+        changed: bool,
+    },
+    /// A step is waiting.
+    Waiting {
+        /// The waiting step.
+        step: &'static str,
+        /// Its wait.
+        wait: Wait,
+    },
+    /// A step failed.
+    Failed {
+        /// The failed step.
+        step: &'static str,
+        /// The error's category.
+        category: ErrorCategory,
+    },
+}
+
+/// Runs the steps of one reconcile and records each one's outcome.
+///
+/// Each step gets a tracing span `step` (with `step`, `outcome` and `duration_ms`), a sample in
+/// `ontap_operator_step_duration_seconds`, an increment of `ontap_operator_step_errors_total` on
+/// failure, and — through its record — a status condition of the same name.
+///
+/// ```
+/// use ontap_operator::engine::{Outcome, StepError, StepRunner, Summary};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut steps = StepRunner::new("demo");
+/// let reconcile = async {
+///     let id = steps.step("Lookup", || async { Ok(Outcome::Unchanged(42)) }).await?;
+///     steps.step("Create", || async move {
+///         if id == 42 { Ok(Outcome::changed()) } else { Err(StepError::invalid("BadId", "no")) }
+///     }).await?;
+///     Ok::<_, ontap_operator::engine::Halt>(())
+/// };
+/// reconcile.await.unwrap();
+/// assert_eq!(steps.summary(), Summary::Done { changed: true });
+/// # }
+/// ```
+pub struct StepRunner {
+    controller: &'static str,
+    metrics: Option<Arc<Metrics>>,
+    records: Vec<StepRecord>,
+    halted: Option<&'static str>,
+}
+
+impl fmt::Debug for StepRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepRunner")
+            .field("controller", &self.controller)
+            .field("records", &self.records)
+            .field("halted", &self.halted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StepRunner {
+    /// A runner that records metrics nowhere; for unit tests of a reconcile.
+    pub fn new(controller: &'static str) -> Self {
+        StepRunner {
+            controller,
+            metrics: None,
+            records: Vec::new(),
+            halted: None,
+        }
+    }
+
+    /// A runner that records into `metrics`.
+    pub fn with_metrics(controller: &'static str, metrics: Arc<Metrics>) -> Self {
+        StepRunner {
+            metrics: Some(metrics),
+            ..StepRunner::new(controller)
+        }
+    }
+
+    /// Runs step `name` unless an earlier step halted, records its outcome and returns its value.
+    ///
+    /// Returns `Err(Halt)` when the step failed or waits — or when an earlier step did, in which
+    /// case `f` is not called at all.
+    pub async fn step<T, F, Fut>(&mut self, name: &'static str, f: F) -> Result<T, Halt>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Outcome<T>, StepError>>,
+    {
+        if let Some(step) = self.halted {
+            return Err(Halt { step });
+        }
+        let span = tracing::info_span!(
+            "step",
+            step = name,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty
+        );
+        let start = Instant::now();
+        let result = f().instrument(span.clone()).await;
+        let duration = start.elapsed();
+        let (state, value) = match result {
+            Ok(Outcome::Unchanged(v)) => (StepState::Unchanged, Some(v)),
+            Ok(Outcome::Changed(v)) => (StepState::Changed, Some(v)),
+            Ok(Outcome::Waiting(w)) => (StepState::Waiting(w), None),
+            Err(e) => (StepState::Failed(e), None),
+        };
+        span.record("outcome", state.as_str());
+        span.record("duration_ms", duration.as_secs_f64() * 1000.0);
+        span.in_scope(|| match &state {
+            StepState::Unchanged => tracing::debug!("step unchanged"),
+            StepState::Changed => tracing::info!("step changed the world"),
+            StepState::Waiting(w) => {
+                tracing::info!(reason = %w.reason, message = %w.message, after = ?w.after, "step waiting")
+            }
+            StepState::Failed(e) => {
+                tracing::warn!(category = %e.category(), reason = e.reason(), error = %e, "step failed")
+            }
+        });
+        if let Some(metrics) = &self.metrics {
+            metrics.observe_step(self.controller, name, state.as_str(), duration);
+            if let StepState::Failed(e) = &state {
+                metrics
+                    .step_errors_total(self.controller, name, e.category().as_str())
+                    .inc();
+            }
+        }
+        self.records.push(StepRecord {
+            name,
+            state,
+            duration,
+        });
+        match value {
+            Some(v) => Ok(v),
+            None => {
+                self.halted = Some(name);
+                Err(Halt { step: name })
+            }
+        }
+    }
+
+    /// The steps executed so far, in order.
+    pub fn records(&self) -> &[StepRecord] {
+        &self.records
+    }
+
+    /// The step that halted the reconcile, if any.
+    pub fn halted_at(&self) -> Option<&'static str> {
+        self.halted
+    }
+
+    /// The overall result.
+    pub fn summary(&self) -> Summary {
+        for record in &self.records {
+            match &record.state {
+                StepState::Waiting(wait) => {
+                    return Summary::Waiting {
+                        step: record.name,
+                        wait: wait.clone(),
+                    };
+                }
+                StepState::Failed(err) => {
+                    return Summary::Failed {
+                        step: record.name,
+                        category: err.category(),
+                    };
+                }
+                StepState::Unchanged | StepState::Changed => {}
+            }
+        }
+        Summary::Done {
+            changed: self
+                .records
+                .iter()
+                .any(|r| matches!(r.state, StepState::Changed)),
+        }
+    }
+
+    /// The name of the controller this runner records for.
+    pub fn controller(&self) -> &'static str {
+        self.controller
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    async fn three_steps(
+        steps: &mut StepRunner,
+        fail_second: bool,
+        ran: &AtomicU32,
+    ) -> Result<(), Halt> {
+        steps
+            .step("First", || async {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(Outcome::unchanged())
+            })
+            .await?;
+        steps
+            .step("Second", || async {
+                ran.fetch_add(10, Ordering::SeqCst);
+                if fail_second {
+                    Err(StepError::transient_msg("Boom", "second failed"))
+                } else {
+                    Ok(Outcome::changed())
+                }
+            })
+            .await?;
+        steps
+            .step("Third", || async {
+                ran.fetch_add(100, Ordering::SeqCst);
+                Ok(Outcome::unchanged())
+            })
+            .await?;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn runs_in_order_and_stops_at_first_failure() {
+        let ran = AtomicU32::new(0);
+        let mut steps = StepRunner::new("t");
+        let halt = three_steps(&mut steps, true, &ran)
+            .await
+            .expect_err("halts");
+        assert_eq!(halt.step(), "Second");
+        assert_eq!(ran.load(Ordering::SeqCst), 11, "Third never ran");
+        let names: Vec<_> = steps.records().iter().map(|r| r.name).collect();
+        assert_eq!(names, ["First", "Second"]);
+        assert_eq!(
+            steps.summary(),
+            Summary::Failed {
+                step: "Second",
+                category: ErrorCategory::Transient
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn all_done_reports_changed() {
+        let ran = AtomicU32::new(0);
+        let mut steps = StepRunner::new("t");
+        three_steps(&mut steps, false, &ran)
+            .await
+            .expect("completes");
+        assert_eq!(ran.load(Ordering::SeqCst), 111);
+        assert_eq!(steps.summary(), Summary::Done { changed: true });
+    }
+
+    #[tokio::test]
+    async fn steps_after_a_halt_do_not_run_even_if_the_halt_is_ignored() {
+        let mut steps = StepRunner::new("t");
+        let _ = steps
+            .step("Wait", || async {
+                Ok::<Outcome, _>(Outcome::waiting("NotYet", "later", Duration::from_secs(5)))
+            })
+            .await;
+        let mut called = false;
+        let r = steps
+            .step("After", || async {
+                called = true;
+                Ok(Outcome::unchanged())
+            })
+            .await;
+        assert_eq!(r, Err(Halt { step: "Wait" }));
+        assert!(!called);
+        assert!(matches!(
+            steps.summary(),
+            Summary::Waiting { step: "Wait", .. }
+        ));
+    }
+
+    #[tokio::test]
+    async fn records_metrics() {
+        let metrics = Arc::new(Metrics::unregistered());
+        let mut steps = StepRunner::with_metrics("ctl", metrics.clone());
+        let _ = steps
+            .step("Bad", || async {
+                Err::<Outcome, _>(StepError::invalid("Nope", "bad spec"))
+            })
+            .await;
+        assert_eq!(metrics.step_errors_total("ctl", "Bad", "invalid").get(), 1);
+    }
+}
