@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controllers until SIGTERM or SIGINT.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print every CRD this operator owns as multi-document YAML.
     Crds(CrdsArgs),
     /// Print the operator's version.
