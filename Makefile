@@ -21,9 +21,12 @@ up: deps build
 down:
 	@hack/local-env.sh down
 
-## run: the operator in the foreground against the local control plane
+## run: the operator in the foreground against the local control plane, mock ONTAP and Jaeger,
+## with the samples of deploy/samples applied (`kubectl get svm -A` in another shell)
 run: up
-	@source $(LOCAL)/env && $(CARGO) run --bin ontap-operator -- run
+	@hack/local-env.sh samples
+	@source $(LOCAL)/env && $(CARGO) run --bin ontap-operator -- run \
+		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
 ## crds: regenerate crds/ from the Rust types
 crds:

@@ -64,6 +64,25 @@ up() {
   log "up: . .local/env && kubectl get --raw /readyz"
 }
 
+# The samples of deploy/samples against the local mock ONTAP: its admin Secret and CA, then the
+# sample objects with ${ONTAP_ENDPOINT} filled in.
+samples() {
+  command -v kubectl >/dev/null 2>&1 || die "kubectl is needed to apply the samples"
+  # shellcheck disable=SC1091
+  . "$local_dir/env"
+  local k=(kubectl --kubeconfig "$local_dir/kubeconfig")
+  "${k[@]}" create namespace ontap-operator-system --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n ontap-operator-system create secret generic lab-admin \
+    --from-literal=username="$ONTAP_USERNAME" --from-literal=password="$ONTAP_PASSWORD" \
+    --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n ontap-operator-system create secret generic lab-ca --from-file=ca.crt="$ONTAP_CA_FILE" \
+    --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  for f in "$root"/deploy/samples/*.yaml; do
+    sed "s|\${ONTAP_ENDPOINT}|$ONTAP_ENDPOINT|g" "$f"
+    echo "---"
+  done | "${k[@]}" apply -f -
+}
+
 down() {
   "$here/control-plane.sh" down --dir "$local_dir/control-plane" || true
   "$here/jaeger.sh" down --dir "$local_dir/jaeger" || true
@@ -73,6 +92,7 @@ down() {
 
 case "${1:-}" in
   up) up ;;
+  samples) samples ;;
   down) down ;;
-  *) die "usage: $0 up|down" ;;
+  *) die "usage: $0 up|samples|down" ;;
 esac

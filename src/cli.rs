@@ -78,6 +78,9 @@ pub struct RunArgs {
     /// On SIGTERM, how long in-flight work may take to finish before the process exits.
     #[arg(long, env = "ONTAP_OPERATOR_SHUTDOWN_TIMEOUT", value_parser = humantime::parse_duration, default_value = "25s")]
     pub shutdown_timeout: Duration,
+    /// Timeout of one request to ONTAP (a lost answer is noticed after this long).
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUEST_TIMEOUT", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub ontap_request_timeout: Duration,
     /// Scheduling, concurrency and client rate limits of the reconcile engine.
     #[command(flatten)]
     pub engine: crate::engine::EngineArgs,

@@ -2,6 +2,7 @@
 //! leader election and graceful shutdown.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -14,6 +15,10 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
+use crate::controllers::connections::ClientSettings;
+use crate::controllers::{self, Caches, ControllerContext};
+use crate::engine::{ClientLimits, EngineConfig, Metrics, build_client};
+use crate::ontap::OntapMetrics;
 
 pub mod admin;
 pub mod health;
@@ -103,8 +108,17 @@ fn spawn_apiserver_probe(client: Client, probe: Probe, stop: CancellationToken) 
 }
 
 async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let engine_metrics = Metrics::new(&mut registry);
+    let ontap_metrics = OntapMetrics::new();
+    ontap_metrics.register(&mut registry);
     let config = kube_config(args.kubeconfig.as_deref()).await?;
-    let client = Client::try_from(config).context("building the Kubernetes client")?;
+    let client = build_client(
+        config,
+        ClientLimits::from(&args.engine),
+        engine_metrics.clone(),
+    )
+    .context("building the Kubernetes client")?;
     // A wrong kubeconfig should fail here with a clear message; an API server that is merely
     // down is left to /readyz and the retries of the controllers.
     match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
@@ -124,7 +138,6 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let health = Health::new();
     let leadership = LeadershipState::default();
-    let mut registry = Registry::default();
     registry.register_collector(Box::new(process_metrics::ProcessCollector));
     let leader_status = Family::<LeaseLabels, Gauge>::default();
     registry.register(
@@ -144,6 +157,8 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
         move || l.check()
     });
     spawn_apiserver_probe(client.clone(), apiserver, stop.clone());
+    let caches = Caches::spawn(&client);
+    caches.register_readiness(&health);
 
     let mut servers = tokio::task::JoinSet::new();
     let admin = [
@@ -191,6 +206,8 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
 
     let signal = shutdown_signal();
     tokio::pin!(signal);
+    let controllers_stop = CancellationToken::new();
+    let mut controllers: Option<tokio::task::JoinHandle<()>> = None;
     let outcome: anyhow::Result<()> = async {
         if let Some(election) = election.as_mut() {
             tokio::select! {
@@ -200,6 +217,34 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
         }
         leader_status.get_or_create(&lease_labels).set(1);
         tracing::info!("running controllers");
+        let context = ControllerContext {
+            client: client.clone(),
+            engine: EngineConfig::from(&args.engine),
+            ontap: ClientSettings {
+                request_timeout: args.ontap_request_timeout,
+                metrics: Some(ontap_metrics.clone()),
+            },
+            metrics: engine_metrics.clone(),
+            health: health.clone(),
+        };
+        let caches = caches.clone();
+        let stop = controllers_stop.clone();
+        let running = Arc::new(AtomicBool::new(true));
+        health.add_liveness("controllers", {
+            let running = running.clone();
+            let stop = controllers_stop.clone();
+            move || {
+                if running.load(Ordering::Acquire) || stop.is_cancelled() {
+                    Ok(())
+                } else {
+                    Err("the controllers stopped".into())
+                }
+            }
+        });
+        controllers = Some(tokio::spawn(async move {
+            controllers::run(&caches, context, stop).await;
+            running.store(false, Ordering::Release);
+        }));
         match election.as_mut() {
             Some(election) => tokio::select! {
                 result = &mut signal => result,
@@ -210,13 +255,18 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
     }
     .await;
 
-    leader_status.get_or_create(&lease_labels).set(0);
+    // Stop taking work, let running reconciles finish within the bound, then give the lease up.
+    controllers_stop.cancel();
     let _ = tokio::time::timeout(args.shutdown_timeout, async {
-        if let Some(election) = election {
-            election.release().await;
+        if let Some(controllers) = controllers {
+            let _ = controllers.await;
         }
     })
     .await;
+    leader_status.get_or_create(&lease_labels).set(0);
+    if let Some(election) = election {
+        let _ = tokio::time::timeout(Duration::from_secs(5), election.release()).await;
+    }
     stop.cancel();
     while let Some(joined) = servers.join_next().await {
         match joined {

@@ -5,6 +5,7 @@
 pub mod desired;
 pub mod naming;
 pub mod password;
+pub mod reconcile;
 pub mod seed_secret;
 
 pub use desired::{
