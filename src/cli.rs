@@ -78,6 +78,13 @@ pub struct RunArgs {
     /// On SIGTERM, how long in-flight work may take to finish before the process exits.
     #[arg(long, env = "ONTAP_OPERATOR_SHUTDOWN_TIMEOUT", value_parser = humantime::parse_duration, default_value = "25s")]
     pub shutdown_timeout: Duration,
+    /// Watch StorageVirtualMachines (and their Secrets) in this namespace only; default: all.
+    #[arg(long, env = "ONTAP_OPERATOR_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Reconcile only the OntapClusters with these labels (e.g. `shard=a`), to run several
+    /// operators side by side; default: all.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_CLUSTER_SELECTOR")]
+    pub ontap_cluster_selector: Option<String>,
     /// Timeout of one request to ONTAP (a lost answer is noticed after this long).
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUEST_TIMEOUT", value_parser = humantime::parse_duration, default_value = "30s")]
     pub ontap_request_timeout: Duration,

@@ -33,13 +33,35 @@ pub struct Caches {
     pub secrets: SharedCache<Secret>,
 }
 
+/// Which objects this process is responsible for.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    /// Only this namespace's StorageVirtualMachines and seed Secrets.
+    pub namespace: Option<String>,
+    /// Only the OntapClusters matching this label selector.
+    pub cluster_selector: Option<String>,
+}
+
 impl Caches {
-    pub fn spawn(client: &Client) -> Self {
+    pub fn spawn(client: &Client, scope: &Scope) -> Self {
+        fn api<K>(client: &Client, namespace: &Option<String>) -> Api<K>
+        where
+            K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+        {
+            match namespace {
+                Some(ns) => Api::namespaced(client.clone(), ns),
+                None => Api::all(client.clone()),
+            }
+        }
+        let clusters = match &scope.cluster_selector {
+            Some(selector) => watcher::Config::default().labels(selector),
+            None => watcher::Config::default(),
+        };
         Self {
-            clusters: SharedCache::spawn(Api::all(client.clone()), watcher::Config::default()),
-            svms: SharedCache::spawn(Api::all(client.clone()), watcher::Config::default()),
+            clusters: SharedCache::spawn(Api::all(client.clone()), clusters),
+            svms: SharedCache::spawn(api(client, &scope.namespace), watcher::Config::default()),
             secrets: SharedCache::spawn(
-                Api::all(client.clone()),
+                api(client, &scope.namespace),
                 watcher::Config::default()
                     .labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")),
             ),

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::controllers::connections::ClientSettings;
-use crate::controllers::{self, Caches, ControllerContext};
+use crate::controllers::{self, Caches, ControllerContext, Scope};
 use crate::engine::{ClientLimits, EngineConfig, Metrics, build_client};
 use crate::ontap::OntapMetrics;
 
@@ -157,7 +157,11 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
         move || l.check()
     });
     spawn_apiserver_probe(client.clone(), apiserver, stop.clone());
-    let caches = Caches::spawn(&client);
+    let scope = Scope {
+        namespace: args.namespace.clone(),
+        cluster_selector: args.ontap_cluster_selector.clone(),
+    };
+    let caches = Caches::spawn(&client, &scope);
     caches.register_readiness(&health);
 
     let mut servers = tokio::task::JoinSet::new();

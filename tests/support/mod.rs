@@ -19,6 +19,7 @@ use kube::{Client, Config};
 
 pub mod ontap;
 pub mod operator;
+pub mod svm;
 
 pub struct ControlPlane {
     /// Folder of the control plane this binary started; `None` for an existing cluster.

@@ -1,0 +1,80 @@
+//! The StorageVirtualMachine controller end to end: real API server, mock ONTAP, real operator.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use support::svm::SvmWorld;
+
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn an_svm_becomes_ready_with_working_credentials_and_deletion_leaves_nothing() {
+    let world = SvmWorld::start().await;
+    world.create_svm("happy", 0).await;
+    let svm = world.wait_ready("happy", READY_WITHIN).await;
+    let status = svm.status.unwrap();
+    let svm_name = status.svm_name.clone().unwrap();
+    assert_eq!(status.secret_ref.as_deref(), Some("happy-svm-credentials"));
+    for condition in [
+        "ClusterReady",
+        "SVMReady",
+        "LIFsReady",
+        "AccountReady",
+        "SecretReady",
+        "Ready",
+    ] {
+        assert!(
+            status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == condition && c.status == "True"),
+            "{condition} not True: {:?}",
+            status.conditions
+        );
+    }
+    let (username, password, secret_svm) = world
+        .seed_credentials("happy-svm-credentials")
+        .await
+        .unwrap();
+    assert_eq!(secret_svm, svm_name);
+    assert!(
+        world.authenticates(&username, &password, &svm_name).await,
+        "the seed Secret's credentials must work"
+    );
+
+    let state = world.state();
+    assert_eq!(state["svms"].as_array().unwrap().len(), 1);
+    assert_eq!(state["interfaces"].as_array().unwrap().len(), 2);
+
+    world
+        .svms()
+        .delete("happy", &Default::default())
+        .await
+        .unwrap();
+    world.wait_gone("happy", READY_WITHIN).await;
+    let state = world.state();
+    for kind in ["svms", "interfaces"] {
+        assert_eq!(
+            state[kind].as_array().unwrap().len(),
+            0,
+            "{kind} left behind: {state}"
+        );
+    }
+    let accounts: Vec<_> = state["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["name"] == username.as_str())
+        .collect();
+    assert!(accounts.is_empty(), "account left behind: {state}");
+    assert!(
+        world
+            .secrets()
+            .get_opt("happy-svm-credentials")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
