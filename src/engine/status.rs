@@ -174,7 +174,10 @@ mod tests {
 
     #[test]
     fn status_patch_wraps_in_status_and_skips_empty_first_write() {
-        assert_eq!(status_patch::<S>(None, &S::default()).expect("serializes"), None);
+        assert_eq!(
+            status_patch::<S>(None, &S::default()).expect("serializes"),
+            None
+        );
         let new = S {
             phase: Some("Ready".into()),
             items: vec![],

@@ -361,7 +361,9 @@ mod tests {
     async fn runs_in_order_and_stops_at_first_failure() {
         let ran = AtomicU32::new(0);
         let mut steps = StepRunner::new("t");
-        let halt = three_steps(&mut steps, true, &ran).await.expect_err("halts");
+        let halt = three_steps(&mut steps, true, &ran)
+            .await
+            .expect_err("halts");
         assert_eq!(halt.step(), "Second");
         assert_eq!(ran.load(Ordering::SeqCst), 11, "Third never ran");
         let names: Vec<_> = steps.records().iter().map(|r| r.name).collect();
@@ -379,7 +381,9 @@ mod tests {
     async fn all_done_reports_changed() {
         let ran = AtomicU32::new(0);
         let mut steps = StepRunner::new("t");
-        three_steps(&mut steps, false, &ran).await.expect("completes");
+        three_steps(&mut steps, false, &ran)
+            .await
+            .expect("completes");
         assert_eq!(ran.load(Ordering::SeqCst), 111);
         assert_eq!(steps.summary(), Summary::Done { changed: true });
     }
