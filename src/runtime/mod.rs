@@ -10,7 +10,13 @@ use crate::cli::{LogFormat, RunArgs};
 
 /// Builds the Kubernetes client from `--kubeconfig`, else the usual `KUBECONFIG` / in-cluster rules.
 pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
+    Client::try_from(kube_config(kubeconfig).await?).context("building the Kubernetes client")
+}
+
+/// Loads the client configuration from `--kubeconfig`, else the usual `KUBECONFIG` / in-cluster
+/// rules.
+pub async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Config> {
+    Ok(match kubeconfig {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -21,8 +27,7 @@ pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result
         None => Config::infer()
             .await
             .context("no kubeconfig and no in-cluster configuration")?,
-    };
-    Client::try_from(config).context("building the Kubernetes client")
+    })
 }
 
 pub fn init_logging(format: LogFormat) {
@@ -51,7 +56,15 @@ pub async fn shutdown_signal() -> anyhow::Result<()> {
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
-    let client = kube_client(args.kubeconfig.as_deref()).await?;
+    // Served by the admin server once it exists; until then the metrics are only recorded.
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = crate::engine::Metrics::new(&mut registry);
+    let client = crate::engine::build_client(
+        kube_config(args.kubeconfig.as_deref()).await?,
+        (&args.engine).into(),
+        metrics,
+    )
+    .context("building the Kubernetes client")?;
     // Fail fast and loudly when the API server is unreachable or rejects our credentials,
     // instead of starting controllers that would only log watch errors.
     let version = tokio::time::timeout(Duration::from_secs(30), client.apiserver_version())
