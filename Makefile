@@ -6,14 +6,14 @@ LOCAL := $(CURDIR)/.local
 
 .PHONY: run test up down crds lint bench deps build unit-test
 
-## deps: install Debian packages and build kube-apiserver + etcd (cached in ~/.cache/ontap-operator)
+## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm (cached in ~/.cache/ontap-operator)
 deps:
 	@hack/deps.sh
 
 build:
 	$(CARGO) build --workspace --bins
 
-## up: start the local control plane in the background; writes .local/kubeconfig and .local/env
+## up: start the control plane, mock ONTAP and Jaeger in the background; writes .local/kubeconfig and .local/env
 up: deps build
 	@hack/local-env.sh up
 
@@ -21,9 +21,12 @@ up: deps build
 down:
 	@hack/local-env.sh down
 
-## run: the operator in the foreground against the local control plane
+## run: the operator in the foreground against the local control plane, mock ONTAP and Jaeger,
+## with the samples of deploy/samples applied (`kubectl get svm -A` in another shell)
 run: up
-	@source $(LOCAL)/env && $(CARGO) run --bin ontap-operator -- run
+	@hack/local-env.sh samples
+	@source $(LOCAL)/env && $(CARGO) run --bin ontap-operator -- run \
+		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
 ## crds: regenerate crds/ from the Rust types
 crds:

@@ -4,6 +4,7 @@
 #   hack/control-plane.sh up   --dir DIR [--owner-pid PID]
 #   hack/control-plane.sh down --dir DIR
 #   hack/control-plane.sh user --dir DIR --name USER [--group GROUP]... --out KUBECONFIG
+#   hack/control-plane.sh stop-apiserver|start-apiserver --dir DIR
 #
 # `up` starts both on free loopback ports with freshly generated certificates and RBAC, waits for
 # /readyz, and writes DIR/kubeconfig (an admin in system:masters) and DIR/env. With --owner-pid a
@@ -13,8 +14,8 @@
 # cluster's CA), for running the operator under the RBAC it ships with.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-log() { echo "control-plane: $*" >&2; }
-die() { log "$*"; exit 1; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 cmd=${1:-}; shift || true
 dir="" owner="" user="" out="" groups=()
@@ -39,16 +40,6 @@ clean_env() {
   local unset=()
   while IFS= read -r name; do unset+=(-u "$name"); done < <(env | sed -n 's/^\(ETCD_[A-Za-z0-9_]*\)=.*/\1/p')
   exec env "${unset[@]}" "$@"
-}
-
-port_in_use() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
-    port_in_use "$p" || { echo "$p"; return 0; }
-  done
-  die "no free loopback port found"
 }
 
 new_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
@@ -88,21 +79,24 @@ KCFG
   chmod 600 "$1"
 }
 
-stop_recorded() {
-  [ -f "$dir/pids" ] || return 0
-  local pids; pids=$(cat "$dir/pids")
-  # shellcheck disable=SC2086
-  kill $pids 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    local alive=0
-    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.2
-  done
-  # shellcheck disable=SC2086
-  kill -9 $pids 2>/dev/null || true
-  rm -f "$dir/pids"
+# Starts kube-apiserver with the arguments `up` chose and prints its PID.
+start_apiserver() {
+  local args=()
+  mapfile -t args <"$dir/apiserver.args"
+  clean_env "${args[@]}" </dev/null >>"$dir/kube-apiserver.log" 2>&1 &
+  echo $!
 }
+
+wait_ready() { # PORT TRIES
+  for _ in $(seq 1 "$2"); do
+    if [ "$(curl -s --max-time 2 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
+      "https://127.0.0.1:$1/readyz" 2>/dev/null)" = "ok" ]; then return 0; fi
+    sleep 0.3
+  done
+  return 1
+}
+
+stop_recorded() { stop_pids "$dir/pids"; }
 
 up() {
   mkdir -p "$dir"
@@ -133,22 +127,20 @@ extendedKeyUsage=serverAuth"
       --initial-cluster "default=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn \
       </dev/null >"$dir/etcd.log" 2>&1 &
     etcd_pid=$!
-    clean_env "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+    printf '%s\n' "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
       --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
       --cert-dir "$pki" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
       --client-ca-file "$pki/ca.crt" --authorization-mode RBAC \
       --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
       --service-account-signing-key-file "$pki/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
       --allow-privileged=true --disable-admission-plugins ServiceAccount --endpoint-reconciler-type none \
-      </dev/null >"$dir/kube-apiserver.log" 2>&1 &
-    api_pid=$!
+      >"$dir/apiserver.args"
+    api_pid=$(start_apiserver)
     echo "$etcd_pid $api_pid" >"$dir/pids"
     ready=0
     for _ in $(seq 1 300); do
       if ! kill -0 "$etcd_pid" 2>/dev/null || ! kill -0 "$api_pid" 2>/dev/null; then break; fi
-      if [ "$(curl -s --max-time 2 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-        "https://127.0.0.1:$api_port/readyz" 2>/dev/null)" = "ok" ]; then ready=1; break; fi
-      sleep 0.3
+      if wait_ready "$api_port" 1; then ready=1; break; fi
     done
     [ $ready = 1 ] && break
     log "attempt $attempt failed (ports $etcd_port/$peer_port/$api_port); last log lines:"
@@ -166,8 +158,7 @@ ENV
     # The watchdog lives in its own session so the owner's signals do not take it along before
     # it has cleaned up.
     # Owned control planes live in throwaway folders, so the watchdog removes the folder too.
-    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" down --dir "$3"; rm -rf "$3"' \
-      _ "$owner" "$here/control-plane.sh" "$dir" </dev/null >/dev/null 2>&1 &
+    watch_owner "$owner" bash -c '"$1" down --dir "$2"; rm -rf "$2"' _ "$here/control-plane.sh" "$dir"
   fi
   log "ready at https://127.0.0.1:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"
 }
@@ -190,9 +181,31 @@ new_user() {
   write_kubeconfig "$out" "$server" "$user" "$pki/$name.crt" "$pki/$name.key"
 }
 
+# For tests of what the operator does while the API server is gone: stop it, and start it again
+# on the same port with the same data.
+stop_apiserver() {
+  local etcd_pid api_pid
+  read -r etcd_pid api_pid <"$dir/pids"
+  kill "$api_pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$api_pid" 2>/dev/null || break; sleep 0.2; done
+  kill -9 "$api_pid" 2>/dev/null || true
+}
+
+restart_apiserver() {
+  local etcd_pid api_pid port
+  read -r etcd_pid api_pid <"$dir/pids"
+  kill -0 "$api_pid" 2>/dev/null && die "kube-apiserver (pid $api_pid) is still running"
+  api_pid=$(start_apiserver)
+  echo "$etcd_pid $api_pid" >"$dir/pids"
+  port=$(sed -n 's|^export KUBE_APISERVER_URL=https://127.0.0.1:||p' "$dir/env")
+  wait_ready "$port" 300 || die "kube-apiserver did not become ready again; see $dir/kube-apiserver.log"
+}
+
 case "$cmd" in
   up) up ;;
+  stop-apiserver) stop_apiserver ;;
+  start-apiserver) restart_apiserver ;;
   down) down ;;
   user) new_user ;;
-  *) die "usage: $0 up|down|user --dir DIR ..." ;;
+  *) die "usage: $0 up|down|user|stop-apiserver|start-apiserver --dir DIR ..." ;;
 esac

@@ -22,3 +22,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 command -v cargo >/dev/null 2>&1 || { echo "hack/deps.sh: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
 "$here/tools.sh" kube >/dev/null
+"$here/tools.sh" jaeger >/dev/null
+"$here/tools.sh" helm >/dev/null

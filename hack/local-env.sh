@@ -1,34 +1,98 @@
 #!/usr/bin/env bash
-# `make up` / `make down`: the local environment in .local/ — a control plane (and, as the
-# project grows, mock ONTAP and Jaeger) in the background, described by .local/env.
+# `make up` / `make down`: the local environment in .local/, in the background — a control plane,
+# mock ONTAP and Jaeger — described by .local/env (source it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+here=$root/hack
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 local_dir=$root/.local
 
+start_mock_ontap() {
+  local dir=$local_dir/mock-ontap
+  mkdir -p "$dir"
+  if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 0; fi
+  rm -f "$dir/address" "$dir/pid"
+  # A fresh admin password per environment: nothing well known ends up in a Secret.
+  [ -f "$dir/admin-password" ] || { openssl rand -hex 12 | tr -d '\n' >"$dir/admin-password"; chmod 600 "$dir/admin-password"; }
+  MOCK_ONTAP_ADMIN_PASSWORD=$(cat "$dir/admin-password") "$root/target/debug/mock-ontap" \
+    --listen 127.0.0.1:0 --ready-file "$dir/address" --tls-cert-out "$dir/ca.crt" \
+    </dev/null >"$dir/mock-ontap.log" 2>&1 &
+  echo $! >"$dir/pid"
+  for _ in $(seq 1 100); do
+    [ -s "$dir/address" ] && return 0
+    kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  die "mock-ontap did not start; see $dir/mock-ontap.log"
+}
+
+up() {
+  mkdir -p "$local_dir"
+  [ -x "$root/target/debug/mock-ontap" ] || die "build first: cargo build --workspace --bins"
+  if [ -f "$local_dir/control-plane/pids" ] && kill -0 $(cat "$local_dir/control-plane/pids") 2>/dev/null; then
+    log "control plane already up"
+  else
+    "$here/control-plane.sh" down --dir "$local_dir/control-plane" 2>/dev/null || true
+    "$here/control-plane.sh" up --dir "$local_dir/control-plane"
+  fi
+  if [ -f "$local_dir/jaeger/pid" ] && kill -0 "$(cat "$local_dir/jaeger/pid")" 2>/dev/null; then
+    log "jaeger already up"
+  else
+    "$here/jaeger.sh" down --dir "$local_dir/jaeger" 2>/dev/null || true
+    "$here/jaeger.sh" up --dir "$local_dir/jaeger"
+  fi
+  start_mock_ontap
+  cp "$local_dir/control-plane/kubeconfig" "$local_dir/kubeconfig"
+  {
+    echo "# Written by make up; source it: . .local/env"
+    echo "export KUBECONFIG=$local_dir/kubeconfig"
+    grep -v '^export KUBECONFIG=' "$local_dir/control-plane/env"
+    cat "$local_dir/jaeger/env"
+    echo "export ONTAP_ENDPOINT=https://$(cat "$local_dir/mock-ontap/address")"
+    echo "export ONTAP_USERNAME=admin"
+    echo "export ONTAP_PASSWORD=$(cat "$local_dir/mock-ontap/admin-password")"
+    echo "export ONTAP_CA_FILE=$local_dir/mock-ontap/ca.crt"
+  } >"$local_dir/env"
+  chmod 600 "$local_dir/env"
+  "$root/target/debug/ontap-operator" crds --out-dir "$local_dir/crds"
+  if command -v kubectl >/dev/null 2>&1; then
+    kubectl --kubeconfig "$local_dir/kubeconfig" apply -f "$local_dir/crds" >/dev/null
+  else
+    log "kubectl not found: apply $local_dir/crds yourself"
+  fi
+  log "up: . .local/env && kubectl get --raw /readyz"
+}
+
+# The samples of deploy/samples against the local mock ONTAP: its admin Secret and CA, then the
+# sample objects with ${ONTAP_ENDPOINT} filled in.
+samples() {
+  command -v kubectl >/dev/null 2>&1 || die "kubectl is needed to apply the samples"
+  # shellcheck disable=SC1091
+  . "$local_dir/env"
+  local k=(kubectl --kubeconfig "$local_dir/kubeconfig")
+  "${k[@]}" create namespace ontap-operator-system --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n ontap-operator-system create secret generic lab-admin \
+    --from-literal=username="$ONTAP_USERNAME" --from-literal=password="$ONTAP_PASSWORD" \
+    --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n ontap-operator-system create secret generic lab-ca --from-file=ca.crt="$ONTAP_CA_FILE" \
+    --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  for f in "$root"/deploy/samples/*.yaml; do
+    sed "s|\${ONTAP_ENDPOINT}|$ONTAP_ENDPOINT|g" "$f"
+    echo "---"
+  done | "${k[@]}" apply -f -
+}
+
+down() {
+  "$here/control-plane.sh" down --dir "$local_dir/control-plane" || true
+  "$here/jaeger.sh" down --dir "$local_dir/jaeger" || true
+  stop_pids "$local_dir/mock-ontap/pid"
+  rm -f "$local_dir/env" "$local_dir/kubeconfig" "$local_dir/mock-ontap/address"
+}
+
 case "${1:-}" in
-  up)
-    mkdir -p "$local_dir"
-    if [ -f "$local_dir/control-plane/pids" ] && kill -0 $(cat "$local_dir/control-plane/pids") 2>/dev/null; then
-      echo "local environment already up (make down to stop it)" >&2
-    else
-      "$root/hack/control-plane.sh" down --dir "$local_dir/control-plane" 2>/dev/null || true
-      "$root/hack/control-plane.sh" up --dir "$local_dir/control-plane"
-    fi
-    cp "$local_dir/control-plane/kubeconfig" "$local_dir/kubeconfig"
-    {
-      echo "# Written by make up; source it: . .local/env"
-      echo "export KUBECONFIG=$local_dir/kubeconfig"
-      grep -v '^export KUBECONFIG=' "$local_dir/control-plane/env"
-    } >"$local_dir/env"
-    # kubectl is optional for the operator; apply the CRDs with it when it is there.
-    if command -v kubectl >/dev/null 2>&1; then
-      "$root/target/debug/ontap-operator" crds | kubectl --kubeconfig "$local_dir/kubeconfig" apply -f - >/dev/null
-    fi
-    echo "up: . .local/env && kubectl get --raw /readyz" >&2
-    ;;
-  down)
-    "$root/hack/control-plane.sh" down --dir "$local_dir/control-plane"
-    rm -f "$local_dir/env" "$local_dir/kubeconfig"
-    ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  up) up ;;
+  samples) samples ;;
+  down) down ;;
+  *) die "usage: $0 up|samples|down" ;;
 esac

@@ -2,6 +2,7 @@
 # Builds (once) and prints the folder holding kube-apiserver and etcd, envtest style.
 # Usage: hack/tools.sh kube   -> prints a folder with kube-apiserver and etcd
 #        hack/tools.sh jaeger -> prints the path of the jaeger binary
+#        hack/tools.sh helm   -> prints the path of the helm binary
 # Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
 # Everything is built from the Go module proxy with the machine's Go toolchain and cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator, outside the repository, so fresh clones reuse it.
@@ -21,15 +22,24 @@ ensure_go() {
 # Module download must not depend on the caller's GOFLAGS (e.g. -mod=vendor).
 gobuild_env() { env -u GOFLAGS GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
 
-kube_gomod() {
-  gobuild_env go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
-    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
+# gomod_of MODULE@VERSION: path of that module's go.mod in the module cache.
+gomod_of() {
+  gobuild_env go mod download -json "$1" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
+}
+
+# gosum_of MODULE@VERSION: that module's own go.sum. Seeding a tools module with it verifies the
+# dependencies against the checksums upstream committed, where the checksum database that the
+# module proxy mirrors has no entry for some of them.
+gosum_of() {
+  local dir
+  dir=$(gobuild_env go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [ -f "$dir/go.sum" ] && cat "$dir/go.sum"
 }
 
 build_kube() {
   local out=$1 src=$cache/src/kube-$KUBE_VERSION
   local staging=${KUBE_VERSION/#v1./v0.}
-  local k8smod; k8smod=$(kube_gomod)
+  local k8smod; k8smod=$(gomod_of "k8s.io/kubernetes@$KUBE_VERSION")
   [ -f "$k8smod" ] || { log "cannot download k8s.io/kubernetes@$KUBE_VERSION go.mod"; exit 1; }
   local etcd_version
   etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$k8smod")
@@ -45,6 +55,7 @@ build_kube() {
     echo "tool k8s.io/kubernetes/cmd/kube-apiserver"
     awk -v v="$staging" '$1 ~ /^k8s\.io\// && $2=="v0.0.0" {printf "replace %s => %s %s\n", $1, $1, v}' "$k8smod" | sort -u
   } >"$src/apiserver/go.mod"
+  gosum_of "k8s.io/kubernetes@$KUBE_VERSION" >"$src/apiserver/go.sum"
   log "kube-apiserver $KUBE_VERSION: $(grep -c '^replace' "$src/apiserver/go.mod") staging modules replaced"
   (cd "$src/apiserver" && gobuild_env go mod tidy >&2 &&
     gobuild_env go build -trimpath -ldflags "-s -w \
@@ -68,16 +79,28 @@ build_kube() {
 }
 
 build_jaeger() {
-  local out=$1 src=$cache/src/jaeger-$JAEGER_COMMIT
+  local out=$1 src=$cache/src/jaeger-$JAEGER_VERSION
   rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  local jmod
+  jmod=$(gomod_of "github.com/jaegertracing/jaeger@$JAEGER_VERSION")
   {
     echo "module ontap-operator.local/tools/jaeger"
     echo "go 1.24"
+    echo "require github.com/jaegertracing/jaeger $JAEGER_VERSION"
     echo "tool github.com/jaegertracing/jaeger/cmd/jaeger"
+    # Replace directives only apply in the main module: carry Jaeger's own over.
+    awk '/^replace \($/{b=1; next} b&&/^\)/{b=0; next} b{print "replace " $0; next} /^replace /{print}' "$jmod"
   } >"$src/go.mod"
-  (cd "$src" && gobuild_env go get "github.com/jaegertracing/jaeger@$JAEGER_COMMIT" >&2 &&
-    gobuild_env go mod tidy >&2 &&
+  gosum_of "github.com/jaegertracing/jaeger@$JAEGER_VERSION" >"$src/go.sum"
+  (cd "$src" && gobuild_env go mod tidy >&2 &&
     gobuild_env go build -trimpath -ldflags "-s -w" -o "$out.tmp/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger >&2)
+  mv "$out.tmp" "$out"
+}
+
+build_helm() {
+  local out=$1
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  (cd "$out.tmp" && gobuild_env GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2)
   mv "$out.tmp" "$out"
 }
 
@@ -109,14 +132,24 @@ case "${1:-kube}" in
     fi
     echo "$dir" ;;
   jaeger)
-    dir=$cache/bin/jaeger-$JAEGER_COMMIT
+    dir=$cache/bin/jaeger-$JAEGER_VERSION
     if [ ! -x "$dir/jaeger" ]; then
       ensure_go
       locked jaeger sh -c '[ -x "$1/jaeger" ]' _ "$dir" || {
-        log "building jaeger $JAEGER_COMMIT into $dir (takes a few minutes once)"
+        log "building jaeger $JAEGER_VERSION into $dir (takes a few minutes once)"
         build_jaeger "$dir"
       }
     fi
     echo "$dir/jaeger" ;;
-  *) log "usage: $0 kube|jaeger"; exit 2 ;;
+  helm)
+    dir=$cache/bin/helm-$HELM_VERSION
+    if [ ! -x "$dir/helm" ]; then
+      ensure_go
+      locked helm sh -c '[ -x "$1/helm" ]' _ "$dir" || {
+        log "building helm $HELM_VERSION into $dir"
+        build_helm "$dir"
+      }
+    fi
+    echo "$dir/helm" ;;
+  *) log "usage: $0 kube|jaeger|helm"; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 //! Command line. Every flag can also be set through the environment variable named in `--help`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -18,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controllers until SIGTERM or SIGINT.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print every CRD this operator owns as multi-document YAML.
     Crds(CrdsArgs),
     /// Print the operator's version.
@@ -37,9 +38,49 @@ pub struct RunArgs {
     /// Kubeconfig file; without it, KUBECONFIG's default rules and then the in-cluster config apply.
     #[arg(long, env = "ONTAP_OPERATOR_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
-    /// Log line format.
+    /// Log line format. Filter with RUST_LOG (default `info`).
     #[arg(long, env = "ONTAP_OPERATOR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Address of the /metrics server (`:8080` = every interface, `0` = off).
+    #[arg(
+        long,
+        env = "ONTAP_OPERATOR_METRICS_BIND_ADDRESS",
+        default_value = ":8080"
+    )]
+    pub metrics_bind_address: String,
+    /// Address of the /healthz and /readyz server (`0` = off).
+    #[arg(
+        long,
+        env = "ONTAP_OPERATOR_HEALTH_PROBE_BIND_ADDRESS",
+        default_value = ":8081"
+    )]
+    pub health_probe_bind_address: String,
+    /// Run controllers only while holding a Lease, so that replicas can stand by.
+    #[arg(long, env = "ONTAP_OPERATOR_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// Namespace of the Lease; default: the pod's namespace (POD_NAMESPACE), else `ontap-operator-system`.
+    #[arg(long, env = "ONTAP_OPERATOR_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "ONTAP_OPERATOR_LEADER_ELECTION_ID",
+        default_value = "ontap-operator"
+    )]
+    pub leader_election_id: String,
+    /// How long a Lease stays valid after its last renewal: the longest a standby waits after a
+    /// leader died without releasing it.
+    #[arg(long, env = "ONTAP_OPERATOR_LEASE_DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
+    pub lease_duration: Duration,
+    /// How long before expiry the leader renews the Lease.
+    #[arg(long, env = "ONTAP_OPERATOR_LEASE_RENEW_BEFORE", value_parser = humantime::parse_duration, default_value = "5s")]
+    pub lease_renew_before: Duration,
+    /// On SIGTERM, how long in-flight work may take to finish before the process exits.
+    #[arg(long, env = "ONTAP_OPERATOR_SHUTDOWN_TIMEOUT", value_parser = humantime::parse_duration, default_value = "25s")]
+    pub shutdown_timeout: Duration,
+    /// Timeout of one request to ONTAP (a lost answer is noticed after this long).
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUEST_TIMEOUT", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub ontap_request_timeout: Duration,
     /// Scheduling, concurrency and client rate limits of the reconcile engine.
     #[command(flatten)]
     pub engine: crate::engine::EngineArgs,

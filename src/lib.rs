@@ -3,5 +3,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod controllers;
 pub mod engine;
+pub mod ontap;
 pub mod runtime;

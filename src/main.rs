@@ -4,8 +4,10 @@ use ontap_operator::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // reqwest is built without a provider of its own, so ring (kube's) is rustls' only one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
-        Command::Run(args) => ontap_operator::runtime::run(args).await,
+        Command::Run(args) => ontap_operator::runtime::run(*args).await,
         Command::Crds(args) => match args.out_dir {
             None => {
                 print!("{}", ontap_operator::api::crds_yaml()?);

@@ -1,39 +1,50 @@
-//! A fake NetApp ONTAP REST server for tests. The faithful endpoints and the fault-injection API
-//! arrive with their own issue; this skeleton only answers `GET /api/cluster`.
+//! A fake NetApp ONTAP REST server for tests, with a fault-injection API.
+//!
+//! It models a small cluster (nodes, aggregates, ports) and the SVM lifecycle an operator drives:
+//! SVMs created, changed and deleted through jobs, IP interfaces, SVM-scoped accounts, Basic auth
+//! with per-SVM visibility. `/_mock` lets tests inject faults, inspect state and the request
+//! log, and change timing. See README.md for the HTTP contract.
+//!
+//! In-process use:
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let server = mock_ontap::MockServer::start_tls(mock_ontap::MockConfig::default()).await?;
+//! let url = server.base_url(); // https://127.0.0.1:PORT
+//! let ca = server.cert_pem();  // Some(PEM) to trust
+//! let admin = server.admin();  // admin / Netapp1!
+//! # let _ = (url, ca, admin);
+//! # Ok(()) }
+//! ```
 
-use std::sync::Arc;
+mod admin;
+mod api;
+mod auth;
+pub mod config;
+pub mod error;
+mod faults;
+mod model;
+mod query;
+mod requests;
+mod server;
+mod state;
+pub mod tls;
 
-use axum::{Json, Router, routing::get};
-use serde_json::json;
+use axum::Router;
 
-/// Shared state of one fake cluster.
-#[derive(Clone, Default)]
-pub struct MockState {
-    inner: Arc<Cluster>,
-}
+pub use config::{Credentials, DEFAULT_ADMIN_PASSWORD, DEFAULT_ADMIN_USER, MockConfig, Settings};
+pub use faults::{FaultAction, FaultSpec};
+pub use server::{MockServer, serve};
+pub use state::MockState;
+pub use tls::TlsIdentity;
 
-#[derive(Default)]
-struct Cluster {
-    name: String,
-}
-
-impl MockState {
-    pub fn new(cluster_name: impl Into<String>) -> Self {
-        Self {
-            inner: Arc::new(Cluster {
-                name: cluster_name.into(),
-            }),
-        }
-    }
-}
-
-/// The HTTP routes of the fake cluster, for in-process tests and for the binary.
+/// All routes: `/api/…` (authenticated, faultable, logged) and `/_mock/…` (test control).
+///
+/// Served with [`serve`] (or [`MockServer`]), reset faults close the TCP connection; under a
+/// plain `axum::serve` they cannot, and hang instead.
 pub fn router(state: MockState) -> Router {
-    Router::new().route(
-        "/api/cluster",
-        get(move || {
-            let name = state.inner.name.clone();
-            async move { Json(json!({ "name": name, "version": { "full": "NetApp Release 9.16.1", "generation": 9, "major": 16, "minor": 1 } })) }
-        }),
-    )
+    Router::new()
+        .merge(api::routes(state.clone()))
+        .merge(admin::routes())
+        .with_state(state)
 }

@@ -1,10 +1,12 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rules;
+
 /// An ONTAP cluster the operator provisions SVMs on, reached through its cluster management LIF.
-#[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[kube(
     group = "ontap.storage.dev",
     version = "v1alpha1",
@@ -18,8 +20,15 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 pub struct OntapClusterSpec {
-    /// HTTPS URL of the cluster management LIF, e.g. `https://10.0.0.10`.
-    #[schemars(regex(pattern = r"^https?://[^\s/]+(:[0-9]+)?/?$"))]
+    /// HTTPS URL of the cluster management LIF, e.g. `https://10.0.0.10` or
+    /// `https://[2001:db8::10]:8443`: a host and an optional port, nothing else.
+    #[schemars(length(min = 1, max = 2048))]
+    // The operator sends cluster-admin credentials to this URL: plain http is refused outright,
+    // with its own message, rather than as a generic pattern mismatch.
+    #[x_kube(validation = Rule::new("self.startsWith('https://')").message("must be an https:// URL: the operator sends cluster credentials to it and never over plain http"))]
+    #[x_kube(validation = Rule::new(
+        "!self.startsWith('https://') || (self.matches('^https://[^/?#@ ]+/?$') && isURL(self) && url(self).getHostname() != '')"
+    ).message("must be https://<host>[:<port>], without credentials, path, query or fragment"))]
     pub endpoint: String,
     /// Secret with the keys `username` and `password` of a cluster administrator.
     pub credentials_secret_ref: SecretReference,
@@ -32,11 +41,13 @@ pub struct OntapClusterSpec {
 }
 
 /// A Secret named by namespace and name.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 pub struct SecretReference {
     #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(rules::DNS_LABEL).message(rules::DNS_LABEL_MESSAGE))]
     pub namespace: String,
     #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::DNS_SUBDOMAIN).message(rules::DNS_SUBDOMAIN_MESSAGE))]
     pub name: String,
 }
 

@@ -4,6 +4,7 @@
 //! `make crds` (`ontap-operator crds`), and `make test` fails when the two drift.
 
 mod cluster;
+pub mod rules;
 mod svm;
 
 pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};

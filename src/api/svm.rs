@@ -1,11 +1,17 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rules;
+
 /// An ONTAP Storage Virtual Machine with its LIFs, its SVM-scoped admin account, and a seed
 /// Secret holding that account's verified credentials.
-#[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+///
+/// Admission rejects what can be decided from the object alone (malformed addresses and names,
+/// duplicate IPs, changes to immutable fields); what needs the cluster (the OntapCluster exists,
+/// an aggregate exists) is reported as a condition by the controller.
+#[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[kube(
     group = "ontap.storage.dev",
     version = "v1alpha1",
@@ -21,38 +27,69 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     printcolumn = r#"{"name":"UUID","type":"string","jsonPath":".status.uuid","priority":1}"#
 )]
+// Setting svmName later is allowed (the object may have started on the default name); the
+// controller compares it with the name it provisioned and reports a mismatch as a condition.
+#[x_kube(validation = Rule::new(
+    "!has(oldSelf.svmName) || (has(self.svmName) && self.svmName == oldSelf.svmName)"
+).message("svmName is immutable once set").field_path(".svmName").reason(Reason::FieldValueForbidden))]
+// Addresses are compared as parsed IPs, so `2001:db8::1` and `2001:DB8:0::1` collide. Malformed
+// addresses are skipped here: the LIF's own rule reports them. No `FieldValueDuplicate` reason on
+// the duplicate rules: with it the API server prints `Duplicate value: "object"` and drops the
+// message. `!(a == b)` rather than `a != b`:
+// the API server's cost estimate for `!=` on IP values is unbounded and the CRD is refused.
+#[x_kube(validation = Rule::new(
+    "!isIP(self.managementLif.ip) || self.dataLifs.all(l, !isIP(l.ip) || !(ip(l.ip) == ip(self.managementLif.ip)))"
+).message("a data LIF must not use the management LIF's IP address").field_path(".dataLifs"))]
 #[serde(rename_all = "camelCase")]
 pub struct StorageVirtualMachineSpec {
-    /// The OntapCluster to provision on.
+    /// The OntapCluster to provision on. Immutable: moving an SVM between clusters is not a
+    /// spec change but a new SVM.
+    #[x_kube(validation = Rule::new("self == oldSelf").message("clusterRef is immutable").reason(Reason::FieldValueForbidden))]
     pub cluster_ref: ClusterReference,
-    /// SVM name in ONTAP. Default: derived from namespace and name.
+    /// SVM name in ONTAP: a letter or `_`, then letters, digits, `_`, `-`, `.`; at most 47
+    /// characters; not `all`. Default: derived from namespace and name. Immutable once set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 47))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
+    #[x_kube(validation = Rule::new("self != 'all'").message("'all' is reserved by ONTAP").reason(Reason::FieldValueForbidden))]
     pub svm_name: Option<String>,
     /// IPspace of the SVM. Default: the cluster's default IPspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
     pub ipspace: Option<String>,
-    /// Aggregates the SVM may use. Default: all data aggregates.
+    /// Aggregates the SVM may use, each named once. Default: all data aggregates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 255)))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    #[x_kube(validation = Rule::new(rules::AGGREGATE_NAMES).message(rules::AGGREGATE_NAMES_MESSAGE))]
     pub aggregates: Vec<String>,
     #[serde(default)]
     pub protocols: SvmProtocols,
     pub management_lif: LifSpec,
-    /// Data LIFs; at least one.
-    #[schemars(length(min = 1))]
+    /// Data LIFs: at least one, at most 16, each with its own IP address.
+    #[schemars(length(min = 1, max = 16))]
+    #[x_kube(validation = Rule::new(
+        "self.all(l, !isIP(l.ip) || self.exists_one(m, isIP(m.ip) && ip(m.ip) == ip(l.ip)))"
+    ).message("each data LIF needs an IP address of its own"))]
     pub data_lifs: Vec<LifSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<SvmAccountSpec>,
-    /// Name of the seed Secret. Default: `<name>-svm-credentials`.
+    /// Name of the seed Secret in the object's namespace (a DNS subdomain).
+    /// Default: `<name>-svm-credentials`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::DNS_SUBDOMAIN).message(rules::DNS_SUBDOMAIN_MESSAGE))]
     pub secret_name: Option<String>,
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+/// The OntapCluster an SVM lives on (cluster-scoped, so a name is enough).
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 pub struct ClusterReference {
     #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::DNS_SUBDOMAIN).message(rules::DNS_SUBDOMAIN_MESSAGE))]
     pub name: String,
 }
 
@@ -68,20 +105,35 @@ pub struct SvmProtocols {
 }
 
 /// A logical interface: one IP address on a home node.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[x_kube(validation = Rule::new(
+    "!isIP(self.ip) || self.prefixLength <= (ip(self.ip).family() == 4 ? 32 : 128)"
+).message("prefixLength must be at most 32 for an IPv4 address and at most 128 for IPv6").field_path(".prefixLength"))]
 #[serde(rename_all = "camelCase")]
 pub struct LifSpec {
+    /// IPv4 or IPv6 address, e.g. `192.0.2.10` or `2001:db8::10`.
+    #[schemars(length(min = 1, max = 45))]
+    #[x_kube(validation = Rule::new("isIP(self)").message("must be a valid IPv4 or IPv6 address (no zone, no leading zeros, no IPv4-mapped IPv6)"))]
+    #[x_kube(validation = Rule::new("!isIP(self) || ip(self).isGlobalUnicast()").message("must be a unicast address: not unspecified, loopback, link-local, multicast or broadcast"))]
     pub ip: String,
+    /// Prefix length of the subnet: 1–32 for IPv4, 1–128 for IPv6.
     #[schemars(range(min = 1, max = 128))]
     pub prefix_length: u8,
+    /// Node the LIF lives on. Default: chosen by ONTAP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
     pub home_node: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+/// The SVM-scoped administrator account the operator creates and publishes in the seed Secret.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 pub struct SvmAccountSpec {
-    /// Account name. Default: `vsadmin-` and a deterministic suffix.
+    /// Account name: 3–64 characters, a letter or `_`, then letters, digits, `_`, `-`, `.`.
+    /// Default: `vsadmin-` and a deterministic suffix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 3, max = 64))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
+    #[x_kube(validation = Rule::new(rules::NOT_RESERVED_ACCOUNT).message(rules::NOT_RESERVED_ACCOUNT_MESSAGE).reason(Reason::FieldValueForbidden))]
     pub name: Option<String>,
 }
 

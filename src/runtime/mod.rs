@@ -1,42 +1,53 @@
-//! The process around the controllers: Kubernetes client, logging, signals.
+//! The process around the controllers: Kubernetes client, telemetry, admin servers, readiness,
+//! leader election and graceful shutdown.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
 
-use crate::cli::{LogFormat, RunArgs};
+use crate::cli::RunArgs;
+use crate::controllers::connections::ClientSettings;
+use crate::controllers::{self, Caches, ControllerContext};
+use crate::engine::{ClientLimits, EngineConfig, Metrics, build_client};
+use crate::ontap::OntapMetrics;
+
+pub mod admin;
+pub mod health;
+pub mod leader;
+pub mod process_metrics;
+pub mod telemetry;
+
+use health::{Health, Leadership, LeadershipState, Probe};
+use leader::{LeaderElection, LeaderElectionConfig};
+
+/// How often the API server is asked an authenticated question for `/readyz`, and how old the
+/// last answer may be: together they turn `/readyz` 503 within 15 s of the API server going away.
+const APISERVER_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+const APISERVER_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+const APISERVER_PROBE_MAX_AGE: Duration = Duration::from_secs(10);
 
 /// Builds the Kubernetes client from `--kubeconfig`, else the usual `KUBECONFIG` / in-cluster rules.
-pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Client> {
-    Client::try_from(kube_config(kubeconfig).await?).context("building the Kubernetes client")
-}
-
-/// Loads the client configuration from `--kubeconfig`, else the usual `KUBECONFIG` / in-cluster
-/// rules.
 pub async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Config> {
-    Ok(match kubeconfig {
+    match kubeconfig {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
-                .with_context(|| format!("loading kubeconfig {}", path.display()))?
+                .with_context(|| format!("loading kubeconfig {}", path.display()))
         }
         None => Config::infer()
             .await
-            .context("no kubeconfig and no in-cluster configuration")?,
-    })
-}
-
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+            .context("no kubeconfig and no in-cluster configuration"),
     }
 }
 
@@ -55,22 +66,214 @@ pub async fn shutdown_signal() -> anyhow::Result<()> {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    init_logging(args.log_format);
-    // Served by the admin server once it exists; until then the metrics are only recorded.
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = crate::engine::Metrics::new(&mut registry);
-    let client = crate::engine::build_client(
-        kube_config(args.kubeconfig.as_deref()).await?,
-        (&args.engine).into(),
-        metrics,
+    let telemetry = telemetry::init(args.log_format)?;
+    let result = run_until_signal(args).await;
+    if let Err(error) = &result {
+        tracing::error!("{error:#}");
+    }
+    telemetry.shutdown();
+    result
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    name: String,
+}
+
+/// Asks the API server an authenticated question (API discovery is refused to anonymous users)
+/// and publishes the answer for `/readyz`.
+fn spawn_apiserver_probe(client: Client, probe: Probe, stop: CancellationToken) {
+    tokio::spawn(async move {
+        loop {
+            let result = match tokio::time::timeout(
+                APISERVER_PROBE_TIMEOUT,
+                client.list_core_api_versions(),
+            )
+            .await
+            {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(error)) => Err(format!("API server request failed: {error}")),
+                Err(_) => Err(format!(
+                    "API server did not answer within {}s",
+                    APISERVER_PROBE_TIMEOUT.as_secs()
+                )),
+            };
+            probe.record(result);
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(APISERVER_PROBE_INTERVAL) => {}
+            }
+        }
+    });
+}
+
+async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let engine_metrics = Metrics::new(&mut registry);
+    let ontap_metrics = OntapMetrics::new();
+    ontap_metrics.register(&mut registry);
+    let config = kube_config(args.kubeconfig.as_deref()).await?;
+    let client = build_client(
+        config,
+        ClientLimits::from(&args.engine),
+        engine_metrics.clone(),
     )
     .context("building the Kubernetes client")?;
-    // Fail fast and loudly when the API server is unreachable or rejects our credentials,
-    // instead of starting controllers that would only log watch errors.
-    let version = tokio::time::timeout(Duration::from_secs(30), client.apiserver_version())
-        .await
-        .context("timed out reaching the API server")?
-        .context("reaching the API server")?;
-    tracing::info!(server = %version.git_version, "connected to the API server");
-    shutdown_signal().await
+    // A wrong kubeconfig should fail here with a clear message; an API server that is merely
+    // down is left to /readyz and the retries of the controllers.
+    match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
+        Ok(Ok(version)) => {
+            tracing::info!(server = %version.git_version, "connected to the API server")
+        }
+        Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
+            anyhow::bail!(
+                "the API server rejected our credentials: {}",
+                status.message
+            )
+        }
+        Ok(Err(error)) => tracing::warn!(%error, "API server not reachable yet"),
+        Err(_) => tracing::warn!("API server did not answer within 10s"),
+    }
+
+    let stop = CancellationToken::new();
+    let health = Health::new();
+    let leadership = LeadershipState::default();
+    registry.register_collector(Box::new(process_metrics::ProcessCollector));
+    let leader_status = Family::<LeaseLabels, Gauge>::default();
+    registry.register(
+        "leader_election_master_status",
+        "1 while this process holds the leader election lease, else 0",
+        leader_status.clone(),
+    );
+    let registry = Arc::new(registry);
+
+    let apiserver = Probe::new(APISERVER_PROBE_MAX_AGE);
+    health.add_readiness("apiserver", {
+        let p = apiserver.clone();
+        move || p.check()
+    });
+    health.add_readiness("leader-election", {
+        let l = leadership.clone();
+        move || l.check()
+    });
+    spawn_apiserver_probe(client.clone(), apiserver, stop.clone());
+    let caches = Caches::spawn(&client);
+    caches.register_readiness(&health);
+
+    let mut servers = tokio::task::JoinSet::new();
+    let admin = [
+        (
+            &args.metrics_bind_address,
+            admin::metrics_router(registry.clone()),
+            "metrics",
+        ),
+        (
+            &args.health_probe_bind_address,
+            admin::health_router(health.clone()),
+            "health probe",
+        ),
+    ];
+    for (address, router, what) in admin {
+        let Some(address) = admin::parse_bind_address(address).map_err(anyhow::Error::msg)? else {
+            continue;
+        };
+        let server = admin::bind(address, router, what).await?;
+        let stop = stop.clone();
+        servers.spawn(async move { server.serve(async move { stop.cancelled().await }).await });
+    }
+
+    let lease_labels = LeaseLabels {
+        name: args.leader_election_id.clone(),
+    };
+    let mut election = if args.leader_elect {
+        let namespace = args
+            .leader_election_namespace
+            .clone()
+            .or_else(|| std::env::var("POD_NAMESPACE").ok())
+            .unwrap_or_else(|| "ontap-operator-system".into());
+        let config = LeaderElectionConfig {
+            namespace,
+            lease_name: args.leader_election_id.clone(),
+            identity: LeaderElectionConfig::default_identity(),
+            lease_duration: args.lease_duration,
+            renew_before: args.lease_renew_before,
+        };
+        Some(LeaderElection::start(client.clone(), config, leadership.clone()).await?)
+    } else {
+        leadership.set(Leadership::Disabled);
+        None
+    };
+
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    let controllers_stop = CancellationToken::new();
+    let mut controllers: Option<tokio::task::JoinHandle<()>> = None;
+    let outcome: anyhow::Result<()> = async {
+        if let Some(election) = election.as_mut() {
+            tokio::select! {
+                result = &mut signal => return result,
+                acquired = election.acquired() => acquired?,
+            }
+        }
+        leader_status.get_or_create(&lease_labels).set(1);
+        tracing::info!("running controllers");
+        let context = ControllerContext {
+            client: client.clone(),
+            engine: EngineConfig::from(&args.engine),
+            ontap: ClientSettings {
+                request_timeout: args.ontap_request_timeout,
+                metrics: Some(ontap_metrics.clone()),
+            },
+            metrics: engine_metrics.clone(),
+            health: health.clone(),
+        };
+        let caches = caches.clone();
+        let stop = controllers_stop.clone();
+        let running = Arc::new(AtomicBool::new(true));
+        health.add_liveness("controllers", {
+            let running = running.clone();
+            let stop = controllers_stop.clone();
+            move || {
+                if running.load(Ordering::Acquire) || stop.is_cancelled() {
+                    Ok(())
+                } else {
+                    Err("the controllers stopped".into())
+                }
+            }
+        });
+        controllers = Some(tokio::spawn(async move {
+            controllers::run(&caches, context, stop).await;
+            running.store(false, Ordering::Release);
+        }));
+        match election.as_mut() {
+            Some(election) => tokio::select! {
+                result = &mut signal => result,
+                lost = election.lost() => Err(lost.into()),
+            },
+            None => (&mut signal).await,
+        }
+    }
+    .await;
+
+    // Stop taking work, let running reconciles finish within the bound, then give the lease up.
+    controllers_stop.cancel();
+    let _ = tokio::time::timeout(args.shutdown_timeout, async {
+        if let Some(controllers) = controllers {
+            let _ = controllers.await;
+        }
+    })
+    .await;
+    leader_status.get_or_create(&lease_labels).set(0);
+    if let Some(election) = election {
+        let _ = tokio::time::timeout(Duration::from_secs(5), election.release()).await;
+    }
+    stop.cancel();
+    while let Some(joined) = servers.join_next().await {
+        match joined {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "admin server failed"),
+            Err(error) => tracing::warn!(%error, "admin server task failed"),
+        }
+    }
+    outcome
 }

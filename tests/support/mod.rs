@@ -17,6 +17,9 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod ontap;
+pub mod operator;
+
 pub struct ControlPlane {
     /// Folder of the control plane this binary started; `None` for an existing cluster.
     pub dir: Option<PathBuf>,
@@ -24,6 +27,11 @@ pub struct ControlPlane {
 }
 
 static CONTROL_PLANE: OnceLock<ControlPlane> = OnceLock::new();
+
+/// reqwest is built without a rustls provider of its own: ring, kube's, is the one.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
 
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -150,6 +158,7 @@ pub struct TestEnv {
 }
 
 pub async fn env() -> TestEnv {
+    install_crypto_provider();
     let plane = tokio::task::spawn_blocking(control_plane).await.unwrap();
     let client = client_for(&plane.kubeconfig).await;
     let namespace = format!("test-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);

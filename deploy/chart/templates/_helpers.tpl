@@ -1,0 +1,3 @@
+{{- define "ontap-operator.labels" -}}
+app.kubernetes.io/name: ontap-operator
+{{- end }}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A real Jaeger v2 (in-memory storage) on free loopback ports, for traces in tests and `make up`.
+#
+#   hack/jaeger.sh up   --dir DIR [--owner-pid PID]   writes DIR/env (OTEL_EXPORTER_OTLP_ENDPOINT,
+#                                                     JAEGER_QUERY_URL) and DIR/pid
+#   hack/jaeger.sh down --dir DIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+
+cmd=${1:-}; shift || true
+dir="" owner=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --owner-pid) owner=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+[ -n "$dir" ] || die "--dir is required"
+
+up() {
+  mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+  [ ! -f "$dir/pid" ] || die "$dir already runs a Jaeger (hack/jaeger.sh down --dir $dir)"
+  local jaeger; jaeger=$("$here/tools.sh" jaeger)
+  local attempt query otlp_http pid
+  for attempt in 1 2 3; do
+    query=$(free_port); otlp_http=$(free_port)
+    JAEGER_QUERY_PORT=$query JAEGER_QUERY_GRPC_PORT=$(free_port) \
+      JAEGER_OTLP_GRPC_PORT=$(free_port) JAEGER_OTLP_HTTP_PORT=$otlp_http \
+      "$jaeger" --config "file:$here/jaeger.yaml" </dev/null >"$dir/jaeger.log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$dir/pid"
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      curl -sf "http://127.0.0.1:$query/api/services" >/dev/null 2>&1 && port_in_use "$otlp_http" && {
+        cat >"$dir/env" <<ENV
+export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$otlp_http
+export JAEGER_QUERY_URL=http://127.0.0.1:$query
+ENV
+        [ -z "$owner" ] || watch_owner "$owner" bash -c '"$1" down --dir "$2"; rm -rf "$2"' _ "$here/jaeger.sh" "$dir"
+        log "ready: query http://127.0.0.1:$query, OTLP/HTTP http://127.0.0.1:$otlp_http"
+        return 0
+      }
+      sleep 0.2
+    done
+    log "attempt $attempt failed; last log lines:"; tail -n 5 "$dir/jaeger.log" >&2 || true
+    stop_pids "$dir/pid"
+  done
+  die "Jaeger did not start; log in $dir/jaeger.log"
+}
+
+case "$cmd" in
+  up) up ;;
+  down) stop_pids "$dir/pid"; rm -f "$dir/env" ;;
+  *) die "usage: $0 up|down --dir DIR [--owner-pid PID]" ;;
+esac

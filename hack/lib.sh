@@ -1,0 +1,41 @@
+# Shared by the hack/ scripts that run background processes. Source it; it defines functions only.
+
+log() { echo "${0##*/}: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+port_in_use() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+
+# A free loopback port. Racy by nature: callers retry when the process fails to bind.
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    port_in_use "$p" || { echo "$p"; return 0; }
+  done
+  die "no free loopback port found"
+}
+
+# stop_pids FILE: stops the processes listed in FILE (TERM, then KILL after 10 s) and removes it.
+stop_pids() {
+  [ -f "$1" ] || return 0
+  local pids; pids=$(cat "$1")
+  # shellcheck disable=SC2086
+  kill $pids 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    local alive=0
+    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.2
+  done
+  # shellcheck disable=SC2086
+  kill -9 $pids 2>/dev/null || true
+  rm -f "$1"
+}
+
+# watch_owner PID COMMAND...: runs COMMAND once process PID is gone, from its own session so the
+# owner's signals do not take the watchdog along before it has cleaned up.
+watch_owner() {
+  local owner=$1; shift
+  setsid bash -c 'owner=$1; shift; while kill -0 "$owner" 2>/dev/null; do sleep 1; done; "$@"' \
+    _ "$owner" "$@" </dev/null >/dev/null 2>&1 &
+}

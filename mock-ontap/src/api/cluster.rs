@@ -1,0 +1,127 @@
+//! Read-only cluster inventory. SVM-scoped accounts may read `/api/cluster` (clients use it as
+//! a cheap credentials probe and to read the version) but not the node or port inventory.
+
+use axum::{
+    Extension, Json,
+    extract::{Path, Query, State},
+};
+use serde_json::Value;
+
+use super::{Pairs, require_admin};
+use crate::{
+    error::{ApiError, ApiResult},
+    model::Principal,
+    query::{ListQuery, project_single},
+    state::MockState,
+};
+
+pub async fn cluster(State(state): State<MockState>, Query(query): Query<Pairs>) -> Json<Value> {
+    let (model, _) = state.model();
+    Json(project_single(
+        &query,
+        &model.cluster.to_json(),
+        &["name", "uuid"],
+    ))
+}
+
+pub async fn nodes(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    require_admin(&who)?;
+    let q = ListQuery::parse(query)?;
+    let (model, _) = state.model();
+    let cluster = &model.cluster;
+    let mut records: Vec<Value> = cluster.nodes.iter().map(|n| n.to_json(cluster)).collect();
+    sort_by_uuid(&mut records);
+    Ok(Json(q.collection(
+        "/api/cluster/nodes",
+        &["uuid"],
+        &["uuid", "name"],
+        records,
+    )))
+}
+
+pub async fn node(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path(uuid): Path<String>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    require_admin(&who)?;
+    let (model, _) = state.model();
+    let cluster = &model.cluster;
+    let node = cluster
+        .node_by(Some(&uuid), None)
+        .ok_or_else(|| ApiError::not_found("uuid"))?;
+    Ok(Json(project_single(
+        &query,
+        &node.to_json(cluster),
+        &["uuid", "name"],
+    )))
+}
+
+pub async fn aggregates(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    require_admin(&who)?;
+    let q = ListQuery::parse(query)?;
+    let (model, _) = state.model();
+    let mut records: Vec<Value> = model
+        .cluster
+        .aggregates
+        .iter()
+        .map(|a| a.to_json())
+        .collect();
+    sort_by_uuid(&mut records);
+    Ok(Json(q.collection(
+        "/api/storage/aggregates",
+        &["uuid"],
+        &["uuid", "name"],
+        records,
+    )))
+}
+
+pub async fn aggregate(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path(uuid): Path<String>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    require_admin(&who)?;
+    let (model, _) = state.model();
+    let aggregate = model
+        .cluster
+        .aggregate_by(Some(&uuid), None)
+        .ok_or_else(|| ApiError::not_found("uuid"))?;
+    Ok(Json(project_single(
+        &query,
+        &aggregate.to_json(),
+        &["uuid", "name"],
+    )))
+}
+
+pub async fn ports(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    require_admin(&who)?;
+    let q = ListQuery::parse(query)?;
+    let (model, _) = state.model();
+    let mut records: Vec<Value> = model.cluster.ports.iter().map(|p| p.to_json()).collect();
+    sort_by_uuid(&mut records);
+    Ok(Json(q.collection(
+        "/api/network/ethernet/ports",
+        &["uuid"],
+        &["uuid", "name", "node.name"],
+        records,
+    )))
+}
+
+fn sort_by_uuid(records: &mut [Value]) {
+    records.sort_by(|a, b| a["uuid"].as_str().cmp(&b["uuid"].as_str()));
+}

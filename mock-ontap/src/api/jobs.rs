@@ -1,0 +1,34 @@
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+};
+use serde_json::Value;
+
+use super::Pairs;
+use crate::{
+    error::ApiResult,
+    query::{ListQuery, project_single},
+    state::MockState,
+};
+
+const KEYS: &[&str] = &["uuid"];
+
+pub async fn list(
+    State(state): State<MockState>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    let q = ListQuery::parse(query)?;
+    let (model, now) = state.model();
+    let records = model.jobs_json(now);
+    Ok(Json(q.collection("/api/cluster/jobs", KEYS, KEYS, records)))
+}
+
+pub async fn get(
+    State(state): State<MockState>,
+    Path(uuid): Path<String>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    let (model, now) = state.model();
+    let job = model.job_json(&uuid, now)?;
+    Ok(Json(project_single(&query, &job, KEYS)))
+}

@@ -1,0 +1,180 @@
+//! The `/api` routes, with ONTAP's shapes: HAL collections, 202 + job for SVM changes, 201 +
+//! `Location` for synchronous creation, and ONTAP's error body for every failure.
+
+mod accounts;
+mod cluster;
+mod interfaces;
+mod jobs;
+mod svms;
+
+use axum::{
+    Json, Router,
+    body::Bytes,
+    http::{HeaderValue, StatusCode, header},
+    middleware,
+    response::{IntoResponse, Response},
+    routing::{any, get},
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::{
+    auth,
+    error::{ApiError, ApiResult, codes},
+    faults,
+    model::{Job, Principal},
+    state::MockState,
+};
+
+pub fn routes(state: MockState) -> Router<MockState> {
+    Router::new()
+        .route("/api/cluster", get(cluster::cluster))
+        .route("/api/cluster/nodes", get(cluster::nodes))
+        .route("/api/cluster/nodes/{uuid}", get(cluster::node))
+        .route("/api/storage/aggregates", get(cluster::aggregates))
+        .route("/api/storage/aggregates/{uuid}", get(cluster::aggregate))
+        .route("/api/network/ethernet/ports", get(cluster::ports))
+        .route("/api/cluster/jobs", get(jobs::list))
+        .route("/api/cluster/jobs/{uuid}", get(jobs::get))
+        .route("/api/svm/svms", get(svms::list).post(svms::create))
+        .route(
+            "/api/svm/svms/{uuid}",
+            get(svms::get).patch(svms::patch).delete(svms::delete),
+        )
+        .route(
+            "/api/network/ip/interfaces",
+            get(interfaces::list).post(interfaces::create),
+        )
+        .route(
+            "/api/network/ip/interfaces/{uuid}",
+            get(interfaces::get).delete(interfaces::delete),
+        )
+        .route(
+            "/api/security/accounts",
+            get(accounts::list).post(accounts::create),
+        )
+        .route(
+            "/api/security/accounts/{owner}/{name}",
+            get(accounts::get)
+                .patch(accounts::patch)
+                .delete(accounts::delete),
+        )
+        .route("/api", any(api_not_found))
+        .route("/api/{*rest}", any(api_not_found))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(state, faults::inject))
+}
+
+async fn api_not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, codes::NOT_SUPPORTED, "API not found")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        codes::NOT_SUPPORTED,
+        "The method is not allowed on this resource",
+    )
+}
+
+/// Query pairs as sent, in order; `Query<Vec<_>>` keeps repeated keys.
+type Pairs = Vec<(String, String)>;
+
+fn require_admin(who: &Principal) -> ApiResult<()> {
+    match who {
+        Principal::Admin { .. } => Ok(()),
+        Principal::Svm { .. } => Err(ApiError::forbidden()),
+    }
+}
+
+/// Parses a request body, refusing fields ONTAP does not know here (`allowed` lists dotted
+/// leaf paths; a listed object path admits everything below it).
+fn parse_body<T: DeserializeOwned>(body: &Bytes, allowed: &[&str]) -> ApiResult<T> {
+    let value: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(codes::INVALID_FIELD, format!("Invalid JSON input: {e}"))
+        })?
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request(
+            codes::INVALID_FIELD,
+            "The request body must be a JSON object",
+        ));
+    }
+    check_fields(&value, "", allowed)?;
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::bad_request(codes::INVALID_FIELD_VALUE, format!("Invalid value: {e}"))
+    })
+}
+
+fn check_fields(value: &Value, prefix: &str, allowed: &[&str]) -> ApiResult<()> {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                if allowed.contains(&path.as_str()) {
+                    continue;
+                }
+                let nested = format!("{path}.");
+                if (child.is_object() || child.is_array())
+                    && allowed.iter().any(|a| a.starts_with(&nested))
+                {
+                    check_fields(child, &path, allowed)?;
+                } else {
+                    return Err(ApiError::unexpected_argument(&path));
+                }
+            }
+            Ok(())
+        }
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|item| check_fields(item, prefix, allowed)),
+        _ => Ok(()),
+    }
+}
+
+fn wants_records(query: &Pairs) -> bool {
+    query
+        .iter()
+        .any(|(k, v)| k == "return_records" && v == "true")
+}
+
+fn with_location(mut response: Response, location: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// 202 with the job that carries the change, as ONTAP answers SVM changes.
+fn accepted(job: &Job, record: Option<Value>) -> Response {
+    let mut body = json!({ "job": Job::link(&job.uuid) });
+    if let (Some(record), Some(obj)) = (record, body.as_object_mut()) {
+        obj.insert("num_records".into(), json!(1));
+        obj.insert("records".into(), json!([record]));
+    }
+    (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+/// 201 for synchronous creation; the body is empty unless `return_records=true`.
+fn created(location: &str, record: Option<Value>) -> Response {
+    let body = match record {
+        Some(record) => json!({ "num_records": 1, "records": [record] }),
+        None => json!({}),
+    };
+    with_location((StatusCode::CREATED, Json(body)).into_response(), location)
+}
+
+fn ok_empty() -> Response {
+    (StatusCode::OK, Json(json!({}))).into_response()
+}

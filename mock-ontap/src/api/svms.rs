@@ -1,0 +1,90 @@
+use axum::{
+    Extension, Json,
+    body::Bytes,
+    extract::{Path, Query, State},
+    response::Response,
+};
+use serde_json::Value;
+
+use super::{Pairs, accepted, parse_body, require_admin, wants_records, with_location};
+use crate::{
+    error::ApiResult,
+    model::{InjectedFailure, Principal, SvmCreate, SvmPatch},
+    query::{ListQuery, project_single},
+    state::MockState,
+};
+
+const KEYS: &[&str] = &["uuid"];
+const DEFAULT_FIELDS: &[&str] = &["uuid", "name"];
+
+pub async fn list(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    let q = ListQuery::parse(query)?;
+    let (model, now) = state.model();
+    let records = model.svms_json(&who, q.exact("name"), now);
+    Ok(Json(q.collection(
+        "/api/svm/svms",
+        KEYS,
+        DEFAULT_FIELDS,
+        records,
+    )))
+}
+
+pub async fn get(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path(uuid): Path<String>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    let (model, now) = state.model();
+    let svm = model.svm_json(&who, &uuid, now)?;
+    Ok(Json(project_single(&query, &svm, DEFAULT_FIELDS)))
+}
+
+pub async fn create(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    failure: Option<Extension<InjectedFailure>>,
+    Query(query): Query<Pairs>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    require_admin(&who)?;
+    let req: SvmCreate = parse_body(&body, SvmCreate::FIELDS)?;
+    let (mut model, now) = state.model();
+    let (job, uuid) = model.create_svm(req, failure.map(|Extension(f)| f), now)?;
+    let record =
+        wants_records(&query).then(|| serde_json::json!({ "uuid": uuid, "name": job.svm_name }));
+    Ok(with_location(
+        accepted(&job, record),
+        &format!("/api/svm/svms/{uuid}"),
+    ))
+}
+
+pub async fn patch(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    failure: Option<Extension<InjectedFailure>>,
+    Path(uuid): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    require_admin(&who)?;
+    let patch: SvmPatch = parse_body(&body, SvmPatch::FIELDS)?;
+    let (mut model, now) = state.model();
+    let job = model.patch_svm(&uuid, patch, failure.map(|Extension(f)| f), now)?;
+    Ok(accepted(&job, None))
+}
+
+pub async fn delete(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    failure: Option<Extension<InjectedFailure>>,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    require_admin(&who)?;
+    let (mut model, now) = state.model();
+    let job = model.delete_svm(&uuid, failure.map(|Extension(f)| f), now)?;
+    Ok(accepted(&job, None))
+}

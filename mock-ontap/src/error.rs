@@ -1,0 +1,140 @@
+//! ONTAP's error body: `{"error":{"message","code","target"}}`, with `code` a string.
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde_json::{Value, json};
+
+/// Error codes that clients branch on; named so handlers and tests agree on them.
+pub mod codes {
+    pub const DUPLICATE_ENTRY: &str = "1";
+    pub const INVALID_FIELD: &str = "2";
+    pub const NOT_SUPPORTED: &str = "3";
+    pub const NOT_FOUND: &str = "4";
+    pub const NOT_AUTHORIZED: &str = "6";
+    pub const UNEXPECTED_ARGUMENT: &str = "262179";
+    pub const INVALID_FIELD_VALUE: &str = "262197";
+    pub const SVM_JOB_LIMIT: &str = "13434894";
+    pub const SVM_NAME_IN_USE: &str = "13434908";
+    pub const SVM_NAME_TOO_LONG: &str = "13434911";
+    pub const SVM_BEING_CREATED: &str = "13434916";
+    pub const INTERNAL_RETRY: &str = "13434889";
+    pub const SVM_NOT_FOUND: &str = "2621462";
+    pub const DUPLICATE_IP: &str = "1376963";
+    pub const LIF_NAME_EXISTS: &str = "1966140";
+    pub const NO_SUITABLE_PORT: &str = "1967153";
+    pub const PASSWORD_CONTAINS_USERNAME: &str = "7077918";
+    pub const PASSWORD_TOO_SHORT: &str = "7077919";
+    pub const PASSWORD_NEEDS_ALNUM: &str = "7077920";
+    pub const PASSWORD_REUSED: &str = "7077924";
+    pub const PASSWORD_TOO_LONG: &str = "7077940";
+    pub const USERNAME_INVALID_CHARS: &str = "7077897";
+    pub const USERNAME_LENGTH: &str = "7077899";
+    pub const USER_NOT_FOUND_ON_MODIFY: &str = "1261218";
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: String,
+    pub message: String,
+    pub target: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code: code.to_owned(),
+            message: message.into(),
+            target: None,
+        }
+    }
+
+    pub fn with_target(mut self, target: impl Into<String>) -> Self {
+        self.target = Some(target.into());
+        self
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn not_found(target: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            codes::NOT_FOUND,
+            "entry doesn't exist",
+        )
+        .with_target(target)
+    }
+
+    pub fn conflict(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub fn forbidden() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            codes::NOT_AUTHORIZED,
+            "not authorized for that command",
+        )
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            codes::NOT_AUTHORIZED,
+            "User is not authorized.",
+        )
+    }
+
+    pub fn unexpected_argument(path: &str) -> Self {
+        Self::bad_request(
+            codes::UNEXPECTED_ARGUMENT,
+            format!("Unexpected argument \"{path}\"."),
+        )
+        .with_target(path)
+    }
+
+    pub fn missing_field(path: &str) -> Self {
+        Self::bad_request(
+            codes::INVALID_FIELD,
+            format!("Missing value for required field \"{path}\"."),
+        )
+        .with_target(path)
+    }
+
+    pub fn invalid_value(path: &str, detail: impl std::fmt::Display) -> Self {
+        Self::bad_request(
+            codes::INVALID_FIELD_VALUE,
+            format!("The value for field \"{path}\" is invalid: {detail}."),
+        )
+        .with_target(path)
+    }
+
+    pub fn body(&self) -> Value {
+        let mut error = json!({ "message": self.message, "code": self.code });
+        if let (Some(target), Some(obj)) = (&self.target, error.as_object_mut()) {
+            obj.insert("target".into(), Value::String(target.clone()));
+        }
+        json!({ "error": error })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body())).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"ONTAP\""),
+            );
+        }
+        response
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

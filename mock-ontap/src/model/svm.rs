@@ -1,0 +1,431 @@
+//! SVMs. Creation, modification and deletion are jobs; while its create job runs an SVM is
+//! visible in state `initializing` (its name is taken from the moment the POST is accepted), and
+//! while its delete job runs it is in state `deleting`.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{Model, Principal, job::InjectedFailure, job::Job, job::SvmEffect};
+use crate::error::{ApiError, ApiResult, codes};
+
+pub const MAX_SVM_NAME: usize = 47;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NameRef {
+    pub name: Option<String>,
+    pub uuid: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Toggle {
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SvmCreate {
+    pub name: Option<String>,
+    pub comment: Option<String>,
+    pub language: Option<String>,
+    pub ipspace: Option<NameRef>,
+    pub aggregates: Option<Vec<NameRef>>,
+    pub nfs: Option<Toggle>,
+    pub iscsi: Option<Toggle>,
+    pub nvme: Option<Toggle>,
+}
+
+impl SvmCreate {
+    pub const FIELDS: &'static [&'static str] = &[
+        "name",
+        "comment",
+        "language",
+        "ipspace.name",
+        "ipspace.uuid",
+        "aggregates.name",
+        "aggregates.uuid",
+        "nfs.enabled",
+        "nfs.allowed",
+        "iscsi.enabled",
+        "iscsi.allowed",
+        "nvme.enabled",
+        "nvme.allowed",
+    ];
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SvmPatch {
+    pub comment: Option<String>,
+    pub state: Option<String>,
+    pub language: Option<String>,
+    pub aggregates: Option<Vec<NameRef>>,
+    pub nfs: Option<Toggle>,
+    pub iscsi: Option<Toggle>,
+    pub nvme: Option<Toggle>,
+}
+
+impl SvmPatch {
+    pub const FIELDS: &'static [&'static str] = &[
+        "comment",
+        "state",
+        "language",
+        "aggregates.name",
+        "aggregates.uuid",
+        "nfs.enabled",
+        "iscsi.enabled",
+        "nvme.enabled",
+    ];
+}
+
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub start_at: Instant,
+}
+
+#[derive(Debug, Clone)]
+pub struct Svm {
+    pub uuid: String,
+    pub name: String,
+    pub comment: String,
+    pub language: String,
+    pub state: String,
+    pub aggregates: Vec<(String, String)>,
+    pub nfs: bool,
+    pub iscsi: bool,
+    pub nvme: bool,
+    pub creating: Option<Pending>,
+    pub deleting: Option<Pending>,
+}
+
+impl Svm {
+    pub fn reference(&self) -> Value {
+        json!({ "name": self.name, "uuid": self.uuid,
+            "_links": { "self": { "href": format!("/api/svm/svms/{}", self.uuid) } } })
+    }
+
+    fn state_at(&self, now: Instant) -> &str {
+        if self.creating.is_some() {
+            "initializing"
+        } else if self.deleting.as_ref().is_some_and(|d| now >= d.start_at) {
+            "deleting"
+        } else {
+            &self.state
+        }
+    }
+
+    pub fn to_json(&self, model: &Model, now: Instant) -> Value {
+        let protocol = |enabled: bool| json!({ "enabled": enabled, "allowed": true });
+        let aggregates: Vec<Value> = self
+            .aggregates
+            .iter()
+            .map(|(uuid, name)| json!({ "name": name, "uuid": uuid }))
+            .collect();
+        json!({
+            "uuid": self.uuid,
+            "name": self.name,
+            "subtype": "default",
+            "state": self.state_at(now),
+            "comment": self.comment,
+            "language": self.language,
+            "ipspace": model.cluster.ipspace_json(),
+            "aggregates": aggregates,
+            "nfs": protocol(self.nfs),
+            "iscsi": protocol(self.iscsi),
+            "nvme": protocol(self.nvme),
+            "cifs": { "enabled": false, "allowed": true },
+            "fcp": { "enabled": false, "allowed": true },
+            "_links": { "self": { "href": format!("/api/svm/svms/{}", self.uuid) } },
+        })
+    }
+}
+
+impl Model {
+    pub(super) fn svm(&self, uuid: &str) -> Option<&Svm> {
+        self.svms.get(uuid)
+    }
+
+    /// An SVM another object may refer to: it exists and its creation has finished.
+    pub(super) fn usable_svm(&self, uuid: Option<&str>, name: Option<&str>) -> ApiResult<&Svm> {
+        let by_name = name.and_then(|n| self.svm_names.get(n));
+        let uuid = match (uuid, by_name) {
+            (Some(u), Some(by_name)) if u != by_name => None,
+            (Some(u), _) => Some(u),
+            (None, Some(u)) => Some(u.as_str()),
+            (None, None) if name.is_none() => {
+                return Err(ApiError::missing_field("svm"));
+            }
+            (None, None) => None,
+        };
+        let svm = uuid.and_then(|u| self.svms.get(u)).ok_or_else(|| {
+            ApiError::bad_request(
+                codes::SVM_NOT_FOUND,
+                format!(
+                    "SVM \"{}\" does not exist.",
+                    name.or(uuid).unwrap_or_default()
+                ),
+            )
+            .with_target("svm")
+        })?;
+        if svm.creating.is_some() {
+            return Err(being_created(&svm.name));
+        }
+        Ok(svm)
+    }
+
+    /// Every SVM the principal may see, sorted by uuid; narrowed by name through the index
+    /// when the query pins one name.
+    pub fn svms_json(&self, who: &Principal, name: Option<&str>, now: Instant) -> Vec<Value> {
+        let visible = |s: &&Svm| who.may_see(&s.uuid);
+        match name {
+            Some(name) => self
+                .svm_names
+                .get(name)
+                .and_then(|u| self.svms.get(u))
+                .filter(visible)
+                .map(|s| s.to_json(self, now))
+                .into_iter()
+                .collect(),
+            None => self
+                .svms
+                .values()
+                .filter(visible)
+                .map(|s| s.to_json(self, now))
+                .collect(),
+        }
+    }
+
+    pub fn svm_json(&self, who: &Principal, uuid: &str, now: Instant) -> ApiResult<Value> {
+        self.svms
+            .get(uuid)
+            .filter(|s| who.may_see(&s.uuid))
+            .map(|s| s.to_json(self, now))
+            .ok_or_else(|| ApiError::not_found("uuid"))
+    }
+
+    fn aggregates_of(&self, refs: &[NameRef]) -> ApiResult<Vec<(String, String)>> {
+        refs.iter()
+            .map(|r| {
+                self.cluster
+                    .aggregate_by(r.uuid.as_deref(), r.name.as_deref())
+                    .map(|a| (a.uuid.clone(), a.name.clone()))
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            codes::INVALID_FIELD,
+                            format!(
+                                "Aggregate \"{}\" does not exist.",
+                                r.name.as_deref().or(r.uuid.as_deref()).unwrap_or_default()
+                            ),
+                        )
+                        .with_target("aggregates")
+                    })
+            })
+            .collect()
+    }
+
+    pub fn create_svm(
+        &mut self,
+        req: SvmCreate,
+        failure: Option<InjectedFailure>,
+        now: Instant,
+    ) -> ApiResult<(Job, String)> {
+        let name = req
+            .name
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::missing_field("name"))?;
+        if name.chars().count() > MAX_SVM_NAME {
+            return Err(ApiError::bad_request(
+                codes::SVM_NAME_TOO_LONG,
+                format!("The SVM name \"{name}\" is too long. The maximum supported length is {MAX_SVM_NAME} characters."),
+            )
+            .with_target("name"));
+        }
+        if let Some(ipspace) = &req.ipspace {
+            let by_name = ipspace.name.as_deref().is_none_or(|n| n == "Default");
+            let by_uuid = ipspace
+                .uuid
+                .as_deref()
+                .is_none_or(|u| u == self.cluster.ipspace_uuid);
+            if !(by_name && by_uuid) {
+                return Err(
+                    ApiError::bad_request(codes::INVALID_FIELD, "IPspace does not exist.")
+                        .with_target("ipspace"),
+                );
+            }
+        }
+        let aggregates = self.aggregates_of(req.aggregates.as_deref().unwrap_or_default())?;
+        if self.svm_names.contains_key(&name) {
+            return Err(ApiError::conflict(
+                codes::SVM_NAME_IN_USE,
+                format!("Duplicate SVM name \"{name}\". A Vserver with that name already exists."),
+            )
+            .with_target("name"));
+        }
+        self.check_job_slot()?;
+        let uuid = Uuid::new_v4().to_string();
+        let job = self.start_job(
+            "POST /api/svm/svms".into(),
+            (&uuid, &name),
+            SvmEffect::Create(uuid.clone()),
+            failure,
+            now,
+        );
+        let enabled = |t: &Option<Toggle>| t.as_ref().and_then(|t| t.enabled).unwrap_or(false);
+        let svm = Svm {
+            uuid: uuid.clone(),
+            name: name.clone(),
+            comment: req.comment.unwrap_or_default(),
+            language: req.language.unwrap_or_else(|| "c.utf_8".into()),
+            state: "running".into(),
+            aggregates,
+            nfs: enabled(&req.nfs),
+            iscsi: enabled(&req.iscsi),
+            nvme: enabled(&req.nvme),
+            creating: Some(Pending {
+                start_at: job.start_at,
+            }),
+            deleting: None,
+        };
+        self.svm_names.insert(name, uuid.clone());
+        self.svms.insert(uuid.clone(), svm);
+        Ok((job, uuid))
+    }
+
+    /// The SVM a PATCH or DELETE may act on: it exists and no create or delete job holds it.
+    fn mutable_svm(&self, uuid: &str) -> ApiResult<&Svm> {
+        let svm = self
+            .svms
+            .get(uuid)
+            .ok_or_else(|| ApiError::not_found("uuid"))?;
+        if svm.creating.is_some() {
+            return Err(being_created(&svm.name));
+        }
+        if svm.deleting.is_some() {
+            return Err(ApiError::conflict(
+                codes::INVALID_FIELD,
+                format!("SVM \"{}\" is being deleted.", svm.name),
+            ));
+        }
+        Ok(svm)
+    }
+
+    pub fn patch_svm(
+        &mut self,
+        uuid: &str,
+        patch: SvmPatch,
+        failure: Option<InjectedFailure>,
+        now: Instant,
+    ) -> ApiResult<Job> {
+        let name = self.mutable_svm(uuid)?.name.clone();
+        if let Some(state) = &patch.state
+            && !matches!(state.as_str(), "running" | "stopped")
+        {
+            return Err(ApiError::invalid_value("state", state));
+        }
+        if let Some(aggregates) = &patch.aggregates {
+            self.aggregates_of(aggregates)?;
+        }
+        self.check_job_slot()?;
+        Ok(self.start_job(
+            format!("PATCH /api/svm/svms/{uuid}"),
+            (uuid, &name),
+            SvmEffect::Modify(uuid.to_owned(), patch),
+            failure,
+            now,
+        ))
+    }
+
+    pub fn delete_svm(
+        &mut self,
+        uuid: &str,
+        failure: Option<InjectedFailure>,
+        now: Instant,
+    ) -> ApiResult<Job> {
+        let name = self.mutable_svm(uuid)?.name.clone();
+        self.check_job_slot()?;
+        let job = self.start_job(
+            format!("DELETE /api/svm/svms/{uuid}"),
+            (uuid, &name),
+            SvmEffect::Delete(uuid.to_owned()),
+            failure,
+            now,
+        );
+        if let Some(svm) = self.svms.get_mut(uuid) {
+            svm.deleting = Some(Pending {
+                start_at: job.start_at,
+            });
+        }
+        Ok(job)
+    }
+
+    pub(super) fn complete_svm_creation(&mut self, uuid: &str) {
+        let Some(svm) = self.svms.get_mut(uuid) else {
+            return;
+        };
+        svm.creating = None;
+        if self.settings.create_vsadmin_account {
+            self.add_builtin_vsadmin(uuid);
+        }
+    }
+
+    pub(super) fn apply_svm_patch(&mut self, uuid: &str, patch: &SvmPatch) {
+        let aggregates = patch
+            .aggregates
+            .as_ref()
+            .and_then(|a| self.aggregates_of(a).ok());
+        let Some(svm) = self.svms.get_mut(uuid) else {
+            return;
+        };
+        if let Some(comment) = &patch.comment {
+            svm.comment = comment.clone();
+        }
+        if let Some(state) = &patch.state {
+            svm.state = state.clone();
+        }
+        if let Some(language) = &patch.language {
+            svm.language = language.clone();
+        }
+        if let Some(aggregates) = aggregates {
+            svm.aggregates = aggregates;
+        }
+        let set = |flag: &mut bool, toggle: &Option<Toggle>| {
+            if let Some(enabled) = toggle.as_ref().and_then(|t| t.enabled) {
+                *flag = enabled;
+            }
+        };
+        set(&mut svm.nfs, &patch.nfs);
+        set(&mut svm.iscsi, &patch.iscsi);
+        set(&mut svm.nvme, &patch.nvme);
+    }
+
+    pub(super) fn cancel_svm_deletion(&mut self, uuid: &str) {
+        if let Some(svm) = self.svms.get_mut(uuid) {
+            svm.deleting = None;
+        }
+    }
+
+    /// Removes an SVM with the accounts and interfaces that belong to it.
+    pub(super) fn remove_svm(&mut self, uuid: &str) {
+        if let Some(svm) = self.svms.remove(uuid) {
+            self.svm_names.remove(&svm.name);
+        }
+        self.accounts.retain(|(owner, _), _| owner != uuid);
+        let interface_ips = &mut self.interface_ips;
+        self.interfaces.retain(|_, lif| {
+            let keep = lif.svm_uuid != uuid;
+            if !keep {
+                interface_ips.remove(&lif.ip);
+            }
+            keep
+        });
+    }
+}
+
+fn being_created(name: &str) -> ApiError {
+    ApiError::conflict(
+        codes::SVM_BEING_CREATED,
+        format!(
+            "SVM \"{name}\" is still being created. Wait a few minutes, and then try the command again."
+        ),
+    )
+}

@@ -1,0 +1,170 @@
+//! Naming and shape rules shared by admission and the controller.
+//!
+//! Each rule exists twice: as a CEL expression the API server evaluates at admission
+//! (`x-kubernetes-validations` in `crds/`), and as a Rust predicate the controller uses for the
+//! names it derives itself. The unit tests below keep the two in step on a table of examples;
+//! `tests/crd_validation.rs` checks the CEL side against a real API server.
+
+/// CEL: an ONTAP object name (SVM, IPspace, account): a letter or `_`, then letters, digits,
+/// `_`, `-` or `.`. Lengths are enforced by the schema (`maxLength`), which also bounds the CEL
+/// cost estimate.
+pub const ONTAP_NAME: &str = "self.matches('^[A-Za-z_][A-Za-z0-9_.-]*$')";
+/// Message for [`ONTAP_NAME`].
+pub const ONTAP_NAME_MESSAGE: &str =
+    "must start with a letter or '_' and contain only letters, digits, '_', '-' and '.'";
+
+/// CEL over a list of aggregate names: ONTAP allows letters, digits and `_`, starting with a
+/// letter or `_`.
+pub const AGGREGATE_NAMES: &str = "self.all(a, a.matches('^[A-Za-z_][A-Za-z0-9_]*$'))";
+/// Message for [`AGGREGATE_NAMES`].
+pub const AGGREGATE_NAMES_MESSAGE: &str =
+    "aggregate names start with a letter or '_' and contain only letters, digits and '_'";
+
+/// CEL: a Kubernetes DNS subdomain (RFC 1123), the rule for Secret and OntapCluster names.
+/// `[.]` rather than an escaped dot keeps the expression free of backslashes.
+pub const DNS_SUBDOMAIN: &str =
+    "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')";
+/// Message for [`DNS_SUBDOMAIN`].
+pub const DNS_SUBDOMAIN_MESSAGE: &str = "must be a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
+
+/// CEL: a Kubernetes DNS label (RFC 1123), the rule for namespace names.
+pub const DNS_LABEL: &str = "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')";
+/// Message for [`DNS_LABEL`].
+pub const DNS_LABEL_MESSAGE: &str = "must be a lowercase RFC 1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit";
+
+/// Account names the operator refuses to manage: ONTAP's built-in cluster accounts, and
+/// `vsadmin`, the locked account ONTAP creates in every SVM (managing it would mean taking over
+/// an account the operator did not create).
+pub const RESERVED_ACCOUNTS: [&str; 5] = ["admin", "diag", "autosupport", "root", "vsadmin"];
+
+/// CEL for [`RESERVED_ACCOUNTS`], compared case-insensitively.
+pub const NOT_RESERVED_ACCOUNT: &str =
+    "!(self.lowerAscii() in ['admin', 'diag', 'autosupport', 'root', 'vsadmin'])";
+/// Message for [`NOT_RESERVED_ACCOUNT`].
+pub const NOT_RESERVED_ACCOUNT_MESSAGE: &str =
+    "admin, diag, autosupport, root and vsadmin are ONTAP's built-in accounts; choose another name";
+
+/// The longest SVM name ONTAP accepts (error 13434911 beyond it).
+pub const SVM_NAME_MAX: usize = 47;
+/// ONTAP's bounds on user names (error 7077899 outside them).
+pub const ACCOUNT_NAME_LEN: std::ops::RangeInclusive<usize> = 3..=64;
+/// The longest Kubernetes object name that is a DNS subdomain (Secrets, OntapClusters).
+pub const DNS_SUBDOMAIN_MAX: usize = 253;
+
+/// Rust twin of [`ONTAP_NAME`] (without length limits).
+pub fn is_ontap_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(is_ontap_name_char)
+}
+
+/// A character [`ONTAP_NAME`] allows after the first.
+pub fn is_ontap_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// A valid SVM name: [`is_ontap_name`], at most [`SVM_NAME_MAX`] characters, not `all`.
+pub fn is_svm_name(s: &str) -> bool {
+    s.len() <= SVM_NAME_MAX && is_ontap_name(s) && s != "all"
+}
+
+/// A valid account name for the operator to manage: [`is_ontap_name`], within
+/// [`ACCOUNT_NAME_LEN`], not one of [`RESERVED_ACCOUNTS`].
+pub fn is_account_name(s: &str) -> bool {
+    ACCOUNT_NAME_LEN.contains(&s.len())
+        && is_ontap_name(s)
+        && !RESERVED_ACCOUNTS.iter().any(|r| r.eq_ignore_ascii_case(s))
+}
+
+/// Rust twin of [`DNS_SUBDOMAIN`], with the [`DNS_SUBDOMAIN_MAX`] length limit.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= DNS_SUBDOMAIN_MAX && s.split('.').all(is_dns_label_body)
+}
+
+/// Rust twin of [`DNS_LABEL`], with the 63-character length limit.
+pub fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63 && is_dns_label_body(s)
+}
+
+fn is_dns_label_body(s: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.chars().next().is_some_and(alnum)
+        && s.chars().last().is_some_and(alnum)
+        && s.chars().all(|c| alnum(c) || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ontap_names() {
+        for ok in ["a", "_", "svm1", "k8s_ns_name", "A.b-c_9", "_x"] {
+            assert!(is_ontap_name(ok), "{ok}");
+        }
+        for bad in ["", "1abc", "-a", ".a", "a b", "a/b", "ä", "a:b", "a@b"] {
+            assert!(!is_ontap_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn svm_names() {
+        assert!(is_svm_name(&"a".repeat(47)));
+        assert!(!is_svm_name(&"a".repeat(48)));
+        assert!(!is_svm_name("all"));
+        assert!(is_svm_name("All"), "ONTAP reserves lowercase 'all' only");
+    }
+
+    #[test]
+    fn account_names() {
+        assert!(is_account_name("vsadmin-x"));
+        assert!(is_account_name(&"a".repeat(64)));
+        for bad in [
+            "ab", "vsadmin", "VSAdmin", "admin", "diag", "root", "1user", "a b c",
+        ] {
+            assert!(!is_account_name(bad), "{bad}");
+        }
+        assert!(!is_account_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn dns_names() {
+        for ok in ["a", "a-b", "a.b", "0", "x1.y2-z", &"a".repeat(63)] {
+            assert!(is_dns_subdomain(ok), "{ok}");
+            assert_eq!(is_dns_label(ok), !ok.contains('.'), "{ok}");
+        }
+        for bad in [
+            "",
+            "A",
+            "-a",
+            "a-",
+            "a..b",
+            ".a",
+            "a.",
+            "a_b",
+            &"a".repeat(254),
+        ] {
+            assert!(!is_dns_subdomain(bad), "{bad}");
+        }
+        assert!(!is_dns_label(&"a".repeat(64)));
+        let long = vec!["a".repeat(63); 4].join(".");
+        assert_eq!(long.len(), 255);
+        assert!(!is_dns_subdomain(&long));
+    }
+
+    #[test]
+    fn reserved_accounts_match_the_cel_list() {
+        for name in RESERVED_ACCOUNTS {
+            assert!(
+                NOT_RESERVED_ACCOUNT.contains(&format!("'{name}'")),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            NOT_RESERVED_ACCOUNT.matches('\'').count(),
+            2 * RESERVED_ACCOUNTS.len()
+        );
+    }
+}

@@ -1,0 +1,912 @@
+//! What ONTAP should look like for a StorageVirtualMachine, and the requests that get it there:
+//! the SVM create body with its ownership marker, the protocol patch, and the LIF plan.
+//!
+//! Everything here is pure: it takes the object and what ONTAP reported, and returns the typed
+//! request bodies of [`crate::ontap`]. Admission already rejects malformed addresses; they are
+//! checked again here so an object that slipped past it (a CRD installed without its
+//! validations) becomes a [`DesiredError`] the controller reports as a condition, not a request
+//! ONTAP refuses over and over.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use kube::ResourceExt;
+
+use crate::api::{LifSpec, StorageVirtualMachine, SvmProtocols};
+use crate::ontap::{
+    InterfaceLocation, IpInfo, IpInterface, IpInterfaceCreate, ObjectRef, ProtocolState, Svm,
+    SvmCreate, SvmPatch,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Ownership marker
+
+/// Start of the marker the operator writes into the comment of every SVM it creates.
+pub const COMMENT_MARKER: &str = "ontap-operator:uid=";
+/// ONTAP's limit on SVM comments.
+const COMMENT_MAX: usize = 255;
+
+/// The comment of an SVM created for the object with `uid` (`namespace/name` follows for
+/// people reading ONTAP, cut to ONTAP's 255 characters; only the marker is ever parsed).
+pub fn ownership_comment(uid: &str, namespace: &str, name: &str) -> String {
+    let mut comment = format!("{COMMENT_MARKER}{uid} StorageVirtualMachine {namespace}/{name}");
+    if comment.len() > COMMENT_MAX {
+        // Kubernetes names are ASCII; stay on a character boundary for anything else.
+        let mut end = COMMENT_MAX;
+        while !comment.is_char_boundary(end) {
+            end -= 1;
+        }
+        comment.truncate(end);
+    }
+    comment
+}
+
+/// Who an existing SVM belongs to, according to its comment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// Marked with this object's uid: created by the operator for this object.
+    Ours,
+    /// Marked for another object (its uid): another StorageVirtualMachine manages it.
+    Foreign(String),
+    /// No marker: created outside the operator. Never adopted or deleted implicitly.
+    Unmarked,
+}
+
+/// Reads the ownership marker of an SVM's `comment` and compares it with `uid`.
+pub fn owned_by(comment: Option<&str>, uid: &str) -> Ownership {
+    let Some(rest) = comment
+        .and_then(|c| c.split_once(COMMENT_MARKER))
+        .map(|(_, r)| r)
+    else {
+        return Ownership::Unmarked;
+    };
+    let marked = rest.split_whitespace().next().unwrap_or_default();
+    if marked.is_empty() {
+        Ownership::Unmarked
+    } else if marked == uid {
+        Ownership::Ours
+    } else {
+        Ownership::Foreign(marked.to_string())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// A spec the controller cannot turn into ONTAP requests. Reported as a condition: retrying does
+/// not help until the spec changes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DesiredError {
+    #[error("{field}: {value:?} is not an IPv4 or IPv6 address")]
+    InvalidAddress { field: String, value: String },
+    #[error("{field}: prefix length {prefix} is out of range for an IPv{family} address (1-{max})")]
+    InvalidPrefix {
+        field: String,
+        prefix: u8,
+        family: u8,
+        max: u8,
+    },
+    #[error("{field}: {address} is used by more than one LIF")]
+    DuplicateAddress { field: String, address: IpAddr },
+    #[error("the StorageVirtualMachine has no uid: it must be read from the API server first")]
+    MissingUid,
+}
+
+// ---------------------------------------------------------------------------------------------
+// SVM
+
+/// The body of `POST /api/svm/svms` for `svm` under the ONTAP name `svm_name`. The comment
+/// carries the ownership marker; every protocol is sent explicitly, enabled or not.
+pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCreate, DesiredError> {
+    let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
+    let spec = &svm.spec;
+    Ok(SvmCreate {
+        name: svm_name.to_string(),
+        ipspace: spec.ipspace.as_deref().map(ObjectRef::by_name),
+        aggregates: spec.aggregates.iter().map(ObjectRef::by_name).collect(),
+        nfs: Some(ProtocolState {
+            enabled: spec.protocols.nfs,
+        }),
+        iscsi: Some(ProtocolState {
+            enabled: spec.protocols.iscsi,
+        }),
+        nvme: Some(ProtocolState {
+            enabled: spec.protocols.nvme,
+        }),
+        comment: Some(ownership_comment(
+            &uid,
+            &svm.namespace().unwrap_or_default(),
+            &svm.name_any(),
+        )),
+        language: None,
+    })
+}
+
+/// The `PATCH /api/svm/svms/{uuid}` that brings `actual`'s protocols to `desired`, or None when
+/// they already match. A protocol ONTAP does not report counts as disabled.
+pub fn protocol_patch(desired: &SvmProtocols, actual: &Svm) -> Option<SvmPatch> {
+    let change = |want: bool, have: Option<ProtocolState>| {
+        (want != have.is_some_and(|p| p.enabled)).then_some(ProtocolState { enabled: want })
+    };
+    let patch = SvmPatch {
+        nfs: change(desired.nfs, actual.nfs),
+        iscsi: change(desired.iscsi, actual.iscsi),
+        nvme: change(desired.nvme, actual.nvme),
+        ..SvmPatch::default()
+    };
+    (patch.nfs.is_some() || patch.iscsi.is_some() || patch.nvme.is_some()).then_some(patch)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Netmasks
+
+/// The `ip.netmask` the operator sends: the prefix length as a decimal string, which ONTAP
+/// accepts for IPv4 and IPv6 alike (a dotted mask would only work for IPv4).
+pub fn netmask_for(prefix_length: u8) -> String {
+    prefix_length.to_string()
+}
+
+/// The prefix length in an `ip.netmask` as ONTAP reports it: a decimal prefix length, or a
+/// contiguous mask in address notation (`255.255.255.0`, `ffff:ffff:ffff:ffff::`), which some
+/// versions return. None for anything else, or a prefix too long for `address`'s family.
+pub fn prefix_from_netmask(netmask: &str, address: IpAddr) -> Option<u8> {
+    let max = max_prefix(address);
+    let netmask = netmask.trim();
+    if let Ok(prefix) = netmask.parse::<u8>() {
+        return (prefix <= max).then_some(prefix);
+    }
+    let prefix = match (netmask.parse::<IpAddr>().ok()?, address) {
+        (IpAddr::V4(m), IpAddr::V4(_)) => contiguous_prefix(u128::from(u32::from(m)) << 96)?,
+        (IpAddr::V6(m), IpAddr::V6(_)) => contiguous_prefix(u128::from(m))?,
+        _ => return None,
+    };
+    Some(prefix)
+}
+
+/// The IPv4 mask of a prefix length (`24` → `255.255.255.0`); None above 32.
+pub fn ipv4_mask(prefix_length: u8) -> Option<Ipv4Addr> {
+    (prefix_length <= 32).then(|| {
+        Ipv4Addr::from(
+            u32::MAX
+                .checked_shl(32 - u32::from(prefix_length))
+                .unwrap_or(0),
+        )
+    })
+}
+
+/// The IPv6 mask of a prefix length (`64` → `ffff:ffff:ffff:ffff::`); None above 128.
+pub fn ipv6_mask(prefix_length: u8) -> Option<Ipv6Addr> {
+    (prefix_length <= 128).then(|| {
+        Ipv6Addr::from(
+            u128::MAX
+                .checked_shl(128 - u32::from(prefix_length))
+                .unwrap_or(0),
+        )
+    })
+}
+
+/// Leading ones of a left-aligned mask, if the ones are contiguous.
+fn contiguous_prefix(bits: u128) -> Option<u8> {
+    let ones = bits.leading_ones();
+    (bits.checked_shl(ones).unwrap_or(0) == 0).then_some(ones as u8)
+}
+
+fn max_prefix(address: IpAddr) -> u8 {
+    if address.is_ipv4() { 32 } else { 128 }
+}
+
+// ---------------------------------------------------------------------------------------------
+// LIFs
+
+/// Service policy of the management LIF.
+pub const MANAGEMENT_SERVICE_POLICY: &str = "default-management";
+
+/// The service policy of data LIFs, from the SVM's protocols. ONTAP's default policies serve
+/// either files or blocks, not both, so one is chosen: NFS → `default-data-files`; otherwise
+/// iSCSI → `default-data-blocks`; otherwise NVMe → `default-data-nvme-tcp`; no protocol →
+/// `default-data-files`. An SVM with NFS and iSCSI therefore serves iSCSI on no data LIF of its
+/// own: use separate SVMs (or custom policies, not supported yet) for that.
+pub fn data_service_policy(protocols: &SvmProtocols) -> &'static str {
+    if protocols.nfs {
+        "default-data-files"
+    } else if protocols.iscsi {
+        "default-data-blocks"
+    } else if protocols.nvme {
+        "default-data-nvme-tcp"
+    } else {
+        "default-data-files"
+    }
+}
+
+/// What a LIF is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LifRole {
+    Management,
+    Data,
+}
+
+/// One LIF as the spec wants it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesiredLif {
+    /// Preferred interface name: `mgmt`, `data1`, `data2`… by position in the spec. The plan may
+    /// pick another free name when this one is held by an interface that stays.
+    pub name: String,
+    pub role: LifRole,
+    pub address: IpAddr,
+    pub prefix_length: u8,
+    pub home_node: Option<String>,
+    pub service_policy: &'static str,
+}
+
+impl DesiredLif {
+    /// The `POST /api/network/ip/interfaces` body creating this LIF as `name` in the SVM
+    /// `svm_uuid`.
+    pub fn create_request(&self, name: &str, svm_uuid: &str) -> IpInterfaceCreate {
+        IpInterfaceCreate {
+            name: name.to_string(),
+            enabled: true,
+            svm: ObjectRef::by_uuid(svm_uuid),
+            ip: IpInfo {
+                address: self.address.to_string(),
+                netmask: netmask_for(self.prefix_length),
+            },
+            location: self.home_node.as_ref().map(|node| InterfaceLocation {
+                home_node: Some(ObjectRef::by_name(node)),
+                home_port: None,
+            }),
+            service_policy: Some(ObjectRef::by_name(self.service_policy)),
+        }
+    }
+}
+
+/// The LIFs the spec of `svm` asks for: the management LIF first, then the data LIFs in order.
+pub fn desired_lifs(svm: &StorageVirtualMachine) -> Result<Vec<DesiredLif>, DesiredError> {
+    let spec = &svm.spec;
+    let data_policy = data_service_policy(&spec.protocols);
+    let mut lifs = vec![desired_lif(
+        &spec.management_lif,
+        "spec.managementLif".into(),
+        "mgmt".into(),
+        LifRole::Management,
+        MANAGEMENT_SERVICE_POLICY,
+    )?];
+    for (i, lif) in spec.data_lifs.iter().enumerate() {
+        lifs.push(desired_lif(
+            lif,
+            format!("spec.dataLifs[{i}]"),
+            format!("data{}", i + 1),
+            LifRole::Data,
+            data_policy,
+        )?);
+    }
+    let mut seen = HashSet::new();
+    for (i, lif) in lifs.iter().enumerate() {
+        if !seen.insert(lif.address) {
+            let field = match i {
+                0 => "spec.managementLif.ip".to_string(),
+                i => format!("spec.dataLifs[{}].ip", i - 1),
+            };
+            return Err(DesiredError::DuplicateAddress {
+                field,
+                address: lif.address,
+            });
+        }
+    }
+    Ok(lifs)
+}
+
+fn desired_lif(
+    lif: &LifSpec,
+    field: String,
+    name: String,
+    role: LifRole,
+    service_policy: &'static str,
+) -> Result<DesiredLif, DesiredError> {
+    let address: IpAddr = lif.ip.parse().map_err(|_| DesiredError::InvalidAddress {
+        field: format!("{field}.ip"),
+        value: lif.ip.clone(),
+    })?;
+    let max = max_prefix(address);
+    if lif.prefix_length == 0 || lif.prefix_length > max {
+        return Err(DesiredError::InvalidPrefix {
+            field: format!("{field}.prefixLength"),
+            prefix: lif.prefix_length,
+            family: if address.is_ipv4() { 4 } else { 6 },
+            max,
+        });
+    }
+    Ok(DesiredLif {
+        name,
+        role,
+        address,
+        prefix_length: lif.prefix_length,
+        home_node: lif.home_node.clone(),
+        service_policy,
+    })
+}
+
+/// Why an existing interface is deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemovalReason {
+    /// Its address is in no LIF of the spec.
+    NotInSpec,
+    /// Its address is wanted, but with other settings ONTAP cannot change in place through this
+    /// client: it is deleted and created again.
+    Replaced(Vec<Mismatch>),
+}
+
+/// A setting of an existing interface that differs from the spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Reported prefix length (None if ONTAP's netmask could not be read).
+    PrefixLength {
+        have: Option<u8>,
+        want: u8,
+    },
+    ServicePolicy {
+        have: String,
+        want: &'static str,
+    },
+    HomeNode {
+        have: Option<String>,
+        want: String,
+    },
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::PrefixLength { have, want } => match have {
+                Some(have) => write!(f, "prefix length {have}, want {want}"),
+                None => write!(f, "unreadable netmask, want prefix length {want}"),
+            },
+            Self::ServicePolicy { have, want } => write!(f, "service policy {have}, want {want}"),
+            Self::HomeNode { have, want } => {
+                write!(
+                    f,
+                    "home node {}, want {want}",
+                    have.as_deref().unwrap_or("unknown")
+                )
+            }
+        }
+    }
+}
+
+/// An interface the plan deletes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LifRemoval {
+    pub uuid: String,
+    pub name: String,
+    pub reason: RemovalReason,
+}
+
+/// The changes that bring an SVM's interfaces to the spec. Apply `delete` before `create`: a
+/// replaced LIF's address and name must be free before it is created again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LifPlan {
+    /// uuids of interfaces that already match a desired LIF.
+    pub keep: Vec<String>,
+    pub delete: Vec<LifRemoval>,
+    /// The LIFs to create, each with the name to create it under.
+    pub create: Vec<(String, DesiredLif)>,
+    /// uuids of interfaces whose address ONTAP did not report or that does not parse: left
+    /// alone rather than deleted on a guess.
+    pub unrecognized: Vec<String>,
+}
+
+impl LifPlan {
+    /// Whether the interfaces already match the spec.
+    pub fn is_empty(&self) -> bool {
+        self.delete.is_empty() && self.create.is_empty()
+    }
+}
+
+/// Compares the desired LIFs with the SVM's interfaces, matching them by address.
+pub fn plan_lifs(desired: &[DesiredLif], actual: &[IpInterface]) -> LifPlan {
+    let mut plan = LifPlan::default();
+    let mut matched = HashSet::new();
+    let mut names_in_use = HashSet::new();
+    for interface in actual {
+        let Some(address) = interface
+            .ip
+            .as_ref()
+            .and_then(|ip| ip.address.parse::<IpAddr>().ok())
+        else {
+            plan.unrecognized.push(interface.uuid.clone());
+            names_in_use.insert(interface.name.clone());
+            continue;
+        };
+        let Some(want) = desired.iter().find(|d| d.address == address) else {
+            plan.delete.push(LifRemoval {
+                uuid: interface.uuid.clone(),
+                name: interface.name.clone(),
+                reason: RemovalReason::NotInSpec,
+            });
+            continue;
+        };
+        let mismatches = mismatches(want, interface, address);
+        if mismatches.is_empty() {
+            matched.insert(address);
+            names_in_use.insert(interface.name.clone());
+            plan.keep.push(interface.uuid.clone());
+        } else {
+            plan.delete.push(LifRemoval {
+                uuid: interface.uuid.clone(),
+                name: interface.name.clone(),
+                reason: RemovalReason::Replaced(mismatches),
+            });
+        }
+    }
+    for want in desired.iter().filter(|d| !matched.contains(&d.address)) {
+        let name = free_name(want, &names_in_use);
+        names_in_use.insert(name.clone());
+        plan.create.push((name, want.clone()));
+    }
+    plan
+}
+
+fn mismatches(want: &DesiredLif, have: &IpInterface, address: IpAddr) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let prefix = have
+        .ip
+        .as_ref()
+        .and_then(|ip| prefix_from_netmask(&ip.netmask, address));
+    if prefix != Some(want.prefix_length) {
+        out.push(Mismatch::PrefixLength {
+            have: prefix,
+            want: want.prefix_length,
+        });
+    }
+    // Compared only when ONTAP reports them: an absent field is no evidence of a difference.
+    if let Some(policy) = have.service_policy.as_ref().and_then(|p| p.name.as_deref())
+        && policy != want.service_policy
+    {
+        out.push(Mismatch::ServicePolicy {
+            have: policy.to_string(),
+            want: want.service_policy,
+        });
+    }
+    if let Some(node) = &want.home_node {
+        let have_node = have
+            .location
+            .as_ref()
+            .and_then(|l| l.home_node.as_ref())
+            .and_then(|n| n.name.clone());
+        if have_node.as_deref() != Some(node.as_str()) {
+            out.push(Mismatch::HomeNode {
+                have: have_node,
+                want: node.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// `want.name` if no remaining interface holds it, else the first free name of its role
+/// (`mgmt2`…, `data2`…).
+fn free_name(want: &DesiredLif, in_use: &HashSet<String>) -> String {
+    if !in_use.contains(&want.name) {
+        return want.name.clone();
+    }
+    let stem = match want.role {
+        LifRole::Management => "mgmt",
+        LifRole::Data => "data",
+    };
+    (2..)
+        .map(|n| format!("{stem}{n}"))
+        .find(|n| !in_use.contains(n))
+        .unwrap_or_else(|| format!("{stem}-{}", want.address))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const UID: &str = "9b2e8c1a-0000-4000-8000-000000000002";
+
+    fn svm(spec: serde_json::Value) -> StorageVirtualMachine {
+        let mut svm: StorageVirtualMachine = serde_json::from_value(serde_json::json!({
+            "apiVersion": "ontap.storage.dev/v1alpha1",
+            "kind": "StorageVirtualMachine",
+            "metadata": { "name": "db", "namespace": "team-a" },
+            "spec": spec,
+        }))
+        .unwrap();
+        svm.metadata.uid = Some(UID.into());
+        svm
+    }
+
+    fn base() -> StorageVirtualMachine {
+        svm(serde_json::json!({
+            "clusterRef": { "name": "lab" },
+            "ipspace": "Default",
+            "aggregates": ["aggr1", "aggr2"],
+            "protocols": { "nfs": true },
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
+            "dataLifs": [
+                { "ip": "192.0.2.11", "prefixLength": 24, "homeNode": "n1" },
+                { "ip": "2001:db8::11", "prefixLength": 64 }
+            ]
+        }))
+    }
+
+    fn interface(uuid: &str, name: &str, ip: &str, netmask: &str, policy: &str) -> IpInterface {
+        serde_json::from_value(serde_json::json!({
+            "uuid": uuid, "name": name,
+            "ip": { "address": ip, "netmask": netmask },
+            "service_policy": { "name": policy },
+            "location": { "home_node": { "name": "n1" } }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn svm_create_body() {
+        let body = svm_create(&base(), "k8s_team-a_db").unwrap();
+        assert_eq!(
+            serde_json::to_value(&body).unwrap(),
+            serde_json::json!({
+                "name": "k8s_team-a_db",
+                "ipspace": { "name": "Default" },
+                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
+                "nfs": { "enabled": true },
+                "iscsi": { "enabled": false },
+                "nvme": { "enabled": false },
+                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
+            })
+        );
+        let mut unstored = base();
+        unstored.metadata.uid = None;
+        assert_eq!(
+            svm_create(&unstored, "x").unwrap_err(),
+            DesiredError::MissingUid
+        );
+    }
+
+    #[test]
+    fn ownership() {
+        let comment = ownership_comment(UID, "team-a", "db");
+        assert_eq!(owned_by(Some(&comment), UID), Ownership::Ours);
+        assert_eq!(
+            owned_by(Some(&comment), "other"),
+            Ownership::Foreign(UID.into())
+        );
+        assert_eq!(owned_by(None, UID), Ownership::Unmarked);
+        assert_eq!(owned_by(Some("made by hand"), UID), Ownership::Unmarked);
+        assert_eq!(
+            owned_by(Some("ontap-operator:uid="), UID),
+            Ownership::Unmarked
+        );
+        // An admin may prepend a note; the marker still counts.
+        assert_eq!(
+            owned_by(Some(&format!("prod! {comment}")), UID),
+            Ownership::Ours
+        );
+        // A uid that merely starts like ours is someone else's.
+        assert_eq!(
+            owned_by(Some(&format!("{COMMENT_MARKER}{UID}x")), UID),
+            Ownership::Foreign(format!("{UID}x"))
+        );
+    }
+
+    #[test]
+    fn long_comments_are_cut_to_ontap_limit() {
+        let c = ownership_comment(UID, &"n".repeat(63), &"m".repeat(253));
+        assert_eq!(c.len(), 255);
+        assert_eq!(owned_by(Some(&c), UID), Ownership::Ours);
+    }
+
+    #[test]
+    fn protocol_patches() {
+        let actual: Svm = serde_json::from_value(serde_json::json!({
+            "uuid": "u", "name": "n",
+            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
+        }))
+        .unwrap();
+        let want = SvmProtocols {
+            nfs: true,
+            iscsi: false,
+            nvme: true,
+        };
+        let patch = protocol_patch(&want, &actual).unwrap();
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            serde_json::json!({ "iscsi": { "enabled": false }, "nvme": { "enabled": true } })
+        );
+        let same = SvmProtocols {
+            nfs: true,
+            iscsi: true,
+            nvme: false,
+        };
+        assert_eq!(protocol_patch(&same, &actual), None);
+    }
+
+    #[test]
+    fn service_policies() {
+        let p = |nfs, iscsi, nvme| data_service_policy(&SvmProtocols { nvme, nfs, iscsi });
+        assert_eq!(p(true, false, false), "default-data-files");
+        assert_eq!(p(true, true, true), "default-data-files");
+        assert_eq!(p(false, true, false), "default-data-blocks");
+        assert_eq!(p(false, true, true), "default-data-blocks");
+        assert_eq!(p(false, false, true), "default-data-nvme-tcp");
+        assert_eq!(p(false, false, false), "default-data-files");
+    }
+
+    #[test]
+    fn desired_lifs_from_the_spec() {
+        let lifs = desired_lifs(&base()).unwrap();
+        let names: Vec<_> = lifs.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["mgmt", "data1", "data2"]);
+        assert_eq!(lifs[0].service_policy, "default-management");
+        assert_eq!(lifs[0].role, LifRole::Management);
+        assert_eq!(lifs[1].service_policy, "default-data-files");
+        let body = serde_json::to_value(lifs[2].create_request("data2", "svm-uuid")).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "name": "data2", "enabled": true,
+                "svm": { "uuid": "svm-uuid" },
+                "ip": { "address": "2001:db8::11", "netmask": "64" },
+                "service_policy": { "name": "default-data-files" }
+            })
+        );
+        let body = serde_json::to_value(lifs[1].create_request("data1", "svm-uuid")).unwrap();
+        assert_eq!(
+            body["location"],
+            serde_json::json!({ "home_node": { "name": "n1" } })
+        );
+        assert_eq!(body["ip"]["netmask"], "24");
+    }
+
+    #[test]
+    fn desired_lifs_reject_what_admission_should_have() {
+        let bad = |mgmt: &str, prefix: u8, data: &str| {
+            desired_lifs(&svm(serde_json::json!({
+                "clusterRef": { "name": "lab" },
+                "managementLif": { "ip": mgmt, "prefixLength": prefix },
+                "dataLifs": [ { "ip": data, "prefixLength": 24 } ]
+            })))
+            .unwrap_err()
+        };
+        assert_eq!(
+            bad("nope", 24, "192.0.2.2"),
+            DesiredError::InvalidAddress {
+                field: "spec.managementLif.ip".into(),
+                value: "nope".into()
+            }
+        );
+        assert!(matches!(
+            bad("192.0.2.1", 33, "192.0.2.2"),
+            DesiredError::InvalidPrefix {
+                max: 32,
+                family: 4,
+                ..
+            }
+        ));
+        assert_eq!(
+            bad("2001:db8::1", 64, "2001:DB8:0::1"),
+            DesiredError::DuplicateAddress {
+                field: "spec.dataLifs[0].ip".into(),
+                address: "2001:db8::1".parse().unwrap()
+            }
+        );
+    }
+
+    #[test]
+    fn duplicate_addresses_are_found_across_spellings() {
+        let err = desired_lifs(&svm(serde_json::json!({
+            "clusterRef": { "name": "lab" },
+            "managementLif": { "ip": "2001:db8::1", "prefixLength": 64 },
+            "dataLifs": [
+                { "ip": "2001:db8::2", "prefixLength": 64 },
+                { "ip": "2001:DB8:0::1", "prefixLength": 64 }
+            ]
+        })))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.dataLifs[1].ip: 2001:db8::1 is used by more than one LIF"
+        );
+    }
+
+    #[test]
+    fn netmasks() {
+        let v4: IpAddr = "192.0.2.1".parse().unwrap();
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!(netmask_for(24), "24");
+        assert_eq!(prefix_from_netmask("24", v4), Some(24));
+        assert_eq!(prefix_from_netmask("255.255.255.0", v4), Some(24));
+        assert_eq!(prefix_from_netmask("255.255.255.255", v4), Some(32));
+        assert_eq!(prefix_from_netmask("0.0.0.0", v4), Some(0));
+        assert_eq!(prefix_from_netmask("255.0.255.0", v4), None);
+        assert_eq!(prefix_from_netmask("33", v4), None);
+        assert_eq!(prefix_from_netmask("64", v6), Some(64));
+        assert_eq!(prefix_from_netmask("ffff:ffff:ffff:ffff::", v6), Some(64));
+        assert_eq!(prefix_from_netmask("255.255.255.0", v6), None);
+        assert_eq!(prefix_from_netmask("129", v6), None);
+        assert_eq!(prefix_from_netmask("", v4), None);
+        assert_eq!(ipv4_mask(24), Some(Ipv4Addr::new(255, 255, 255, 0)));
+        assert_eq!(ipv4_mask(0), Some(Ipv4Addr::UNSPECIFIED));
+        assert_eq!(ipv4_mask(33), None);
+        assert_eq!(
+            ipv6_mask(64),
+            Some("ffff:ffff:ffff:ffff::".parse().unwrap())
+        );
+        assert_eq!(ipv6_mask(128), Some(Ipv6Addr::from(u128::MAX)));
+        assert_eq!(ipv6_mask(129), None);
+    }
+
+    proptest! {
+        #[test]
+        fn netmask_round_trips(v4 in 0u8..=32, v6 in 0u8..=128) {
+            let a4: IpAddr = "10.0.0.1".parse().unwrap();
+            let a6: IpAddr = "2001:db8::1".parse().unwrap();
+            prop_assert_eq!(prefix_from_netmask(&netmask_for(v4), a4), Some(v4));
+            prop_assert_eq!(prefix_from_netmask(&ipv4_mask(v4).unwrap().to_string(), a4), Some(v4));
+            prop_assert_eq!(prefix_from_netmask(&netmask_for(v6), a6), Some(v6));
+            prop_assert_eq!(prefix_from_netmask(&ipv6_mask(v6).unwrap().to_string(), a6), Some(v6));
+        }
+    }
+
+    #[test]
+    fn plan_for_a_new_svm_creates_everything() {
+        let desired = desired_lifs(&base()).unwrap();
+        let plan = plan_lifs(&desired, &[]);
+        let names: Vec<_> = plan.create.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["mgmt", "data1", "data2"]);
+        assert!(plan.delete.is_empty() && plan.keep.is_empty());
+    }
+
+    #[test]
+    fn plan_for_a_converged_svm_is_empty() {
+        let desired = desired_lifs(&base()).unwrap();
+        let actual = [
+            interface(
+                "u0",
+                "mgmt",
+                "192.0.2.10",
+                "255.255.255.0",
+                "default-management",
+            ),
+            interface("u1", "data1", "192.0.2.11", "24", "default-data-files"),
+            interface("u2", "data2", "2001:DB8::11", "64", "default-data-files"),
+        ];
+        let plan = plan_lifs(&desired, &actual);
+        assert!(plan.is_empty(), "{plan:?}");
+        assert_eq!(plan.keep, ["u0", "u1", "u2"]);
+    }
+
+    #[test]
+    fn plan_deletes_unwanted_and_replaces_changed_lifs() {
+        let desired = desired_lifs(&base()).unwrap();
+        let actual = [
+            interface("u0", "mgmt", "192.0.2.10", "16", "default-management"),
+            interface("u1", "data1", "192.0.2.11", "24", "default-data-blocks"),
+            interface("u9", "data9", "192.0.2.99", "24", "default-data-files"),
+        ];
+        let plan = plan_lifs(&desired, &actual);
+        assert!(plan.keep.is_empty());
+        assert_eq!(
+            plan.delete,
+            [
+                LifRemoval {
+                    uuid: "u0".into(),
+                    name: "mgmt".into(),
+                    reason: RemovalReason::Replaced(vec![Mismatch::PrefixLength {
+                        have: Some(16),
+                        want: 24
+                    }])
+                },
+                LifRemoval {
+                    uuid: "u1".into(),
+                    name: "data1".into(),
+                    reason: RemovalReason::Replaced(vec![Mismatch::ServicePolicy {
+                        have: "default-data-blocks".into(),
+                        want: "default-data-files"
+                    }])
+                },
+                LifRemoval {
+                    uuid: "u9".into(),
+                    name: "data9".into(),
+                    reason: RemovalReason::NotInSpec
+                },
+            ]
+        );
+        let creates: Vec<_> = plan
+            .create
+            .iter()
+            .map(|(n, l)| (n.as_str(), l.address.to_string()))
+            .collect();
+        assert_eq!(
+            creates,
+            [
+                ("mgmt", "192.0.2.10".to_string()),
+                ("data1", "192.0.2.11".to_string()),
+                ("data2", "2001:db8::11".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn plan_avoids_names_held_by_kept_interfaces() {
+        // data1 was removed from the spec: the old data2 now sits at position 1 and keeps its
+        // name; the new LIF at position 2 cannot be called data2.
+        let desired = desired_lifs(&svm(serde_json::json!({
+            "clusterRef": { "name": "lab" },
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
+            "dataLifs": [
+                { "ip": "192.0.2.12", "prefixLength": 24 },
+                { "ip": "192.0.2.13", "prefixLength": 24 }
+            ]
+        })))
+        .unwrap();
+        let actual = [
+            interface("u0", "mgmt", "192.0.2.10", "24", "default-management"),
+            interface("u1", "data1", "192.0.2.11", "24", "default-data-files"),
+            interface("u2", "data2", "192.0.2.12", "24", "default-data-files"),
+        ];
+        let plan = plan_lifs(&desired, &actual);
+        assert_eq!(plan.keep, ["u0", "u2"]);
+        assert_eq!(plan.delete.len(), 1);
+        assert_eq!(plan.delete[0].uuid, "u1");
+        // data1 is being deleted, but names are chosen against what stays: data2 is taken.
+        let creates: Vec<_> = plan.create.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(creates, ["data3"]);
+    }
+
+    #[test]
+    fn home_node_is_compared_only_when_the_spec_names_one() {
+        let desired = desired_lifs(&base()).unwrap();
+        let mut moved = interface("u1", "data1", "192.0.2.11", "24", "default-data-files");
+        moved.location =
+            serde_json::from_value(serde_json::json!({"home_node": {"name": "n2"}})).unwrap();
+        let plan = plan_lifs(&desired[1..2], &[moved.clone()]);
+        assert!(matches!(
+            &plan.delete[0].reason,
+            RemovalReason::Replaced(m) if m == &[Mismatch::HomeNode { have: Some("n2".into()), want: "n1".into() }]
+        ));
+        // data2 names no home node: wherever ONTAP put it is fine.
+        moved.ip = Some(IpInfo {
+            address: "2001:db8::11".into(),
+            netmask: "64".into(),
+        });
+        assert!(plan_lifs(&desired[2..3], &[moved]).is_empty());
+    }
+
+    #[test]
+    fn interfaces_without_a_readable_address_are_left_alone() {
+        let desired = desired_lifs(&base()).unwrap();
+        let mut odd = interface("ux", "data1", "not-an-ip", "24", "default-data-files");
+        let plan = plan_lifs(&desired, std::slice::from_ref(&odd));
+        assert_eq!(plan.unrecognized, ["ux"]);
+        assert!(plan.delete.is_empty());
+        // Its name stays taken.
+        assert_eq!(plan.create[1].0, "data2");
+        odd.ip = None;
+        assert_eq!(plan_lifs(&desired, &[odd]).unrecognized, ["ux"]);
+    }
+
+    #[test]
+    fn mismatches_read_well() {
+        assert_eq!(
+            Mismatch::PrefixLength {
+                have: Some(16),
+                want: 24
+            }
+            .to_string(),
+            "prefix length 16, want 24"
+        );
+        assert_eq!(
+            Mismatch::HomeNode {
+                have: None,
+                want: "n1".into()
+            }
+            .to_string(),
+            "home node unknown, want n1"
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! The StorageVirtualMachine controller's pure logic: default names, passwords, the seed Secret
+//! contract, and the ONTAP requests a spec calls for. Nothing here talks to Kubernetes or ONTAP,
+//! so all of it is unit-tested without either.
+
+pub mod desired;
+pub mod naming;
+pub mod password;
+pub mod reconcile;
+pub mod seed_secret;
+
+pub use desired::{
+    DesiredError, DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, Ownership, RemovalReason,
+    data_service_policy, desired_lifs, owned_by, ownership_comment, plan_lifs, protocol_patch,
+    svm_create,
+};
+pub use naming::{default_account_name, default_secret_name, default_svm_name};
+pub use password::generate_password;
+pub use seed_secret::{
+    ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
+    inspect_seed_secret, seed_secret_name,
+};

@@ -1,0 +1,575 @@
+//! The seed Secret: the contract between the operator and whoever consumes an SVM's credentials.
+//!
+//! An `Opaque` Secret in the StorageVirtualMachine's namespace with the keys `username`,
+//! `password`, `managementLIF`, `svm` and `svmUUID`, labelled
+//! `app.kubernetes.io/managed-by=ontap-operator`, and controlled by the StorageVirtualMachine
+//! (ownerReference with `controller` and `blockOwnerDeletion`), so it goes away with it.
+//!
+//! The controller never assumes the Secret exists because the SVM does (a failed write leaves an
+//! SVM without one): it reads the Secret on every reconcile and acts on [`SeedSecretState`].
+//! A Secret of that name that the operator does not control is reported, never overwritten.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::ObjectMeta;
+use kube::{Resource, ResourceExt};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::naming::default_secret_name;
+use crate::api::StorageVirtualMachine;
+
+/// Key of the account name.
+pub const USERNAME_KEY: &str = "username";
+/// Key of the account password.
+pub const PASSWORD_KEY: &str = "password";
+/// Key of the SVM management LIF's IP address.
+pub const MANAGEMENT_LIF_KEY: &str = "managementLIF";
+/// Key of the SVM name in ONTAP.
+pub const SVM_KEY: &str = "svm";
+/// Key of the SVM's ONTAP UUID.
+pub const SVM_UUID_KEY: &str = "svmUUID";
+/// Every key of the contract, in the order they are reported.
+pub const SEED_KEYS: [&str; 5] = [
+    USERNAME_KEY,
+    PASSWORD_KEY,
+    MANAGEMENT_LIF_KEY,
+    SVM_KEY,
+    SVM_UUID_KEY,
+];
+
+/// Label marking objects this operator manages.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Value of [`MANAGED_BY_LABEL`].
+pub const MANAGED_BY_VALUE: &str = "ontap-operator";
+/// The only Secret type the contract uses.
+pub const SECRET_TYPE: &str = "Opaque";
+
+/// The name of the seed Secret of `svm`: `spec.secretName`, or the default derived from the
+/// object's name.
+pub fn seed_secret_name(svm: &StorageVirtualMachine) -> String {
+    svm.spec
+        .secret_name
+        .clone()
+        .unwrap_or_else(|| default_secret_name(&svm.name_any()))
+}
+
+/// What goes into a seed Secret. `Debug` shows the password as `[REDACTED]`.
+#[derive(Clone, Debug)]
+pub struct SeedFields {
+    pub username: String,
+    pub password: SecretString,
+    /// IP address of the SVM's management LIF.
+    pub management_lif: String,
+    /// SVM name in ONTAP.
+    pub svm_name: String,
+    pub svm_uuid: String,
+}
+
+/// Why a seed Secret could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SeedSecretError {
+    /// An object that was never stored by the API server has no uid to own a Secret with.
+    #[error("the StorageVirtualMachine has no {0}: it must be read from the API server first")]
+    MissingMetadata(&'static str),
+}
+
+/// The seed Secret for `svm` holding `fields`, ready to be applied.
+pub fn build_seed_secret(
+    svm: &StorageVirtualMachine,
+    fields: &SeedFields,
+) -> Result<Secret, SeedSecretError> {
+    let namespace = svm
+        .namespace()
+        .ok_or(SeedSecretError::MissingMetadata("namespace"))?;
+    // None without a name or uid. kube sets `controller` only: blockOwnerDeletion keeps the
+    // StorageVirtualMachine from vanishing in a foreground deletion while its Secret remains.
+    let owner = OwnerReference {
+        block_owner_deletion: Some(true),
+        ..svm
+            .controller_owner_ref(&())
+            .ok_or(SeedSecretError::MissingMetadata("uid"))?
+    };
+    let data: BTreeMap<String, ByteString> = [
+        (USERNAME_KEY, fields.username.as_str()),
+        (PASSWORD_KEY, fields.password.expose_secret()),
+        (MANAGEMENT_LIF_KEY, fields.management_lif.as_str()),
+        (SVM_KEY, fields.svm_name.as_str()),
+        (SVM_UUID_KEY, fields.svm_uuid.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+    .collect();
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(seed_secret_name(svm)),
+            namespace: Some(namespace),
+            labels: Some(BTreeMap::from([(
+                MANAGED_BY_LABEL.to_string(),
+                MANAGED_BY_VALUE.to_string(),
+            )])),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        type_: Some(SECRET_TYPE.to_string()),
+        data: Some(data),
+        ..Secret::default()
+    })
+}
+
+/// What the controller expects a seed Secret to say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpectedSeed {
+    /// uid of the StorageVirtualMachine that must control the Secret.
+    pub owner_uid: String,
+    pub username: String,
+    pub management_lif: String,
+    pub svm_name: String,
+    pub svm_uuid: String,
+}
+
+impl ExpectedSeed {
+    /// What `svm`'s seed Secret should say about the account `username` on the SVM
+    /// `svm_name`/`svm_uuid`. None if `svm` has no uid (it was never stored).
+    pub fn for_svm(
+        svm: &StorageVirtualMachine,
+        username: impl Into<String>,
+        svm_name: impl Into<String>,
+        svm_uuid: impl Into<String>,
+    ) -> Option<Self> {
+        Some(Self {
+            owner_uid: svm.uid()?,
+            username: username.into(),
+            management_lif: svm.spec.management_lif.ip.clone(),
+            svm_name: svm_name.into(),
+            svm_uuid: svm_uuid.into(),
+        })
+    }
+}
+
+/// A field of the contract whose value is not the expected one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SeedField {
+    /// The Secret's `type` is not `Opaque` (immutable: the Secret must be recreated).
+    Type,
+    Username,
+    ManagementLif,
+    Svm,
+    SvmUuid,
+}
+
+impl SeedField {
+    /// The key (or, for [`SeedField::Type`], the field) as it appears in the Secret.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Type => "type",
+            Self::Username => USERNAME_KEY,
+            Self::ManagementLif => MANAGEMENT_LIF_KEY,
+            Self::Svm => SVM_KEY,
+            Self::SvmUuid => SVM_UUID_KEY,
+        }
+    }
+}
+
+/// Why an existing Secret is not the operator's to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Foreign {
+    /// No `app.kubernetes.io/managed-by=ontap-operator` label.
+    NotLabelled,
+    /// Labelled, but not controlled by this StorageVirtualMachine (another object, or nobody).
+    OtherController,
+}
+
+/// The state of a seed Secret, as the controller acts on it.
+///
+/// Neither `Debug` nor `Display` shows a password.
+#[derive(Clone, Debug)]
+pub enum SeedSecretState {
+    /// No Secret of that name: write one (with a verified password).
+    Missing,
+    /// A Secret of that name the operator does not control: report a conflict, leave it alone.
+    NotOurs(Foreign),
+    /// Ours, but keys are absent, empty or not UTF-8: the password cannot be trusted; set a new
+    /// one in ONTAP and rewrite the Secret.
+    Incomplete { missing_keys: Vec<&'static str> },
+    /// Ours and complete, but the listed fields differ from what is expected. The password may
+    /// still be valid (if the username did not change): verify it before reusing it.
+    Stale {
+        fields: Vec<SeedField>,
+        username: String,
+        password: SecretString,
+    },
+    /// Ours, complete and up to date. The password still has to be verified against ONTAP.
+    Complete {
+        username: String,
+        password: SecretString,
+    },
+}
+
+impl SeedSecretState {
+    /// Whether the Secret says what it should (up to verifying the password).
+    pub fn is_complete(&self) -> bool {
+        matches!(self, Self::Complete { .. })
+    }
+}
+
+impl fmt::Display for SeedSecretState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing => f.write_str("the seed Secret does not exist"),
+            Self::NotOurs(Foreign::NotLabelled) => f.write_str(
+                "a Secret of that name exists without the label app.kubernetes.io/managed-by=ontap-operator; it is left alone",
+            ),
+            Self::NotOurs(Foreign::OtherController) => f.write_str(
+                "a Secret of that name exists but is not controlled by this StorageVirtualMachine; it is left alone",
+            ),
+            Self::Incomplete { missing_keys } => write!(
+                f,
+                "the seed Secret lacks usable values for: {}",
+                missing_keys.join(", ")
+            ),
+            Self::Stale { fields, .. } => {
+                let keys: Vec<_> = fields.iter().map(|k| k.key()).collect();
+                write!(f, "the seed Secret is out of date: {}", keys.join(", "))
+            }
+            Self::Complete { username, .. } => {
+                write!(f, "the seed Secret holds credentials for {username}")
+            }
+        }
+    }
+}
+
+/// Classifies `secret` (the object of the seed Secret's name, if any) against `expected`.
+pub fn inspect_seed_secret(secret: Option<&Secret>, expected: &ExpectedSeed) -> SeedSecretState {
+    let Some(secret) = secret else {
+        return SeedSecretState::Missing;
+    };
+    if secret.labels().get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE) {
+        return SeedSecretState::NotOurs(Foreign::NotLabelled);
+    }
+    let controlled = secret
+        .owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && o.uid == expected.owner_uid);
+    if !controlled {
+        return SeedSecretState::NotOurs(Foreign::OtherController);
+    }
+
+    let empty = BTreeMap::new();
+    let data = secret.data.as_ref().unwrap_or(&empty);
+    let value = |key: &str| {
+        data.get(key)
+            .and_then(|v| std::str::from_utf8(&v.0).ok())
+            .filter(|v| !v.is_empty())
+    };
+    let missing_keys: Vec<&'static str> = SEED_KEYS
+        .into_iter()
+        .filter(|k| value(k).is_none())
+        .collect();
+    let (Some(username), Some(password), Some(lif), Some(svm), Some(uuid)) = (
+        value(USERNAME_KEY),
+        value(PASSWORD_KEY),
+        value(MANAGEMENT_LIF_KEY),
+        value(SVM_KEY),
+        value(SVM_UUID_KEY),
+    ) else {
+        return SeedSecretState::Incomplete { missing_keys };
+    };
+
+    let mut fields = Vec::new();
+    if secret.type_.as_deref().unwrap_or(SECRET_TYPE) != SECRET_TYPE {
+        fields.push(SeedField::Type);
+    }
+    if username != expected.username {
+        fields.push(SeedField::Username);
+    }
+    if !same_address(lif, &expected.management_lif) {
+        fields.push(SeedField::ManagementLif);
+    }
+    if svm != expected.svm_name {
+        fields.push(SeedField::Svm);
+    }
+    if !uuid.eq_ignore_ascii_case(&expected.svm_uuid) {
+        fields.push(SeedField::SvmUuid);
+    }
+    let username = username.to_string();
+    let password = SecretString::from(password);
+    if fields.is_empty() {
+        SeedSecretState::Complete { username, password }
+    } else {
+        SeedSecretState::Stale {
+            fields,
+            username,
+            password,
+        }
+    }
+}
+
+/// Two spellings of one IP address are the same LIF (`2001:DB8::1` and `2001:db8:0::1`).
+fn same_address(a: &str, b: &str) -> bool {
+    match (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "6f1c1f5e-0000-4000-8000-000000000001";
+    const PASSWORD: &str = "Sup3rSecretPassw0rdValue";
+
+    fn svm() -> StorageVirtualMachine {
+        let mut svm: StorageVirtualMachine = serde_json::from_value(serde_json::json!({
+            "apiVersion": "ontap.storage.dev/v1alpha1",
+            "kind": "StorageVirtualMachine",
+            "metadata": { "name": "db", "namespace": "team-a", "uid": UID },
+            "spec": {
+                "clusterRef": { "name": "lab" },
+                "managementLif": { "ip": "2001:db8::10", "prefixLength": 64 },
+                "dataLifs": [ { "ip": "2001:db8::11", "prefixLength": 64 } ]
+            }
+        }))
+        .unwrap();
+        svm.metadata.uid = Some(UID.into());
+        svm
+    }
+
+    fn fields() -> SeedFields {
+        SeedFields {
+            username: "vsadmin-1234abcd".into(),
+            password: SecretString::from(PASSWORD),
+            management_lif: "2001:db8::10".into(),
+            svm_name: "k8s_team-a_db".into(),
+            svm_uuid: "0d3c2f6e-1111-2222-3333-444455556666".into(),
+        }
+    }
+
+    fn expected() -> ExpectedSeed {
+        ExpectedSeed::for_svm(
+            &svm(),
+            "vsadmin-1234abcd",
+            "k8s_team-a_db",
+            "0d3c2f6e-1111-2222-3333-444455556666",
+        )
+        .unwrap()
+    }
+
+    fn built() -> Secret {
+        build_seed_secret(&svm(), &fields()).unwrap()
+    }
+
+    fn set(secret: &mut Secret, key: &str, value: &[u8]) {
+        secret
+            .data
+            .as_mut()
+            .unwrap()
+            .insert(key.into(), ByteString(value.to_vec()));
+    }
+
+    #[test]
+    fn built_secret_follows_the_contract() {
+        let s = built();
+        assert_eq!(s.metadata.name.as_deref(), Some("db-svm-credentials"));
+        assert_eq!(s.metadata.namespace.as_deref(), Some("team-a"));
+        assert_eq!(s.type_.as_deref(), Some("Opaque"));
+        assert_eq!(
+            s.labels()
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
+            Some("ontap-operator")
+        );
+        let owners = s.owner_references();
+        assert_eq!(owners.len(), 1);
+        let o: &OwnerReference = &owners[0];
+        assert_eq!(o.uid, UID);
+        assert_eq!(o.kind, "StorageVirtualMachine");
+        assert_eq!(o.api_version, "ontap.storage.dev/v1alpha1");
+        assert_eq!(o.name, "db");
+        assert_eq!(o.controller, Some(true));
+        assert_eq!(o.block_owner_deletion, Some(true));
+        let data = s.data.as_ref().unwrap();
+        let keys: Vec<_> = data.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["managementLIF", "password", "svm", "svmUUID", "username"]
+        );
+        assert_eq!(data["password"].0, PASSWORD.as_bytes());
+        assert_eq!(data["managementLIF"].0, b"2001:db8::10");
+        assert!(s.string_data.is_none());
+    }
+
+    #[test]
+    fn secret_name_comes_from_the_spec_when_set() {
+        let mut svm = svm();
+        svm.spec.secret_name = Some("custom".into());
+        let s = build_seed_secret(&svm, &fields()).unwrap();
+        assert_eq!(s.metadata.name.as_deref(), Some("custom"));
+    }
+
+    #[test]
+    fn an_unstored_object_cannot_own_a_secret() {
+        let mut svm = svm();
+        svm.metadata.uid = None;
+        assert_eq!(
+            build_seed_secret(&svm, &fields()).unwrap_err(),
+            SeedSecretError::MissingMetadata("uid")
+        );
+        assert!(ExpectedSeed::for_svm(&svm, "u", "s", "x").is_none());
+        let mut svm = self::svm();
+        svm.metadata.namespace = None;
+        assert!(build_seed_secret(&svm, &fields()).is_err());
+    }
+
+    #[test]
+    fn built_secret_inspects_as_complete() {
+        match inspect_seed_secret(Some(&built()), &expected()) {
+            SeedSecretState::Complete { username, password } => {
+                assert_eq!(username, "vsadmin-1234abcd");
+                assert_eq!(password.expose_secret(), PASSWORD);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing() {
+        assert!(matches!(
+            inspect_seed_secret(None, &expected()),
+            SeedSecretState::Missing
+        ));
+    }
+
+    #[test]
+    fn not_ours_without_the_label() {
+        let mut s = built();
+        s.metadata.labels = None;
+        assert!(matches!(
+            inspect_seed_secret(Some(&s), &expected()),
+            SeedSecretState::NotOurs(Foreign::NotLabelled)
+        ));
+        s.metadata.labels = Some(BTreeMap::from([(MANAGED_BY_LABEL.into(), "helm".into())]));
+        assert!(matches!(
+            inspect_seed_secret(Some(&s), &expected()),
+            SeedSecretState::NotOurs(Foreign::NotLabelled)
+        ));
+    }
+
+    #[test]
+    fn not_ours_when_controlled_by_another_object_or_by_nobody() {
+        let mut s = built();
+        s.metadata.owner_references.as_mut().unwrap()[0].uid = "someone-else".into();
+        assert!(matches!(
+            inspect_seed_secret(Some(&s), &expected()),
+            SeedSecretState::NotOurs(Foreign::OtherController)
+        ));
+        // An ownerReference without controller=true is not control.
+        let mut s = built();
+        s.metadata.owner_references.as_mut().unwrap()[0].controller = None;
+        assert!(matches!(
+            inspect_seed_secret(Some(&s), &expected()),
+            SeedSecretState::NotOurs(Foreign::OtherController)
+        ));
+        let mut s = built();
+        s.metadata.owner_references = None;
+        assert!(matches!(
+            inspect_seed_secret(Some(&s), &expected()),
+            SeedSecretState::NotOurs(Foreign::OtherController)
+        ));
+    }
+
+    #[test]
+    fn incomplete_lists_absent_empty_and_undecodable_keys() {
+        let mut s = built();
+        s.data.as_mut().unwrap().remove("svmUUID");
+        set(&mut s, "password", b"");
+        set(&mut s, "username", &[0xff, 0xfe]);
+        match inspect_seed_secret(Some(&s), &expected()) {
+            SeedSecretState::Incomplete { missing_keys } => {
+                assert_eq!(missing_keys, ["username", "password", "svmUUID"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut s = built();
+        s.data = None;
+        match inspect_seed_secret(Some(&s), &expected()) {
+            SeedSecretState::Incomplete { missing_keys } => assert_eq!(missing_keys, SEED_KEYS),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn stale_lists_the_fields_that_differ() {
+        let mut s = built();
+        set(&mut s, "managementLIF", b"2001:db8::99");
+        set(&mut s, "svm", b"k8s_old");
+        set(&mut s, "svmUUID", b"another-uuid");
+        set(&mut s, "username", b"vsadmin-old");
+        s.type_ = Some("kubernetes.io/basic-auth".into());
+        match inspect_seed_secret(Some(&s), &expected()) {
+            SeedSecretState::Stale {
+                fields,
+                username,
+                password,
+            } => {
+                assert_eq!(
+                    fields,
+                    [
+                        SeedField::Type,
+                        SeedField::Username,
+                        SeedField::ManagementLif,
+                        SeedField::Svm,
+                        SeedField::SvmUuid
+                    ]
+                );
+                assert_eq!(username, "vsadmin-old");
+                assert_eq!(password.expose_secret(), PASSWORD);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn equivalent_spellings_are_not_stale() {
+        let mut s = built();
+        set(&mut s, "managementLIF", b"2001:DB8:0::10");
+        set(&mut s, "svmUUID", b"0D3C2F6E-1111-2222-3333-444455556666");
+        assert!(inspect_seed_secret(Some(&s), &expected()).is_complete());
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        let states = [inspect_seed_secret(Some(&built()), &expected()), {
+            let mut s = built();
+            set(&mut s, "svm", b"other");
+            inspect_seed_secret(Some(&s), &expected())
+        }];
+        for state in states {
+            let shown = format!("{state} {state:?}");
+            assert!(!shown.contains(PASSWORD), "{shown}");
+        }
+        assert!(!format!("{:?}", fields()).contains(PASSWORD));
+    }
+
+    #[test]
+    fn display_names_the_problem() {
+        let mut s = built();
+        set(&mut s, "svm", b"other");
+        assert_eq!(
+            inspect_seed_secret(Some(&s), &expected()).to_string(),
+            "the seed Secret is out of date: svm"
+        );
+        let mut s = built();
+        s.data.as_mut().unwrap().remove("password");
+        assert_eq!(
+            inspect_seed_secret(Some(&s), &expected()).to_string(),
+            "the seed Secret lacks usable values for: password"
+        );
+    }
+}

@@ -1,0 +1,197 @@
+//! Configuration of an [`OntapClient`](super::OntapClient).
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::Url;
+use secrecy::SecretString;
+
+use super::metrics::OntapMetrics;
+use super::trace::{TraceparentFn, otel_traceparent};
+
+/// Basic-auth credentials. The password stays a [`SecretString`] until the header is built.
+#[derive(Clone)]
+pub struct Credentials {
+    pub username: String,
+    pub password: SecretString,
+}
+
+impl Credentials {
+    pub fn new(username: impl Into<String>, password: impl Into<SecretString>) -> Self {
+        Self {
+            username: username.into(),
+            password: password.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &"[REDACTED]")
+            .finish()
+    }
+}
+
+/// How TLS server certificates are checked.
+#[derive(Clone, Default)]
+pub enum TlsVerification {
+    /// The platform's trust store.
+    #[default]
+    System,
+    /// Only the CAs in this PEM bundle (a cluster's self-signed certificate, a private CA).
+    CaBundle(Vec<u8>),
+    /// No verification at all. The credentials can then be intercepted; the client logs a
+    /// warning when it is built this way.
+    InsecureSkipVerify,
+}
+
+impl fmt::Debug for TlsVerification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::System => f.write_str("System"),
+            Self::CaBundle(pem) => write!(f, "CaBundle({} bytes)", pem.len()),
+            Self::InsecureSkipVerify => f.write_str("InsecureSkipVerify"),
+        }
+    }
+}
+
+impl TlsVerification {
+    /// From the OntapCluster spec's two settings; skipping verification wins, as the user asked
+    /// for it explicitly.
+    pub fn from_spec(ca_pem: Option<Vec<u8>>, insecure_skip_verify: bool) -> Self {
+        match (insecure_skip_verify, ca_pem) {
+            (true, _) => Self::InsecureSkipVerify,
+            (false, Some(pem)) => Self::CaBundle(pem),
+            (false, None) => Self::System,
+        }
+    }
+}
+
+/// Polling of asynchronous jobs (answers 202).
+#[derive(Clone, Debug)]
+pub struct JobPollConfig {
+    pub initial_interval: Duration,
+    pub multiplier: f64,
+    pub max_interval: Duration,
+    /// Overall time to wait for a job before giving up with an ambiguous timeout.
+    pub deadline: Duration,
+}
+
+impl Default for JobPollConfig {
+    fn default() -> Self {
+        Self {
+            initial_interval: Duration::from_millis(200),
+            multiplier: 1.5,
+            max_interval: Duration::from_secs(2),
+            deadline: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Retries of idempotent requests after transient failures.
+#[derive(Clone, Debug)]
+pub struct RetryConfig {
+    /// Attempts in total, the first included; 1 disables retries.
+    pub max_attempts: usize,
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    pub jitter: bool,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            min_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(2),
+            jitter: true,
+        }
+    }
+}
+
+/// Everything needed to talk to one ONTAP cluster.
+#[derive(Clone, Debug)]
+pub struct OntapConfig {
+    /// The cluster management LIF, e.g. `https://10.0.0.10`. Paths are resolved against it.
+    pub endpoint: Url,
+    pub credentials: Credentials,
+    pub tls: TlsVerification,
+    /// Per attempt, from sending the request to the end of the answer's body.
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Requests in flight to this cluster at once; NetApp's own driver uses 20.
+    pub max_concurrent_requests: usize,
+    pub job_poll: JobPollConfig,
+    pub retry: RetryConfig,
+    /// Larger answers are refused (a typed error) instead of filling memory.
+    pub max_response_bytes: usize,
+    /// Page size asked for on collection GETs.
+    pub page_size: u32,
+    /// Where per-request metrics go; none when `None`.
+    pub metrics: Option<OntapMetrics>,
+    /// Builds the W3C `traceparent` header of each request from its span.
+    pub traceparent: TraceparentFn,
+}
+
+impl OntapConfig {
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+    pub const DEFAULT_MAX_CONCURRENT: usize = 20;
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+    /// A configuration with the defaults: system trust store, 30 s timeout, 20 requests at once.
+    pub fn new(endpoint: Url, credentials: Credentials) -> Self {
+        Self {
+            endpoint,
+            credentials,
+            tls: TlsVerification::default(),
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: Duration::from_secs(10),
+            max_concurrent_requests: Self::DEFAULT_MAX_CONCURRENT,
+            job_poll: JobPollConfig::default(),
+            retry: RetryConfig::default(),
+            max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
+            page_size: 500,
+            metrics: None,
+            traceparent: otel_traceparent,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const PW: &str = "Sup3rSecretPassw0rd";
+
+    #[test]
+    fn debug_of_config_and_credentials_hides_the_password() {
+        let mut cfg = OntapConfig::new(
+            Url::parse("https://10.0.0.1").unwrap(),
+            Credentials::new("admin", PW.to_owned()),
+        );
+        cfg.tls = TlsVerification::CaBundle(b"-----BEGIN CERTIFICATE-----".to_vec());
+        let s = format!("{cfg:?} {:?} {:#?}", cfg.credentials, cfg);
+        assert!(!s.contains(PW), "{s}");
+        assert!(s.contains("admin"));
+        assert!(s.contains("REDACTED"));
+    }
+
+    #[test]
+    fn tls_from_spec_prefers_the_explicit_insecure_flag() {
+        assert!(matches!(
+            TlsVerification::from_spec(Some(vec![1]), true),
+            TlsVerification::InsecureSkipVerify
+        ));
+        assert!(matches!(
+            TlsVerification::from_spec(Some(vec![1]), false),
+            TlsVerification::CaBundle(_)
+        ));
+        assert!(matches!(
+            TlsVerification::from_spec(None, false),
+            TlsVerification::System
+        ));
+    }
+}

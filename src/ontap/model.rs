@@ -1,0 +1,691 @@
+//! Typed ONTAP records: what the client reads and what it sends.
+//!
+//! Readers are lenient where ONTAP versions differ (optional fields, unknown enum values) and
+//! strict where the client's decisions depend on a field (`uuid`, `name`, `records`, a job's
+//! `state`): a missing one is a decode error, never a silently empty default.
+
+use std::fmt;
+
+use reqwest::{Method, StatusCode, Url};
+use secrecy::{ExposeSecret, SecretString};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::error::{ApiError, OntapError};
+
+/// A reference to another object, as ONTAP embeds it (`{"name": …, "uuid": …}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ObjectRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+}
+
+impl ObjectRef {
+    pub fn by_name(name: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            uuid: None,
+        }
+    }
+
+    pub fn by_uuid(uuid: impl Into<String>) -> Self {
+        Self {
+            name: None,
+            uuid: Some(uuid.into()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ClusterInfo {
+    pub name: String,
+    pub uuid: String,
+    pub version: ClusterVersion,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ClusterVersion {
+    #[serde(default)]
+    pub full: String,
+    pub generation: u32,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl fmt::Display for ClusterVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.generation, self.major, self.minor)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Node {
+    pub uuid: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Aggregate {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub space: Option<AggregateSpace>,
+    #[serde(default, rename = "volume-count")]
+    pub volume_count: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct AggregateSpace {
+    #[serde(default)]
+    pub block_storage: Option<BlockStorage>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct BlockStorage {
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub available: Option<u64>,
+    #[serde(default)]
+    pub used: Option<u64>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// SVMs
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SvmState {
+    Starting,
+    Running,
+    Stopping,
+    Stopped,
+    Deleting,
+    Initializing,
+    /// A state this client does not know (a newer ONTAP).
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Svm {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub state: Option<SvmState>,
+    #[serde(default)]
+    pub subtype: Option<String>,
+    #[serde(default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub ipspace: Option<ObjectRef>,
+    #[serde(default)]
+    pub aggregates: Vec<ObjectRef>,
+    #[serde(default)]
+    pub nfs: Option<ProtocolState>,
+    #[serde(default)]
+    pub iscsi: Option<ProtocolState>,
+    #[serde(default)]
+    pub nvme: Option<ProtocolState>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ProtocolState {
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+/// `fields=` for SVM lookups: everything [`Svm`] reads, nothing expensive.
+pub(crate) const SVM_FIELDS: &str = "uuid,name,state,subtype,comment,ipspace.name,aggregates.name,aggregates.uuid,nfs.enabled,iscsi.enabled,nvme.enabled";
+
+/// Body of `POST /api/svm/svms`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SvmCreate {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipspace: Option<ObjectRef>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aggregates: Vec<ObjectRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs: Option<ProtocolState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iscsi: Option<ProtocolState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvme: Option<ProtocolState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+}
+
+/// The administrative states a PATCH can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SvmTargetState {
+    Running,
+    Stopped,
+}
+
+/// Body of `PATCH /api/svm/svms/{uuid}`; unset fields are left alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SvmPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<SvmTargetState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs: Option<ProtocolState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iscsi: Option<ProtocolState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvme: Option<ProtocolState>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// IP interfaces
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct IpInterface {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub ip: Option<IpInfo>,
+    #[serde(default)]
+    pub location: Option<InterfaceLocation>,
+    #[serde(default)]
+    pub svm: Option<ObjectRef>,
+    #[serde(default)]
+    pub service_policy: Option<ObjectRef>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct IpInfo {
+    pub address: String,
+    /// A dotted mask or a prefix length, as ONTAP accepts both.
+    #[serde(default, deserialize_with = "de_code")]
+    pub netmask: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct InterfaceLocation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_node: Option<ObjectRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_port: Option<ObjectRef>,
+}
+
+pub(crate) const INTERFACE_FIELDS: &str = "uuid,name,enabled,ip.address,ip.netmask,location.home_node,location.home_port,svm.name,svm.uuid,service_policy.name";
+
+/// Body of `POST /api/network/ip/interfaces`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IpInterfaceCreate {
+    pub name: String,
+    pub enabled: bool,
+    pub svm: ObjectRef,
+    pub ip: IpInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<InterfaceLocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_policy: Option<ObjectRef>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accounts
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Account {
+    pub name: String,
+    #[serde(default)]
+    pub owner: Option<ObjectRef>,
+    #[serde(default)]
+    pub role: Option<ObjectRef>,
+    #[serde(default)]
+    pub locked: Option<bool>,
+    #[serde(default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub applications: Vec<AccountApplication>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AccountApplication {
+    pub application: String,
+    #[serde(default)]
+    pub authentication_methods: Vec<String>,
+}
+
+pub(crate) const ACCOUNT_FIELDS: &str =
+    "name,owner.name,owner.uuid,role.name,locked,comment,applications";
+
+/// What `POST /api/security/accounts` needs. The password is a [`SecretString`]: it is exposed
+/// only while the request body is serialized, and never in `Debug`.
+#[derive(Clone, Debug)]
+pub struct AccountCreate {
+    pub name: String,
+    pub owner_uuid: String,
+    /// E.g. `vsadmin`.
+    pub role: String,
+    pub password: SecretString,
+    pub comment: Option<String>,
+}
+
+impl AccountCreate {
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "name": self.name,
+            "owner": {"uuid": self.owner_uuid},
+            "role": {"name": self.role},
+            "applications": [{"application": "http", "authentication_methods": ["password"]}],
+            "password": self.password.expose_secret(),
+            "locked": false,
+        });
+        if let (Some(c), Some(obj)) = (&self.comment, body.as_object_mut()) {
+            obj.insert("comment".into(), c.clone().into());
+        }
+        body
+    }
+}
+
+/// Body of `PATCH /api/security/accounts/{owner.uuid}/{name}`; unset fields are left alone.
+/// ONTAP creates every SVM with a locked `vsadmin` without password: set both `password` and
+/// `locked: Some(false)` to take it over.
+#[derive(Clone, Debug, Default)]
+pub struct AccountPatch {
+    pub password: Option<SecretString>,
+    pub locked: Option<bool>,
+    pub comment: Option<String>,
+}
+
+impl AccountPatch {
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::Map::new();
+        if let Some(p) = &self.password {
+            body.insert("password".into(), p.expose_secret().into());
+        }
+        if let Some(l) = self.locked {
+            body.insert("locked".into(), l.into());
+        }
+        if let Some(c) = &self.comment {
+            body.insert("comment".into(), c.clone().into());
+        }
+        serde_json::Value::Object(body)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Paused,
+    Success,
+    Failure,
+    #[serde(other)]
+    Unknown,
+}
+
+impl JobState {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Success | Self::Failure)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Paused => "paused",
+            Self::Success => "success",
+            Self::Failure => "failure",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Job {
+    pub uuid: String,
+    pub state: JobState,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// ONTAP sends an integer; kept as a string like the codes of error bodies.
+    #[serde(default, deserialize_with = "de_opt_code")]
+    pub code: Option<String>,
+    #[serde(default, deserialize_with = "de_lenient")]
+    pub error: Option<ApiError>,
+    #[serde(default, deserialize_with = "de_lenient")]
+    pub svm: Option<ObjectRef>,
+}
+
+impl Job {
+    /// The failure of a job in state `failure`, with the most specific code and message found.
+    pub(crate) fn failure(&self) -> OntapError {
+        let (code, message) = match &self.error {
+            Some(e) if !e.code.is_empty() => (e.code.clone(), e.message.clone()),
+            _ => (
+                self.code.clone().unwrap_or_default(),
+                self.message.clone().unwrap_or_default(),
+            ),
+        };
+        let message = if message.is_empty() {
+            self.message.clone().unwrap_or_default()
+        } else {
+            message
+        };
+        OntapError::JobFailed {
+            job_uuid: self.uuid.clone(),
+            code,
+            message,
+        }
+    }
+}
+
+/// The body of a 202 answer.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct JobLink {
+    pub job: JobRef,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct JobRef {
+    pub uuid: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collections and pagination
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Collection<T> {
+    /// Required: an answer without `records` is not "zero records".
+    pub records: Vec<T>,
+    #[serde(default, rename = "_links")]
+    pub links: Option<Links>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Links {
+    #[serde(default)]
+    pub next: Option<Href>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Href {
+    pub href: String,
+}
+
+impl<T> Collection<T> {
+    pub fn next_href(&self) -> Option<&str> {
+        self.links
+            .as_ref()
+            .and_then(|l| l.next.as_ref())
+            .map(|h| h.href.as_str())
+            .filter(|h| !h.is_empty())
+    }
+}
+
+/// Resolves a `_links.next` href against the cluster endpoint. The credentials go wherever this
+/// points, so only a path under `/api/` on the same origin is accepted.
+pub(crate) fn resolve_next(base: &Url, href: &str) -> Result<Url, String> {
+    let next = base
+        .join(href)
+        .map_err(|e| format!("invalid next link: {e}"))?;
+    if next.origin() != base.origin() {
+        return Err("next link points to another server".into());
+    }
+    if !next.path().starts_with("/api/") {
+        return Err("next link is not an API path".into());
+    }
+    Ok(next)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// Decodes a successful answer. Serde's messages can quote values from the body, so only
+/// field names and positions are kept.
+pub(crate) fn decode<T: DeserializeOwned>(
+    method: &Method,
+    endpoint: &'static str,
+    status: StatusCode,
+    body: &[u8],
+) -> Result<T, OntapError> {
+    serde_json::from_slice(body).map_err(|e| OntapError::Decode {
+        method: method.clone(),
+        endpoint,
+        status,
+        reason: describe_json_error(&e),
+    })
+}
+
+pub(crate) fn describe_json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let at = format!("line {} column {}", e.line(), e.column());
+    match e.classify() {
+        Category::Eof => format!("truncated JSON at {at}"),
+        Category::Syntax => format!("malformed JSON at {at}"),
+        Category::Io => "I/O error while decoding".into(),
+        Category::Data => {
+            let msg = e.to_string();
+            // "missing field `x`" names a field of ours, never a value from the body.
+            match msg.find("missing field `") {
+                Some(i) => {
+                    let rest = &msg[i..];
+                    let end = rest[15..].find('`').map_or(rest.len(), |j| j + 16);
+                    format!("{} at {at}", &rest[..end])
+                }
+                None => format!("wrong type or value at {at}"),
+            }
+        }
+    }
+}
+
+/// Accepts an error code as a JSON string or number (ONTAP uses both: strings in error bodies,
+/// integers in jobs).
+pub(crate) fn de_code<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(de_opt_code(d)?.unwrap_or_default())
+}
+
+pub(crate) fn de_opt_code<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Code {
+        S(String),
+        I(i64),
+        U(u64),
+    }
+    Ok(Option::<Code>::deserialize(d)?.map(|c| match c {
+        Code::S(s) => s,
+        Code::I(i) => i.to_string(),
+        Code::U(u) => u.to_string(),
+    }))
+}
+
+/// For informational fields: a value of an unexpected shape is dropped rather than failing the
+/// whole answer.
+fn de_lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_states_parse() {
+        for (s, st) in [
+            ("queued", JobState::Queued),
+            ("running", JobState::Running),
+            ("paused", JobState::Paused),
+            ("success", JobState::Success),
+            ("failure", JobState::Failure),
+            ("exploded", JobState::Unknown),
+        ] {
+            let j: Job = serde_json::from_str(&format!(r#"{{"uuid":"u","state":"{s}"}}"#)).unwrap();
+            assert_eq!(j.state, st);
+            assert_eq!(st.is_terminal(), matches!(s, "success" | "failure"));
+        }
+    }
+
+    #[test]
+    fn job_without_state_is_an_error() {
+        assert!(serde_json::from_str::<Job>(r#"{"uuid":"u"}"#).is_err());
+        assert!(serde_json::from_str::<Job>(r#"{"uuid":"u","state":3}"#).is_err());
+    }
+
+    #[test]
+    fn failed_job_carries_code_and_message() {
+        let j: Job = serde_json::from_str(
+            r#"{"uuid":"j1","state":"failure","message":"Duplicate SVM name","code":13434908,
+                "description":"POST /api/svm/svms"}"#,
+        )
+        .unwrap();
+        assert_eq!(j.code.as_deref(), Some("13434908"));
+        match j.failure() {
+            OntapError::JobFailed {
+                job_uuid,
+                code,
+                message,
+            } => {
+                assert_eq!(job_uuid, "j1");
+                assert_eq!(code, "13434908");
+                assert_eq!(message, "Duplicate SVM name");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn failed_job_prefers_nested_error() {
+        let j: Job = serde_json::from_str(
+            r#"{"uuid":"j","state":"failure","message":"outer","code":0,
+                "error":{"code":"13434894","message":"too many jobs"}}"#,
+        )
+        .unwrap();
+        assert_eq!(j.failure().ontap_code(), Some("13434894"));
+    }
+
+    #[test]
+    fn malformed_job_error_field_is_tolerated() {
+        let j: Job =
+            serde_json::from_str(r#"{"uuid":"j","state":"failure","code":5,"error":"oops"}"#)
+                .unwrap();
+        assert!(j.error.is_none());
+        assert_eq!(j.failure().ontap_code(), Some("5"));
+    }
+
+    #[test]
+    fn collection_requires_records() {
+        assert!(serde_json::from_str::<Collection<Node>>(r#"{"num_records":0}"#).is_err());
+        let c: Collection<Node> =
+            serde_json::from_str(r#"{"records":[],"num_records":0}"#).unwrap();
+        assert!(c.records.is_empty());
+        assert!(c.next_href().is_none());
+    }
+
+    #[test]
+    fn collection_next_link() {
+        let c: Collection<Node> = serde_json::from_str(
+            r#"{"records":[{"uuid":"a","name":"n1"}],"num_records":1,
+                "_links":{"self":{"href":"/api/cluster/nodes"},
+                          "next":{"href":"/api/cluster/nodes?start.uuid=a&max_records=1"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.next_href(),
+            Some("/api/cluster/nodes?start.uuid=a&max_records=1")
+        );
+        let empty: Collection<Node> =
+            serde_json::from_str(r#"{"records":[],"_links":{"next":{"href":""}}}"#).unwrap();
+        assert!(empty.next_href().is_none());
+    }
+
+    #[test]
+    fn next_link_must_stay_on_the_cluster() {
+        let base = Url::parse("https://10.0.0.1:8443/").unwrap();
+        let ok = resolve_next(&base, "/api/svm/svms?start.uuid=x").unwrap();
+        assert_eq!(
+            ok.as_str(),
+            "https://10.0.0.1:8443/api/svm/svms?start.uuid=x"
+        );
+        assert!(resolve_next(&base, "https://evil.example/api/svm/svms").is_err());
+        assert!(resolve_next(&base, "//evil.example/api/x").is_err());
+        assert!(resolve_next(&base, "http://10.0.0.1:8443/api/x").is_err());
+        assert!(resolve_next(&base, "/other/path").is_err());
+    }
+
+    #[test]
+    fn decode_error_does_not_quote_values() {
+        let e = decode::<Svm>(
+            &Method::GET,
+            "/api/svm/svms/{uuid}",
+            StatusCode::OK,
+            br#"{"uuid":"u","name":"s","state":{"secret":"hunter2hunter2"}}"#,
+        )
+        .unwrap_err();
+        let s = format!("{e} {e:?}");
+        assert!(!s.contains("hunter2hunter2"), "{s}");
+        let e = decode::<Svm>(&Method::GET, "/x", StatusCode::OK, br#"{"name":"s"}"#).unwrap_err();
+        assert!(e.to_string().contains("missing field `uuid`"), "{e}");
+    }
+
+    #[test]
+    fn account_create_debug_hides_password() {
+        let a = AccountCreate {
+            name: "vsadmin".into(),
+            owner_uuid: "o".into(),
+            role: "vsadmin".into(),
+            password: SecretString::from("hunter2hunter2"),
+            comment: None,
+        };
+        assert!(!format!("{a:?}").contains("hunter2hunter2"));
+        assert_eq!(a.body()["password"], "hunter2hunter2");
+        assert_eq!(a.body()["owner"]["uuid"], "o");
+    }
+
+    #[test]
+    fn account_patch_body_and_debug() {
+        let p = AccountPatch {
+            password: Some(SecretString::from("Abcdefgh1234")),
+            locked: Some(false),
+            comment: None,
+        };
+        assert_eq!(
+            p.body(),
+            serde_json::json!({"password": "Abcdefgh1234", "locked": false})
+        );
+        assert!(!format!("{p:?}").contains("Abcdefgh1234"));
+        assert_eq!(AccountPatch::default().body(), serde_json::json!({}));
+    }
+
+    #[test]
+    fn svm_patch_serializes_only_set_fields() {
+        let p = SvmPatch {
+            state: Some(SvmTargetState::Stopped),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            serde_json::json!({"state":"stopped"})
+        );
+    }
+
+    #[test]
+    fn svm_unknown_state_parses() {
+        let s: Svm =
+            serde_json::from_str(r#"{"uuid":"u","name":"n","state":"hibernating"}"#).unwrap();
+        assert_eq!(s.state, Some(SvmState::Unknown));
+    }
+}

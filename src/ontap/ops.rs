@@ -1,0 +1,451 @@
+//! The typed operations the SVM controller uses.
+//!
+//! Conventions:
+//! - Lookups by name return `Ok(None)` only when ONTAP answered successfully with zero records.
+//!   Any failure is an error, never "absent".
+//! - Creates (POST) are never retried by the client. After an error for which
+//!   [`OntapError::is_ambiguous`] is true the object may exist: look it up by name (e.g.
+//!   [`OntapClient::svm_by_name`]) before creating again.
+//! - Deletes report [`DeleteOutcome::AlreadyAbsent`] when the object is gone, which also covers a
+//!   retried DELETE whose first attempt was applied but whose answer was lost.
+
+use reqwest::Method;
+use secrecy::SecretString;
+
+use super::client::{Body, OntapClient, Request, RetryMode, endpoints};
+use super::config::Credentials;
+use super::error::{OntapError, Result};
+use super::model::{
+    ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Aggregate, ClusterInfo, INTERFACE_FIELDS,
+    IpInterface, IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch,
+};
+
+/// The result of a delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    Deleted,
+    /// ONTAP said the object does not exist (HTTP 404).
+    AlreadyAbsent,
+}
+
+/// The verdict on a set of SVM-account credentials.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CredentialCheck {
+    /// ONTAP accepted the credentials and they see the SVM.
+    Valid { svm_uuid: String },
+    /// ONTAP answered 401: wrong user name or password (or a locked account).
+    Rejected,
+    /// Accepted, but the account may not see this SVM (403, or the SVM is not in the answer).
+    NotAuthorized,
+}
+
+impl CredentialCheck {
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Self::Valid { .. })
+    }
+}
+
+/// Characters with a meaning in ONTAP query filters (wildcards, alternatives, negation, ranges).
+/// A name containing one would match other objects.
+fn filter_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
+    if value.is_empty()
+        || value.trim() != value
+        || value.contains(['*', '|', '!', '<', '>', '{', '}'])
+        || value.contains("..")
+    {
+        return Err(OntapError::InvalidInput(format!(
+            "{what} {value:?} cannot be used as an exact ONTAP query filter"
+        )));
+    }
+    Ok(value)
+}
+
+fn path_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
+    if value.is_empty() || value == "." || value == ".." {
+        return Err(OntapError::InvalidInput(format!("empty or invalid {what}")));
+    }
+    Ok(value)
+}
+
+/// At most one record with exactly this name (the filter already asked for it; the comparison
+/// guards against a server that treats it as a pattern).
+fn unique_by_name<T>(
+    endpoint: &'static str,
+    name: &str,
+    records: Vec<T>,
+    name_of: impl Fn(&T) -> &str,
+) -> Result<Option<T>> {
+    let mut matching: Vec<T> = records.into_iter().filter(|r| name_of(r) == name).collect();
+    match matching.len() {
+        0 => Ok(None),
+        1 => Ok(matching.pop()),
+        count => Err(OntapError::MultipleRecords {
+            endpoint,
+            name: name.to_owned(),
+            count,
+        }),
+    }
+}
+
+fn deleted(result: Result<()>) -> Result<DeleteOutcome> {
+    match result {
+        Ok(_) => Ok(DeleteOutcome::Deleted),
+        Err(OntapError::Api { status, .. }) if status == reqwest::StatusCode::NOT_FOUND => {
+            Ok(DeleteOutcome::AlreadyAbsent)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl OntapClient {
+    // -----------------------------------------------------------------------------------------
+    // Cluster
+
+    /// `GET /api/cluster`: name, uuid and version. A cheap authenticated probe.
+    pub async fn cluster(&self) -> Result<ClusterInfo> {
+        let url = self.url(&["api", "cluster"], &[("fields", "name,uuid,version")])?;
+        self.get_json(endpoints::CLUSTER, url).await
+    }
+
+    pub async fn nodes(&self) -> Result<Vec<Node>> {
+        let url = self.url(&["api", "cluster", "nodes"], &[("fields", "uuid,name")])?;
+        self.get_all(endpoints::NODES, url, None).await
+    }
+
+    pub async fn aggregates(&self) -> Result<Vec<Aggregate>> {
+        let url = self.url(
+            &["api", "storage", "aggregates"],
+            &[("fields", "uuid,name,space,volume-count")],
+        )?;
+        self.get_all(endpoints::AGGREGATES, url, None).await
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // SVMs
+
+    /// The SVM with exactly this name: `Ok(None)` when ONTAP answered with no record, an error
+    /// when it answered with several or did not answer.
+    pub async fn svm_by_name(&self, name: &str) -> Result<Option<Svm>> {
+        let name = filter_value("SVM name", name)?;
+        let url = self.url(
+            &["api", "svm", "svms"],
+            &[("name", name), ("fields", SVM_FIELDS)],
+        )?;
+        let records = self.get_all(endpoints::SVMS, url, None).await?;
+        unique_by_name(endpoints::SVMS, name, records, |s: &Svm| &s.name)
+    }
+
+    /// The SVM with this uuid. A missing one is an error with class
+    /// [`NotFound`](super::ErrorClass::NotFound), so a wrong URL or proxy answer cannot pass
+    /// for "deleted".
+    pub async fn svm(&self, uuid: &str) -> Result<Svm> {
+        let uuid = path_value("SVM uuid", uuid)?;
+        let url = self.url(&["api", "svm", "svms", uuid], &[("fields", SVM_FIELDS)])?;
+        self.get_json(endpoints::SVM, url).await
+    }
+
+    /// Creates an SVM and waits for the job; returns the SVM as ONTAP then reports it.
+    ///
+    /// Not retried. On an ambiguous error ([`OntapError::is_ambiguous`]: timeout, lost
+    /// connection, expired job) the SVM may exist: call [`svm_by_name`](Self::svm_by_name).
+    /// A name already in use is a [`Conflict`](super::ErrorClass::Conflict).
+    pub async fn create_svm(&self, svm: &SvmCreate) -> Result<Svm> {
+        let name = filter_value("SVM name", &svm.name)?;
+        let req = Request {
+            method: Method::POST,
+            endpoint: endpoints::SVMS,
+            url: self.url(&["api", "svm", "svms"], &[])?,
+            body: Some(Body::json(svm)?),
+            auth: None,
+            retry: RetryMode::Never,
+        };
+        self.mutate(&req).await?;
+        self.svm_by_name(name).await?.ok_or_else(|| {
+            OntapError::Inconsistent(format!(
+                "SVM {name:?} was created but a lookup by name finds nothing"
+            ))
+        })
+    }
+
+    /// Changes state, protocols or comment; waits for a job if ONTAP starts one.
+    pub async fn patch_svm(&self, uuid: &str, patch: &SvmPatch) -> Result<()> {
+        let uuid = path_value("SVM uuid", uuid)?;
+        let req = Request {
+            method: Method::PATCH,
+            endpoint: endpoints::SVM,
+            url: self.url(&["api", "svm", "svms", uuid], &[])?,
+            body: Some(Body::json(patch)?),
+            auth: None,
+            retry: RetryMode::Idempotent,
+        };
+        self.mutate(&req).await
+    }
+
+    /// Deletes an SVM and waits for the job. Interfaces and accounts in it go with it; a CIFS
+    /// server blocks the deletion (ONTAP code 2621525).
+    pub async fn delete_svm(&self, uuid: &str) -> Result<DeleteOutcome> {
+        let uuid = path_value("SVM uuid", uuid)?;
+        let req = Request {
+            method: Method::DELETE,
+            endpoint: endpoints::SVM,
+            url: self.url(&["api", "svm", "svms", uuid], &[])?,
+            body: None,
+            auth: None,
+            retry: RetryMode::Idempotent,
+        };
+        deleted(self.mutate(&req).await)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // IP interfaces
+
+    /// All IP interfaces of an SVM.
+    pub async fn interfaces(&self, svm_uuid: &str) -> Result<Vec<IpInterface>> {
+        let svm_uuid = filter_value("SVM uuid", svm_uuid)?;
+        let url = self.url(
+            &["api", "network", "ip", "interfaces"],
+            &[("svm.uuid", svm_uuid), ("fields", INTERFACE_FIELDS)],
+        )?;
+        self.get_all(endpoints::INTERFACES, url, None).await
+    }
+
+    /// The interface of this SVM with exactly this name.
+    pub async fn interface_by_name(
+        &self,
+        svm_uuid: &str,
+        name: &str,
+    ) -> Result<Option<IpInterface>> {
+        let svm_uuid = filter_value("SVM uuid", svm_uuid)?;
+        let name = filter_value("interface name", name)?;
+        let url = self.url(
+            &["api", "network", "ip", "interfaces"],
+            &[
+                ("svm.uuid", svm_uuid),
+                ("name", name),
+                ("fields", INTERFACE_FIELDS),
+            ],
+        )?;
+        let records = self.get_all(endpoints::INTERFACES, url, None).await?;
+        unique_by_name(endpoints::INTERFACES, name, records, |i: &IpInterface| {
+            &i.name
+        })
+    }
+
+    /// Creates an interface (synchronous in ONTAP) and returns it as ONTAP reports it.
+    /// `interface.svm` must carry the SVM's uuid.
+    ///
+    /// Not retried; after an ambiguous error use [`interface_by_name`](Self::interface_by_name).
+    pub async fn create_interface(&self, interface: &IpInterfaceCreate) -> Result<IpInterface> {
+        let svm_uuid = interface
+            .svm
+            .uuid
+            .as_deref()
+            .ok_or_else(|| OntapError::InvalidInput("interface without SVM uuid".into()))?;
+        filter_value("interface name", &interface.name)?;
+        let req = Request {
+            method: Method::POST,
+            endpoint: endpoints::INTERFACES,
+            url: self.url(&["api", "network", "ip", "interfaces"], &[])?,
+            body: Some(Body::json(interface)?),
+            auth: None,
+            retry: RetryMode::Never,
+        };
+        self.mutate(&req).await?;
+        self.interface_by_name(svm_uuid, &interface.name)
+            .await?
+            .ok_or_else(|| {
+                OntapError::Inconsistent(format!(
+                    "interface {:?} was created but a lookup by name finds nothing",
+                    interface.name
+                ))
+            })
+    }
+
+    pub async fn delete_interface(&self, uuid: &str) -> Result<DeleteOutcome> {
+        let uuid = path_value("interface uuid", uuid)?;
+        let req = Request {
+            method: Method::DELETE,
+            endpoint: endpoints::INTERFACE,
+            url: self.url(&["api", "network", "ip", "interfaces", uuid], &[])?,
+            body: None,
+            auth: None,
+            retry: RetryMode::Idempotent,
+        };
+        deleted(self.mutate(&req).await)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Accounts
+
+    /// The account `name` owned by the SVM `owner_uuid`, if ONTAP reports one.
+    pub async fn account(&self, owner_uuid: &str, name: &str) -> Result<Option<Account>> {
+        let owner_uuid = filter_value("owner uuid", owner_uuid)?;
+        let name = filter_value("account name", name)?;
+        let url = self.url(
+            &["api", "security", "accounts"],
+            &[
+                ("owner.uuid", owner_uuid),
+                ("name", name),
+                ("fields", ACCOUNT_FIELDS),
+            ],
+        )?;
+        let records = self.get_all(endpoints::ACCOUNTS, url, None).await?;
+        unique_by_name(endpoints::ACCOUNTS, name, records, |a: &Account| &a.name)
+    }
+
+    /// Creates an SVM account with password login over HTTP (synchronous in ONTAP).
+    ///
+    /// Not retried; after an ambiguous error look it up with [`account`](Self::account) and, as
+    /// its password is then unknown, set it with
+    /// [`set_account_password`](Self::set_account_password).
+    pub async fn create_account(&self, account: &AccountCreate) -> Result<()> {
+        filter_value("account name", &account.name)?;
+        path_value("owner uuid", &account.owner_uuid)?;
+        let req = Request {
+            method: Method::POST,
+            endpoint: endpoints::ACCOUNTS,
+            url: self.url(&["api", "security", "accounts"], &[])?,
+            body: Some(Body::json(&account.body())?.with_secret(&account.password)),
+            auth: None,
+            retry: RetryMode::Never,
+        };
+        self.mutate(&req).await
+    }
+
+    /// `PATCH /api/security/accounts/{owner.uuid}/{name}` with a new password.
+    ///
+    /// Retried only when the earlier attempt certainly was not applied: ONTAP rejects setting
+    /// the same password twice (7077924/7077925). After an ambiguous error, check the new
+    /// password with [`verify_credentials`](Self::verify_credentials).
+    pub async fn set_account_password(
+        &self,
+        owner_uuid: &str,
+        name: &str,
+        password: &SecretString,
+    ) -> Result<()> {
+        let patch = AccountPatch {
+            password: Some(password.clone()),
+            ..Default::default()
+        };
+        self.patch_account(owner_uuid, name, &patch).await
+    }
+
+    /// Changes an account's password, lock state or comment. Retried like
+    /// [`set_account_password`](Self::set_account_password) when it carries a password, like
+    /// any idempotent request otherwise.
+    pub async fn patch_account(
+        &self,
+        owner_uuid: &str,
+        name: &str,
+        patch: &AccountPatch,
+    ) -> Result<()> {
+        let owner_uuid = path_value("owner uuid", owner_uuid)?;
+        let name = path_value("account name", name)?;
+        let mut body = Body::json(&patch.body())?;
+        let retry = match &patch.password {
+            Some(password) => {
+                body = body.with_secret(password);
+                RetryMode::UnlessAmbiguous
+            }
+            None => RetryMode::Idempotent,
+        };
+        let req = Request {
+            method: Method::PATCH,
+            endpoint: endpoints::ACCOUNT,
+            url: self.url(&["api", "security", "accounts", owner_uuid, name], &[])?,
+            body: Some(body),
+            auth: None,
+            retry,
+        };
+        self.mutate(&req).await
+    }
+
+    pub async fn delete_account(&self, owner_uuid: &str, name: &str) -> Result<DeleteOutcome> {
+        let owner_uuid = path_value("owner uuid", owner_uuid)?;
+        let name = path_value("account name", name)?;
+        let req = Request {
+            method: Method::DELETE,
+            endpoint: endpoints::ACCOUNT,
+            url: self.url(&["api", "security", "accounts", owner_uuid, name], &[])?,
+            body: None,
+            auth: None,
+            retry: RetryMode::Idempotent,
+        };
+        deleted(self.mutate(&req).await)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Credentials
+
+    /// Authenticates *as* the given SVM account against this cluster's endpoint (same TLS
+    /// settings, same concurrency limit) and asks for its SVM.
+    ///
+    /// [`CredentialCheck::Rejected`] only on a definitive 401. Anything ambiguous (no
+    /// connection, timeout, 5xx after retries, a malformed answer) is an `Err`: a transport
+    /// failure must never be taken for wrong credentials, or a working Secret would be
+    /// replaced.
+    pub async fn verify_credentials(
+        &self,
+        username: &str,
+        password: &SecretString,
+        svm_name: &str,
+    ) -> Result<CredentialCheck> {
+        let svm_name = filter_value("SVM name", svm_name)?;
+        let creds = Credentials {
+            username: username.to_owned(),
+            password: password.clone(),
+        };
+        let url = self.url(
+            &["api", "svm", "svms"],
+            &[("name", svm_name), ("fields", "uuid,name")],
+        )?;
+        match self
+            .get_all::<Svm>(endpoints::SVMS, url, Some(&creds))
+            .await
+        {
+            Ok(records) => Ok(
+                match unique_by_name(endpoints::SVMS, svm_name, records, |s: &Svm| &s.name)? {
+                    Some(svm) => CredentialCheck::Valid { svm_uuid: svm.uuid },
+                    None => CredentialCheck::NotAuthorized,
+                },
+            ),
+            Err(OntapError::Api { status, .. }) if status == reqwest::StatusCode::UNAUTHORIZED => {
+                Ok(CredentialCheck::Rejected)
+            }
+            Err(OntapError::Api { status, .. }) if status == reqwest::StatusCode::FORBIDDEN => {
+                Ok(CredentialCheck::NotAuthorized)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_values_reject_query_syntax() {
+        for bad in ["", " a", "a ", "a*", "a|b", "!a", "<a", "a..b", "{a}"] {
+            assert!(filter_value("x", bad).is_err(), "{bad:?}");
+        }
+        for ok in ["svm1", "svm_a-1.b", "vsadmin"] {
+            assert_eq!(filter_value("x", ok).unwrap(), ok);
+        }
+    }
+
+    #[test]
+    fn unique_by_name_zero_one_many() {
+        fn f(v: Vec<&'static str>) -> Result<Option<&'static str>> {
+            unique_by_name("/api/x", "a", v, |s: &&str| s)
+        }
+        assert_eq!(f(vec![]).unwrap(), None);
+        assert_eq!(f(vec!["b"]).unwrap(), None);
+        assert_eq!(f(vec!["a", "b"]).unwrap(), Some("a"));
+        assert!(matches!(
+            f(vec!["a", "a"]),
+            Err(OntapError::MultipleRecords { count: 2, .. })
+        ));
+    }
+}

@@ -1,0 +1,264 @@
+//! Liveness and readiness, evaluated from checks registered by the parts of the operator.
+//!
+//! Readiness is deep: a check passes only when its dependency was actually exercised recently
+//! (see [`Probe`]), never because a port is open or a task exists. Checks are evaluated at probe
+//! time and must be cheap; checks that need I/O run in the background and publish into a
+//! [`Probe`], whose result goes stale when nobody refreshes it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+// tokio's clock so that tests can pause and advance it; outside a runtime it is the system clock.
+use tokio::time::Instant;
+
+/// A check's verdict: `Err` carries a reason for `/readyz?verbose` (never a secret).
+pub type CheckResult = Result<(), String>;
+type CheckFn = Arc<dyn Fn() -> CheckResult + Send + Sync>;
+
+#[derive(Clone, Default)]
+pub struct Health {
+    readiness: Arc<RwLock<BTreeMap<String, CheckFn>>>,
+    liveness: Arc<RwLock<BTreeMap<String, CheckFn>>>,
+}
+
+/// The outcome of evaluating every check of one kind, in name order.
+#[derive(Debug)]
+pub struct Report {
+    pub checks: Vec<(String, CheckResult)>,
+}
+
+impl Report {
+    pub fn healthy(&self) -> bool {
+        self.checks.iter().all(|(_, r)| r.is_ok())
+    }
+
+    /// Kubernetes' own format: `[+]name ok` / `[-]name failed: reason`, then a summary line.
+    pub fn verbose(&self, kind: &str) -> String {
+        let mut out = String::new();
+        for (name, result) in &self.checks {
+            match result {
+                Ok(()) => out.push_str(&format!("[+]{name} ok\n")),
+                Err(reason) => out.push_str(&format!("[-]{name} failed: {reason}\n")),
+            }
+        }
+        if self.healthy() {
+            out.push_str(&format!("{kind} check passed\n"));
+        } else {
+            out.push_str(&format!("{kind} check failed\n"));
+        }
+        out
+    }
+}
+
+fn evaluate(checks: &RwLock<BTreeMap<String, CheckFn>>) -> Report {
+    // Clone the functions out so no lock is held while they run.
+    let checks: Vec<(String, CheckFn)> = match checks.read() {
+        Ok(guard) => guard.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        Err(poisoned) => poisoned
+            .into_inner()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    };
+    Report {
+        checks: checks
+            .into_iter()
+            .map(|(name, check)| (name, check()))
+            .collect(),
+    }
+}
+
+fn insert(map: &RwLock<BTreeMap<String, CheckFn>>, name: String, check: CheckFn) {
+    match map.write() {
+        Ok(mut guard) => guard.insert(name, check),
+        Err(poisoned) => poisoned.into_inner().insert(name, check),
+    };
+}
+
+impl Health {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces a readiness check.
+    pub fn add_readiness(
+        &self,
+        name: impl Into<String>,
+        check: impl Fn() -> CheckResult + Send + Sync + 'static,
+    ) {
+        insert(&self.readiness, name.into(), Arc::new(check));
+    }
+
+    pub fn remove_readiness(&self, name: &str) {
+        match self.readiness.write() {
+            Ok(mut guard) => guard.remove(name),
+            Err(poisoned) => poisoned.into_inner().remove(name),
+        };
+    }
+
+    /// Adds or replaces a liveness check: failing it gets the process restarted, so only a
+    /// state the process cannot leave by itself (a dead or stuck loop) should fail it.
+    pub fn add_liveness(
+        &self,
+        name: impl Into<String>,
+        check: impl Fn() -> CheckResult + Send + Sync + 'static,
+    ) {
+        insert(&self.liveness, name.into(), Arc::new(check));
+    }
+
+    pub fn readiness(&self) -> Report {
+        evaluate(&self.readiness)
+    }
+
+    pub fn liveness(&self) -> Report {
+        evaluate(&self.liveness)
+    }
+}
+
+/// The latest result of a check that runs in the background, and when it ran. It fails when
+/// the latest run failed, when there was none yet, or when it is older than `max_age`.
+#[derive(Clone)]
+pub struct Probe {
+    latest: Arc<Mutex<Option<(Instant, CheckResult)>>>,
+    max_age: Duration,
+}
+
+impl Probe {
+    pub fn new(max_age: Duration) -> Self {
+        Self {
+            latest: Arc::new(Mutex::new(None)),
+            max_age,
+        }
+    }
+
+    pub fn record(&self, result: CheckResult) {
+        let mut latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        *latest = Some((Instant::now(), result));
+    }
+
+    pub fn check(&self) -> CheckResult {
+        let latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        match &*latest {
+            None => Err("not checked yet".into()),
+            Some((at, _)) if at.elapsed() > self.max_age => {
+                Err(format!("no result for {}s", at.elapsed().as_secs()))
+            }
+            Some((_, result)) => result.clone(),
+        }
+    }
+}
+
+/// Set once a cache has listed everything: until then the operator would act on a partial view.
+#[derive(Clone, Default)]
+pub struct SyncFlag(Arc<AtomicBool>);
+
+impl SyncFlag {
+    pub fn mark_synced(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn check(&self) -> CheckResult {
+        if self.0.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err("cache not synced yet".into())
+        }
+    }
+}
+
+/// What this process knows about leadership.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Leadership {
+    /// Not known yet: the first attempt on the Lease has not finished.
+    Unknown = 0,
+    Leader = 1,
+    Standby = 2,
+    /// Leader election is off: this process is the only one and always acts.
+    Disabled = 3,
+}
+
+#[derive(Clone)]
+pub struct LeadershipState(Arc<AtomicU8>);
+
+impl Default for LeadershipState {
+    fn default() -> Self {
+        Self(Arc::new(AtomicU8::new(Leadership::Unknown as u8)))
+    }
+}
+
+impl LeadershipState {
+    pub fn set(&self, state: Leadership) {
+        self.0.store(state as u8, Ordering::Release);
+    }
+
+    pub fn get(&self) -> Leadership {
+        match self.0.load(Ordering::Acquire) {
+            1 => Leadership::Leader,
+            2 => Leadership::Standby,
+            3 => Leadership::Disabled,
+            _ => Leadership::Unknown,
+        }
+    }
+
+    /// Whether this process may act on the world.
+    pub fn may_act(&self) -> bool {
+        matches!(self.get(), Leadership::Leader | Leadership::Disabled)
+    }
+
+    pub fn check(&self) -> CheckResult {
+        match self.get() {
+            Leadership::Unknown => Err("leadership not known yet".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_fails_before_its_first_result_and_when_stale() {
+        let probe = Probe::new(Duration::from_secs(10));
+        assert!(probe.check().is_err());
+        probe.record(Ok(()));
+        tokio::time::advance(Duration::from_secs(9)).await;
+        assert!(probe.check().is_ok());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(probe.check().unwrap_err().contains("no result"));
+        probe.record(Err("connection refused".into()));
+        assert_eq!(probe.check().unwrap_err(), "connection refused");
+    }
+
+    #[test]
+    fn readiness_needs_every_check_and_reports_each() {
+        let health = Health::new();
+        let synced = SyncFlag::default();
+        let leadership = LeadershipState::default();
+        health.add_readiness("store/svm", {
+            let s = synced.clone();
+            move || s.check()
+        });
+        health.add_readiness("leader-election", {
+            let l = leadership.clone();
+            move || l.check()
+        });
+        let report = health.readiness();
+        assert!(!report.healthy());
+        assert_eq!(
+            report.verbose("readyz"),
+            "[-]leader-election failed: leadership not known yet\n[-]store/svm failed: cache not synced yet\nreadyz check failed\n"
+        );
+        synced.mark_synced();
+        leadership.set(Leadership::Standby);
+        assert!(health.readiness().healthy());
+        health.add_readiness("ontap/lab", || Err("401 Unauthorized".into()));
+        assert!(!health.readiness().healthy());
+        health.remove_readiness("ontap/lab");
+        assert!(health.readiness().healthy());
+    }
+}

@@ -1,0 +1,113 @@
+//! Leader election between real operator processes sharing one Lease.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, operator_identity};
+
+const LEASE: Duration = Duration::from_secs(6);
+
+fn spawn(kubeconfig: &std::path::Path, id: &str) -> OperatorProcess {
+    OperatorProcess::spawn(
+        kubeconfig,
+        &[
+            "--leader-elect",
+            &format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
+            &format!("--leader-election-id={id}"),
+            "--lease-duration=6s",
+            "--lease-renew-before=2s",
+        ],
+        &[],
+    )
+}
+
+async fn is_leader(operator: &OperatorProcess, id: &str) -> bool {
+    operator
+        .metrics_text()
+        .await
+        .contains(&format!("leader_election_master_status{{name=\"{id}\"}} 1"))
+}
+
+/// Waits until exactly one of the operators leads, asserting on the way that never two do.
+async fn single_leader(operators: &[&OperatorProcess], id: &str, timeout: Duration) -> usize {
+    let start = Instant::now();
+    loop {
+        let mut leaders = Vec::new();
+        for (i, op) in operators.iter().enumerate() {
+            if is_leader(op, id).await {
+                leaders.push(i);
+            }
+        }
+        assert!(leaders.len() <= 1, "two leaders at once: {leaders:?}");
+        if let [leader] = leaders[..] {
+            return leader;
+        }
+        assert!(start.elapsed() < timeout, "no leader within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_standby_takes_over_within_one_lease_duration_when_the_leader_dies() {
+    let env = support::env().await;
+    let kubeconfig = operator_identity(&env.client).await;
+    let id = "election-crash";
+    let mut a = spawn(&kubeconfig, id);
+    let mut b = spawn(&kubeconfig, id);
+    a.wait_readyz(200, Duration::from_secs(30)).await;
+    b.wait_readyz(200, Duration::from_secs(30)).await;
+    let leader = single_leader(&[&a, &b], id, Duration::from_secs(20)).await;
+    // Stay a while: the standby must not grab the lease while the leader renews it.
+    tokio::time::sleep(LEASE * 2).await;
+    assert_eq!(
+        single_leader(&[&a, &b], id, Duration::from_secs(1)).await,
+        leader
+    );
+
+    let (dead, survivor) = if leader == 0 {
+        (&mut a, &b)
+    } else {
+        (&mut b, &a)
+    };
+    dead.kill();
+    let start = Instant::now();
+    single_leader(&[survivor], id, LEASE * 3).await;
+    let took = start.elapsed();
+    // One lease duration, plus the standby's poll and the crate's up-to-1-s anti-collision pause.
+    assert!(
+        took <= LEASE + Duration::from_secs(2),
+        "takeover took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_releases_the_lease_so_a_standby_takes_over_at_once() {
+    let env = support::env().await;
+    let kubeconfig = operator_identity(&env.client).await;
+    let id = "election-release";
+    let mut a = spawn(&kubeconfig, id);
+    let mut b = spawn(&kubeconfig, id);
+    a.wait_readyz(200, Duration::from_secs(30)).await;
+    b.wait_readyz(200, Duration::from_secs(30)).await;
+    let leader = single_leader(&[&a, &b], id, Duration::from_secs(20)).await;
+    let (stopping, survivor) = if leader == 0 {
+        (&mut a, &b)
+    } else {
+        (&mut b, &a)
+    };
+    let status = stopping.terminate(Duration::from_secs(20)).await;
+    assert!(
+        status.success(),
+        "SIGTERM should end the operator cleanly: {status:?}\n{}",
+        stopping.logs()
+    );
+    let start = Instant::now();
+    single_leader(&[survivor], id, LEASE * 2).await;
+    assert!(
+        start.elapsed() < LEASE,
+        "a released lease should be taken without waiting for expiry: {:?}",
+        start.elapsed()
+    );
+}

@@ -1,0 +1,233 @@
+//! The real `ontap-operator` binary as a child process of a test, under a chosen identity.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::pinned_kind;
+
+use super::{ControlPlane, control_plane, repo_root};
+
+pub const OPERATOR_NAMESPACE: &str = "ontap-operator-system";
+pub const OPERATOR_SERVICE_ACCOUNT: &str = "ontap-operator";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Server-side applies every object of the given files of `deploy/`.
+pub async fn apply_deploy_files(client: &Client, files: &[&str]) {
+    for file in files {
+        let text = std::fs::read_to_string(repo_root().join("deploy").join(file)).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
+            if value.is_null() {
+                continue;
+            }
+            let object: DynamicObject = serde_json::from_value(value).unwrap();
+            let types = object.types.clone().unwrap();
+            let gvk = GroupVersionKind::try_from(&types).unwrap();
+            let (resource, caps) = pinned_kind(client, &gvk).await.unwrap();
+            let name = object.metadata.name.clone().unwrap();
+            let api: Api<DynamicObject> = match (&object.metadata.namespace, caps.scope) {
+                (Some(ns), kube::discovery::Scope::Namespaced) => {
+                    Api::namespaced_with(client.clone(), ns, &resource)
+                }
+                _ => Api::all_with(client.clone(), &resource),
+            };
+            api.patch(
+                &name,
+                &PatchParams::apply("ontap-operator-tests").force(),
+                &Patch::Apply(&object),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("applying {file} {name}: {e}"));
+        }
+    }
+}
+
+/// A kubeconfig for the operator's ServiceAccount, bound by exactly the RBAC in `deploy/`
+/// (applied here), so a permission the manifests lack fails the test that needs it.
+pub async fn operator_identity(client: &Client) -> PathBuf {
+    apply_deploy_files(client, &["namespace.yaml", "rbac.yaml"]).await;
+    let plane: &ControlPlane = control_plane();
+    let dir = plane
+        .dir
+        .as_ref()
+        .expect("a service account identity needs the project's own control plane");
+    let out = dir.join("operator.kubeconfig");
+    // Tests of one binary ask at once; the certificate is minted once.
+    static MINT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let minting = MINT.lock().unwrap_or_else(|p| p.into_inner());
+    if !out.exists() {
+        let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
+        let status = Command::new(repo_root().join("hack/control-plane.sh"))
+            .args(["user", "--dir"])
+            .arg(dir)
+            .args(["--name", &user, "--group", "system:serviceaccounts"])
+            .args([
+                "--group",
+                &format!("system:serviceaccounts:{OPERATOR_NAMESPACE}"),
+            ])
+            .arg("--out")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    drop(minting);
+    Api::<Namespace>::all(client.clone())
+        .get(OPERATOR_NAMESPACE)
+        .await
+        .unwrap();
+    out
+}
+
+pub struct OperatorProcess {
+    child: Child,
+    pub metrics: SocketAddr,
+    pub health: SocketAddr,
+    pub log: PathBuf,
+    http: reqwest::Client,
+}
+
+impl OperatorProcess {
+    /// Starts `ontap-operator run` with its admin servers on free loopback ports.
+    pub fn spawn(kubeconfig: &Path, args: &[&str], envs: &[(&str, &str)]) -> Self {
+        let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let health: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let log = std::env::temp_dir().join(format!(
+            "ontap-operator-{}-{}.log",
+            std::process::id(),
+            health.port()
+        ));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ontap-operator"));
+        command
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg(format!("--metrics-bind-address={metrics}"))
+            .arg(format!("--health-probe-bind-address={health}"))
+            .args(args)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env(
+                "RUST_LOG",
+                std::env::var("OPERATOR_RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file);
+        for (k, v) in envs {
+            command.env(k, v);
+        }
+        let child = command.spawn().unwrap();
+        Self {
+            child,
+            metrics,
+            health,
+            log,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Status and body of `/readyz?verbose`; `None` while nothing answers.
+    pub async fn readyz(&self) -> Option<(u16, String)> {
+        let response = self
+            .http
+            .get(format!("http://{}/readyz?verbose", self.health))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
+        Some((response.status().as_u16(), response.text().await.ok()?))
+    }
+
+    pub async fn metrics_text(&self) -> String {
+        self.http
+            .get(format!("http://{}/metrics", self.metrics))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Polls `/readyz` until its status is `want`; returns how long that took.
+    pub async fn wait_readyz(&self, want: u16, timeout: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            if let Some((status, _)) = self.readyz().await
+                && status == want
+            {
+                return start.elapsed();
+            }
+            if start.elapsed() > timeout {
+                panic!(
+                    "/readyz did not answer {want} within {timeout:?}; last: {:?}\n--- operator log ---\n{}",
+                    self.readyz().await,
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status();
+    }
+
+    /// SIGTERM, then waits for the process to exit.
+    pub async fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        self.signal("TERM");
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "operator did not exit within {timeout:?} of SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// SIGKILL: the process gets no chance to clean up, like a crashed pod.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
