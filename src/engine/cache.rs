@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
 /// The annotation `kubectl apply` (client-side) writes: the whole object again, as JSON.
@@ -204,6 +204,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Clone for SharedCache<K> {
 
 struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
+    ready: watch::Receiver<bool>,
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
     task: AbortHandle,
@@ -224,18 +225,23 @@ where
         let (store, writer) = reflector::store::<K>();
         let index = Arc::new(OwnerIndex::default());
         let subscribers: Arc<Subscribers<K>> = Arc::new(Mutex::new(Vec::new()));
+        let (ready_tx, ready) = watch::channel(false);
         let task = tokio::spawn(drive(
             api,
             config,
             writer,
-            store.clone(),
-            index.clone(),
-            subscribers.clone(),
+            Shared {
+                store: store.clone(),
+                index: index.clone(),
+                subscribers: subscribers.clone(),
+                ready: ready_tx,
+            },
         ))
         .abort_handle();
         SharedCache {
             inner: Arc::new(CacheInner {
                 store,
+                ready,
                 index,
                 subscribers,
                 task,
@@ -269,10 +275,14 @@ where
     }
 
     /// Resolves once the initial list is in the store.
+    ///
+    /// Not `Store::wait_until_ready`: its one-shot channel keeps a single waker, so of two tasks
+    /// waiting at once (a controller and a test, two controllers sharing the cache) one may
+    /// never wake up.
     pub async fn wait_until_ready(&self) {
-        // The only error is "writer dropped", i.e. the cache is shutting down; then there is
-        // nothing to wait for.
-        let _ = self.inner.store.wait_until_ready().await;
+        let mut ready = self.inner.ready.clone();
+        // An error means the watch task ended (cache dropped): nothing left to wait for.
+        let _ = ready.wait_for(|ready| *ready).await;
     }
 
     /// A stream of changes: first every object already cached, then every change. Duplicates
@@ -294,16 +304,27 @@ where
     }
 }
 
+struct Shared<K: Resource<DynamicType = ()> + 'static> {
+    store: Store<K>,
+    index: Arc<OwnerIndex<K>>,
+    subscribers: Arc<Subscribers<K>>,
+    ready: watch::Sender<bool>,
+}
+
 async fn drive<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
-    store: Store<K>,
-    index: Arc<OwnerIndex<K>>,
-    subscribers: Arc<Subscribers<K>>,
+    shared: Shared<K>,
 ) where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
+    let Shared {
+        store,
+        index,
+        subscribers,
+        ready,
+    } = shared;
     let broadcast = |change: Change<K>| {
         let mut subs = subscribers.lock().unwrap_or_else(PoisonError::into_inner);
         subs.retain(|tx| tx.send(change.clone()).is_ok());
@@ -334,6 +355,7 @@ async fn drive<K>(
             Ok(watcher::Event::InitDone) => {
                 let objects: Vec<Arc<K>> = init.drain(..).filter_map(|r| store.get(&r)).collect();
                 index.rebuild(&objects);
+                ready.send_replace(true);
                 for obj in objects {
                     broadcast(Change::Applied(obj));
                 }

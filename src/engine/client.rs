@@ -9,12 +9,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use http::{Request, Response};
 use kube::client::ClientBuilder;
 use kube::{Client, Config};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
+use tower::buffer::BufferLayer;
 use tower::{Layer, Service};
 
 use super::metrics::Metrics;
@@ -43,13 +43,20 @@ impl Default for ClientLimits {
 }
 
 /// Builds a [`Client`] from `config` with the rate limit and request metrics layer.
+///
+/// Must be called inside a tokio runtime (the stack spawns its buffer worker).
 pub fn build_client(
     config: Config,
     limits: ClientLimits,
     metrics: Arc<Metrics>,
 ) -> Result<Client, kube::Error> {
     let layer = ApiRateLimitLayer::new(limits, metrics, host_label(&config.cluster_url));
-    Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
+    Ok(ClientBuilder::try_from(config)?
+        // kube's stack is a `BoxService`, which cannot be cloned into the future that waits
+        // for a token; a buffer makes it cloneable.
+        .with_layer(&BufferLayer::<Request<kube::client::Body>>::new(1024))
+        .with_layer(&layer)
+        .build())
 }
 
 fn host_label(url: &http::Uri) -> String {
@@ -61,6 +68,8 @@ fn host_label(url: &http::Uri) -> String {
 /// Tower layer: waits for a token before each request (recording the wait in
 /// `rest_client_rate_limiter_duration_seconds`) and counts responses in
 /// `rest_client_requests_total{code,method,host}`.
+///
+/// The inner service must be `Clone` (put a `tower::buffer::Buffer` below it).
 #[derive(Clone, Debug)]
 pub struct ApiRateLimitLayer {
     bucket: Option<Arc<TokenBucket>>,
@@ -88,80 +97,64 @@ impl<S> Layer<S> for ApiRateLimitLayer {
             bucket: self.bucket.clone(),
             metrics: self.metrics.clone(),
             host: self.host.clone(),
-            permit: Permit::None,
         }
     }
 }
 
 /// The service of [`ApiRateLimitLayer`].
 ///
-/// The wait happens in `poll_ready`, like tower's own `RateLimit`: kube's client puts a `Buffer`
-/// in front of the stack, so requests wait in arrival order and the inner service (which is not
-/// `Clone`) never has to move into a future.
+/// The token is reserved when the request arrives and waited for inside the request's future,
+/// as client-go's limiter does: concurrent requests queue behind each other in arrival order, and
+/// each one's recorded wait is its real time in the queue.
+#[derive(Clone)]
 pub struct ApiRateLimit<S> {
     inner: S,
     bucket: Option<Arc<TokenBucket>>,
     metrics: Arc<Metrics>,
     host: Arc<str>,
-    permit: Permit,
-}
-
-enum Permit {
-    None,
-    Waiting {
-        sleep: Pin<Box<Sleep>>,
-        waited: Duration,
-    },
-    Ready {
-        waited: Duration,
-    },
 }
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ApiRateLimit<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    ReqBody: Send + 'static,
+    ResBody: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if let Some(bucket) = &self.bucket {
-            if matches!(self.permit, Permit::None) {
-                let now = Instant::now();
-                let at = bucket.reserve();
-                let waited = at.saturating_duration_since(now);
-                self.permit = if waited.is_zero() {
-                    Permit::Ready { waited }
-                } else {
-                    Permit::Waiting {
-                        sleep: Box::pin(tokio::time::sleep_until(at)),
-                        waited,
-                    }
-                };
-            }
-            if let Permit::Waiting { sleep, waited } = &mut self.permit {
-                if sleep.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                self.permit = Permit::Ready { waited: *waited };
-            }
-        }
-        self.inner.poll_ready(cx)
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Readiness of the inner service is awaited in the future, after the token, so that a
+        // request waiting for its token does not hold a slot of the inner service.
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let method = request.method().as_str().to_owned();
-        if let Permit::Ready { waited } = std::mem::replace(&mut self.permit, Permit::None) {
-            self.metrics
-                .observe_rate_limiter(&method, &self.host, waited);
-        }
+        let reserved = Instant::now();
+        let at = self.bucket.as_ref().map(|bucket| bucket.reserve());
         let metrics = self.metrics.clone();
         let host = self.host.clone();
-        let future = self.inner.call(request);
+        // The clone that was made ready is the one to call, per tower's contract; `take` the
+        // ready one and leave a fresh clone behind.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            let result = future.await;
+            if let Some(at) = at {
+                tokio::time::sleep_until(at).await;
+                metrics.observe_rate_limiter(
+                    &method,
+                    &host,
+                    at.saturating_duration_since(reserved),
+                );
+            }
+            let result = match std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
+                Ok(()) => inner.call(request).await,
+                Err(err) => Err(err),
+            };
             let code = match &result {
                 Ok(response) => response.status().as_u16().to_string(),
                 Err(_) => "<error>".to_owned(),
@@ -178,6 +171,7 @@ where
 mod tests {
     use super::*;
     use std::convert::Infallible;
+    use std::time::Duration;
     use tower::ServiceExt;
 
     fn ok_service() -> impl Service<
@@ -185,7 +179,9 @@ mod tests {
         Response = Response<()>,
         Error = Infallible,
         Future = std::future::Ready<Result<Response<()>, Infallible>>,
-    > {
+    > + Clone
+    + Send
+    + 'static {
         tower::service_fn(|_req: Request<()>| std::future::ready(Ok(Response::new(()))))
     }
 
@@ -252,6 +248,49 @@ mod tests {
             (sum - 2.0).abs() < 0.01,
             "each waited ~100 ms after the burst: {sum}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_requests_queue_and_record_their_time_in_the_queue() {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let layer = ApiRateLimitLayer::new(
+            ClientLimits {
+                qps: 10.0,
+                burst: 5,
+            },
+            metrics,
+            "h".into(),
+        );
+        let svc = layer.layer(ok_service());
+        let start = Instant::now();
+        let calls: Vec<_> = (0..25)
+            .map(|_| {
+                let mut svc = svc.clone();
+                tokio::spawn(async move {
+                    svc.ready()
+                        .await
+                        .expect("ready")
+                        .call(Request::new(()))
+                        .await
+                        .expect("ok");
+                    Instant::now()
+                })
+            })
+            .collect();
+        let mut done = Vec::new();
+        for call in calls {
+            done.push(call.await.expect("no panic") - start);
+        }
+        assert_eq!(done.iter().max(), Some(&Duration::from_secs(2)));
+        let text = encode(&registry);
+        let sum: f64 = text
+            .lines()
+            .find(|l| l.starts_with("rest_client_rate_limiter_duration_seconds_sum"))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .expect("sum present");
+        // 0.1 + 0.2 + … + 2.0 s for the 20 requests after the burst.
+        assert!((sum - 21.0).abs() < 0.01, "{sum}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -282,11 +282,10 @@ impl<R: Reconciler> Shared<R> {
             return Next::Forget;
         };
         let span = tracing::info_span!("reconcile", controller = self.name, object = %obj_ref);
-        let active = self.metrics.active_workers(self.name);
-        active.inc();
+        // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
+        let _active = ActiveWorker::enter(self.metrics.active_workers(self.name));
         let start = Instant::now();
         let next = self.reconcile_object(&obj).instrument(span).await;
-        active.dec();
         self.metrics
             .observe_reconcile_time(self.name, start.elapsed());
         next
@@ -368,6 +367,21 @@ impl<R: Reconciler> Shared<R> {
             self.metrics.reconcile_errors_total(self.name).inc();
         }
         next
+    }
+}
+
+struct ActiveWorker(prometheus_client::metrics::gauge::Gauge);
+
+impl ActiveWorker {
+    fn enter(gauge: prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        ActiveWorker(gauge)
+    }
+}
+
+impl Drop for ActiveWorker {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -141,6 +141,8 @@
 //! The reconcile never writes the status itself: it sets `status.config_map`, the engine adds
 //! the conditions `Ready`, `SpecValid` and `ConfigMapReady` and writes only what changed.
 
+#![deny(missing_docs)]
+
 pub mod cache;
 pub mod client;
 pub mod conditions;
