@@ -187,14 +187,15 @@ stop_apiserver() {
   local etcd_pid api_pid
   read -r etcd_pid api_pid <"$dir/pids"
   kill "$api_pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do kill -0 "$api_pid" 2>/dev/null || break; sleep 0.2; done
+  for _ in $(seq 1 50); do alive "$api_pid" || break; sleep 0.2; done
   kill -9 "$api_pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do alive "$api_pid" || break; sleep 0.1; done
 }
 
 restart_apiserver() {
   local etcd_pid api_pid port
   read -r etcd_pid api_pid <"$dir/pids"
-  kill -0 "$api_pid" 2>/dev/null && die "kube-apiserver (pid $api_pid) is still running"
+  alive "$api_pid" && die "kube-apiserver (pid $api_pid) is still running"
   api_pid=$(start_apiserver)
   echo "$etcd_pid $api_pid" >"$dir/pids"
   port=$(sed -n 's|^export KUBE_APISERVER_URL=https://127.0.0.1:||p' "$dir/env")

@@ -23,7 +23,7 @@ stop_pids() {
   kill $pids 2>/dev/null || true
   for _ in $(seq 1 50); do
     local alive=0
-    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    for p in $pids; do alive "$p" && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.2
   done
@@ -38,4 +38,10 @@ watch_owner() {
   local owner=$1; shift
   setsid bash -c 'owner=$1; shift; while kill -0 "$owner" 2>/dev/null; do sleep 1; done; "$@"' \
     _ "$owner" "$@" </dev/null >/dev/null 2>&1 &
+}
+
+# alive PID: the process exists and is not a zombie waiting for a parent that never reaps it.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != "Z" ]
 }

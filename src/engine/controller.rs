@@ -317,6 +317,13 @@ impl<R: Reconciler> Shared<R> {
             Ok(None) => {}
             Ok(Some(patch)) => {
                 if let Err(err) = patch_status(&self.client, obj, &patch, self.name).await {
+                    // The reconcile itself may have ended the object's life (its last finalizer
+                    // removed): nothing is left to write to or to look at again.
+                    if matches!(&err, kube::Error::Api(status) if status.code == 404) {
+                        tracing::debug!("object gone before its status could be written");
+                        self.metrics.reconcile_total(self.name, "success").inc();
+                        return Next::Forget;
+                    }
                     let err = StepError::from_kube("StatusWriteFailed", err);
                     tracing::warn!(error = %err, "writing status failed");
                     summary = Summary::Failed {
