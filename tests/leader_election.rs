@@ -49,6 +49,32 @@ async fn single_leader(operators: &[&OperatorProcess], id: &str, timeout: Durati
     }
 }
 
+/// An OntapCluster whose Secret does not exist: every reconcile of it is visible in metrics.
+async fn create_cluster(client: &kube::Client, name: &str) {
+    let clusters: kube::Api<ontap_operator::api::OntapCluster> = kube::Api::all(client.clone());
+    let cluster = serde_json::from_value(serde_json::json!({
+        "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "OntapCluster",
+        "metadata": { "name": name },
+        "spec": { "endpoint": "https://192.0.2.1", "credentialsSecretRef": { "namespace": "default", "name": "absent" } }
+    }))
+    .unwrap();
+    clusters
+        .create(&Default::default(), &cluster)
+        .await
+        .unwrap();
+}
+
+/// Reconciles this process ran, by its own metrics.
+async fn reconciles(operator: &OperatorProcess) -> u64 {
+    operator
+        .metrics_text()
+        .await
+        .lines()
+        .filter(|l| l.starts_with("controller_runtime_reconcile_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 #[tokio::test]
 async fn a_standby_takes_over_within_one_lease_duration_when_the_leader_dies() {
     let env = support::env().await;

@@ -1,0 +1,89 @@
+//! `/readyz` waits for the caches: an operator that cannot list what it watches is not ready,
+//! however healthy its port and its API server connection are.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use support::operator::OperatorProcess;
+
+#[tokio::test]
+async fn readyz_is_503_until_every_cache_has_synced() {
+    let env = support::env().await;
+    let plane = support::control_plane();
+    let dir = plane.dir.as_ref().unwrap();
+    let user = "limited-operator";
+    let kubeconfig = dir.join("limited.kubeconfig");
+    let status = Command::new(support::repo_root().join("hack/control-plane.sh"))
+        .args(["user", "--dir"])
+        .arg(dir)
+        .args(["--name", user, "--out"])
+        .arg(&kubeconfig)
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    // Everything but the permission to list and watch StorageVirtualMachines.
+    let roles: Api<ClusterRole> = Api::all(env.client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(env.client.clone());
+    let role = |name: &str, resources: &[&str]| -> ClusterRole {
+        serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "rules": [
+                { "apiGroups": ["ontap.storage.dev"], "resources": resources, "verbs": ["get", "list", "watch"] },
+                { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"] }
+            ]
+        }))
+        .unwrap()
+    };
+    let binding = |name: &str| -> ClusterRoleBinding {
+        serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }]
+        }))
+        .unwrap()
+    };
+    roles
+        .create(
+            &PostParams::default(),
+            &role("limited-clusters", &["ontapclusters"]),
+        )
+        .await
+        .unwrap();
+    bindings
+        .create(&PostParams::default(), &binding("limited-clusters"))
+        .await
+        .unwrap();
+
+    let operator = OperatorProcess::spawn(&kubeconfig, &[], &[]);
+    // Give it time to list: a shallow probe would long be green by now.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (status, body) = operator.readyz().await.expect("the probe server answers");
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("[-]cache/storagevirtualmachines failed"),
+        "{body}"
+    );
+    assert!(body.contains("[+]cache/ontapclusters ok"), "{body}");
+    assert!(body.contains("[+]apiserver ok"), "{body}");
+
+    roles
+        .create(
+            &PostParams::default(),
+            &role("limited-svms", &["storagevirtualmachines"]),
+        )
+        .await
+        .unwrap();
+    bindings
+        .create(&PostParams::default(), &binding("limited-svms"))
+        .await
+        .unwrap();
+    // The watcher retries with backoff; once it lists, the operator is ready.
+    operator.wait_readyz(200, Duration::from_secs(60)).await;
+}
