@@ -85,12 +85,20 @@ async fn a_standby_takes_over_within_one_lease_duration_when_the_leader_dies() {
     a.wait_readyz(200, Duration::from_secs(30)).await;
     b.wait_readyz(200, Duration::from_secs(30)).await;
     let leader = single_leader(&[&a, &b], id, Duration::from_secs(20)).await;
+    // Something to reconcile: both processes see it, only the leader may act on it.
+    create_cluster(&env.client, id).await;
     // Stay a while: the standby must not grab the lease while the leader renews it.
     tokio::time::sleep(LEASE * 2).await;
     assert_eq!(
         single_leader(&[&a, &b], id, Duration::from_secs(1)).await,
         leader
     );
+    let (leading, standing_by) = if leader == 0 { (&a, &b) } else { (&b, &a) };
+    assert!(
+        reconciles(leading).await > 0,
+        "the leader reconciled nothing"
+    );
+    assert_eq!(reconciles(standing_by).await, 0, "the standby reconciled");
 
     let (dead, survivor) = if leader == 0 {
         (&mut a, &b)
