@@ -78,3 +78,44 @@ async fn an_svm_becomes_ready_with_working_credentials_and_deletion_leaves_nothi
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn an_aggregate_ontap_does_not_have_is_a_condition_not_a_retry_storm() {
+    let world = SvmWorld::start().await;
+    let mut manifest = world.manifest("no-aggr", 0);
+    manifest["spec"]["aggregates"] = serde_json::json!(["aggr_missing"]);
+    let svm = serde_json::from_value(manifest).unwrap();
+    world
+        .svms()
+        .create(&Default::default(), &svm)
+        .await
+        .unwrap();
+    let svm = world
+        .wait_condition("no-aggr", "SVMReady", "False", READY_WITHIN)
+        .await;
+    let status = svm.status.unwrap();
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "SVMReady")
+        .unwrap();
+    assert_eq!(condition.reason, "AggregateNotFound");
+    assert!(
+        condition.message.contains("aggr_missing"),
+        "{}",
+        condition.message
+    );
+    assert_eq!(
+        world.state()["svms"].as_array().unwrap().len(),
+        0,
+        "nothing may be created"
+    );
+    // Waiting, not failing: the next look is scheduled far out, so ONTAP sees few requests.
+    let before = world.requests().await.len();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let during = world.requests().await.len() - before;
+    assert!(
+        during <= 6,
+        "{during} ONTAP requests in 5 s while waiting for an aggregate"
+    );
+}

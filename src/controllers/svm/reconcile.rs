@@ -26,8 +26,8 @@ use crate::engine::{
     StepRunner, Summary,
 };
 use crate::ontap::{
-    AccountCreate, AccountPatch, CredentialCheck, ErrorClass, OntapClient, OntapError, Svm,
-    SvmPatch, SvmState, SvmTargetState,
+    AccountCreate, AccountPatch, CredentialCheck, ErrorClass, ObjectRef as OntapRef, OntapClient,
+    OntapError, Svm, SvmPatch, SvmState, SvmTargetState,
 };
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
@@ -247,8 +247,31 @@ impl SvmReconciler {
         let found = match lookup_svm(client, &names.svm).await? {
             Some(found) => found,
             None => {
-                let body = svm_create(svm, &names.svm)
+                let mut body = svm_create(svm, &names.svm)
                     .map_err(|e| StepError::invalid("InvalidSpec", e.to_string()))?;
+                // Only where there is something to create: the steady state does not pay for it.
+                let aggregates = client
+                    .aggregates()
+                    .await
+                    .map_err(|e| ontap_error("AggregateLookupFailed", e))?;
+                if body.aggregates.is_empty() {
+                    body.aggregates = aggregates
+                        .iter()
+                        .map(|a| OntapRef::by_name(&a.name))
+                        .collect();
+                } else if let Some(absent) = svm
+                    .spec
+                    .aggregates
+                    .iter()
+                    .find(|wanted| !aggregates.iter().any(|a| &a.name == *wanted))
+                {
+                    return Ok(Outcome::Waiting(missing(
+                        "AggregateNotFound",
+                        format!(
+                            "the aggregate {absent} named in spec.aggregates does not exist in ONTAP"
+                        ),
+                    )));
+                }
                 changed = true;
                 match client.create_svm(&body).await {
                     Ok(created) => created,
