@@ -16,6 +16,8 @@ pub use svm::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+crate::conditioned_status!(OntapClusterStatus, StorageVirtualMachineStatus);
+
 pub const GROUP: &str = "ontap.storage.dev";
 pub const VERSION: &str = "v1alpha1";
 

@@ -10,26 +10,11 @@ use kube::ResourceExt;
 
 use super::connections::{ClusterConnections, ontap_error};
 use crate::api::{OntapCluster, OntapClusterStatus};
-use crate::engine::{ConditionedStatus, Halt, Outcome, Reconciler, StepRunner};
+use crate::engine::{Halt, Outcome, Reconciler, StepRunner};
 use crate::runtime::health::{Health, Probe};
 
 /// How often every OntapCluster is re-verified, events or not.
 pub const REVERIFY_EVERY: Duration = Duration::from_secs(30);
-
-impl ConditionedStatus for OntapClusterStatus {
-    fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
-        &self.conditions
-    }
-    fn set_conditions(
-        &mut self,
-        conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
-    ) {
-        self.conditions = conditions;
-    }
-    fn set_observed_generation(&mut self, generation: Option<i64>) {
-        self.observed_generation = generation;
-    }
-}
 
 /// One readiness check per OntapCluster, named `ontap-cluster/<name>`.
 #[derive(Clone)]

@@ -42,6 +42,28 @@ pub trait ConditionedStatus:
     fn set_observed_generation(&mut self, generation: Option<i64>);
 }
 
+/// Implements [`ConditionedStatus`] for status structs with the conventional fields
+/// `conditions: Vec<Condition>` and `observed_generation: Option<i64>`.
+#[macro_export]
+macro_rules! conditioned_status {
+    ($($status:ty),+ $(,)?) => {$(
+        impl $crate::engine::ConditionedStatus for $status {
+            fn conditions(&self) -> &[::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
+                &self.conditions
+            }
+            fn set_conditions(
+                &mut self,
+                conditions: Vec<::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+            ) {
+                self.conditions = conditions;
+            }
+            fn set_observed_generation(&mut self, generation: Option<i64>) {
+                self.observed_generation = generation;
+            }
+        }
+    )+};
+}
+
 /// The JSON merge patch (RFC 7386) that turns `old` into `new`, or `None` when they are equal.
 ///
 /// Keys missing from `new` are set to `null` (deleted); arrays are replaced whole, as merge

@@ -22,8 +22,7 @@ use crate::api::{
 };
 use crate::controllers::connections::{ClusterConnections, missing, ontap_error};
 use crate::engine::{
-    ConditionedStatus, ErrorCategory, Halt, Outcome, Reconciler, SharedCache, StepError,
-    StepRunner, Summary,
+    ErrorCategory, Halt, Outcome, Reconciler, SharedCache, StepError, StepRunner, Summary,
 };
 use crate::ontap::{
     AccountCreate, AccountPatch, CredentialCheck, ErrorClass, ObjectRef as OntapRef, OntapClient,
@@ -35,21 +34,6 @@ pub const FINALIZER: &str = "ontap.storage.dev/svm-cleanup";
 
 /// How soon to look again at an SVM that ONTAP is still creating, starting or deleting.
 const ONTAP_SETTLING: Duration = Duration::from_secs(2);
-
-impl ConditionedStatus for StorageVirtualMachineStatus {
-    fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
-        &self.conditions
-    }
-    fn set_conditions(
-        &mut self,
-        conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
-    ) {
-        self.conditions = conditions;
-    }
-    fn set_observed_generation(&mut self, generation: Option<i64>) {
-        self.observed_generation = generation;
-    }
-}
 
 pub struct SvmReconciler {
     pub kube: Client,
