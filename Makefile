@@ -25,7 +25,7 @@ down:
 ## with the samples of deploy/samples applied (`kubectl get svm -A` in another shell)
 run: up
 	@hack/local-env.sh samples
-	@source $(LOCAL)/env && $(CARGO) run --bin ontap-operator -- run \
+	@source $(LOCAL)/env && target/debug/ontap-operator run \
 		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
 ## crds: regenerate crds/ from the Rust types
