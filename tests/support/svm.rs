@@ -21,6 +21,7 @@ pub struct SvmWorld {
     /// For `/_mock` and for authenticating as SVM accounts.
     pub http: reqwest::Client,
     operator_args: Vec<String>,
+    operator_envs: Vec<(String, String)>,
 }
 
 /// Mock settings tests usually want: short jobs.
@@ -37,6 +38,12 @@ impl SvmWorld {
 
     /// `extra` are more `ontap-operator run` flags.
     pub async fn with(mock: MockConfig, extra: &[&str]) -> Self {
+        Self::with_env(mock, extra, &[]).await
+    }
+
+    /// Like [`SvmWorld::with`], with environment variables for the operator process (kept
+    /// across [`SvmWorld::restart_operator`]).
+    pub async fn with_env(mock: MockConfig, extra: &[&str], envs: &[(&str, &str)]) -> Self {
         let env = env().await;
         let kubeconfig = operator_identity(&env.client).await;
         let mock = MockServer::start_tls(mock).await.unwrap();
@@ -85,7 +92,11 @@ impl SvmWorld {
         ];
         operator_args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
-        let operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
+        let operator_envs: Vec<(String, String)> = envs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let operator = OperatorProcess::spawn(&kubeconfig, &args, envs);
         super::install_crypto_provider();
         let http = reqwest::Client::builder()
             .tls_certs_only([
@@ -101,6 +112,7 @@ impl SvmWorld {
             cluster,
             http,
             operator_args,
+            operator_envs,
         }
     }
 
@@ -113,7 +125,12 @@ impl SvmWorld {
             .as_ref()
             .unwrap()
             .join("operator.kubeconfig");
-        self.operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
+        let envs: Vec<(&str, &str)> = self
+            .operator_envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.operator = OperatorProcess::spawn(&kubeconfig, &args, &envs);
     }
 
     pub fn svms(&self) -> Api<StorageVirtualMachine> {
