@@ -36,7 +36,8 @@ impl SvmWorld {
         Self::with(fast_mock(), &[]).await
     }
 
-    /// `extra` are more `ontap-operator run` flags.
+    /// `extra` are more `ontap-operator run` flags (`--flag=value`); they replace the world's
+    /// defaults of the same name.
     pub async fn with(mock: MockConfig, extra: &[&str]) -> Self {
         Self::with_env(mock, extra, &[]).await
     }
@@ -84,12 +85,18 @@ impl SvmWorld {
             .await
             .unwrap();
 
-        let mut operator_args = vec![
+        let defaults = [
             format!("--namespace={ns}"),
             format!("--ontap-cluster-selector=ontap-test={ns}"),
             "--ontap-request-timeout=2s".to_string(),
             "--backoff-max=5s".to_string(),
         ];
+        // clap refuses a flag given twice, so a flag in `extra` replaces the default.
+        let flag = |arg: &str| arg.split('=').next().unwrap_or(arg).to_string();
+        let mut operator_args: Vec<String> = defaults
+            .into_iter()
+            .filter(|d| !extra.iter().any(|e| flag(e) == flag(d)))
+            .collect();
         operator_args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
         let operator_envs: Vec<(String, String)> = envs
