@@ -281,7 +281,13 @@ impl<R: Reconciler> Shared<R> {
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
         };
-        let span = tracing::info_span!("reconcile", controller = self.name, object = %obj_ref);
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = self.name,
+            object = %obj_ref,
+            trace_id = tracing::field::Empty
+        );
+        crate::runtime::telemetry::record_trace_id(&span);
         // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
         let _active = ActiveWorker::enter(self.metrics.active_workers(self.name));
         let start = Instant::now();

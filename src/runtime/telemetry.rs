@@ -7,7 +7,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;
+use tracing::Level;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -22,6 +24,16 @@ pub enum TelemetryError {
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
     #[error("installing the tracing subscriber: {0}")]
     Subscriber(#[from] tracing_subscriber::util::TryInitError),
+}
+
+/// What becomes OpenTelemetry data: every span of this crate (the ONTAP request and job spans
+/// are debug-level so that they stay out of the logs), and otherwise spans and events from
+/// info up — span events are kept to what a default log would show.
+fn traced(meta: &tracing::Metadata<'_>) -> bool {
+    if meta.is_span() && meta.target().starts_with(env!("CARGO_CRATE_NAME")) {
+        return *meta.level() <= Level::DEBUG;
+    }
+    *meta.level() <= Level::INFO
 }
 
 /// Keeps the tracer provider alive; [`Telemetry::shutdown`] flushes the spans still buffered.
@@ -57,7 +69,9 @@ pub fn init(format: LogFormat) -> Result<Telemetry, TelemetryError> {
     }
     let provider = builder.build();
     opentelemetry::global::set_tracer_provider(provider.clone());
-    let otel = tracing_opentelemetry::layer().with_tracer(provider.tracer(SERVICE_NAME));
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer(SERVICE_NAME))
+        .with_filter(filter_fn(traced));
 
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let fmt = match format {
@@ -68,10 +82,12 @@ pub fn init(format: LogFormat) -> Result<Telemetry, TelemetryError> {
             .with_span_list(true)
             .boxed(),
     };
+    // Per-layer filters: `RUST_LOG` sets how much is logged, not what is traced. As a global
+    // filter it dropped the debug-level `ontap.request` and `ontap.job` spans, so traces lacked
+    // their ONTAP calls and `traceparent` carried random ids unrelated to the reconcile.
     tracing_subscriber::registry()
-        .with(filter)
         .with(otel)
-        .with(fmt)
+        .with(fmt.with_filter(filter))
         .try_init()?;
     if exporting {
         tracing::info!("exporting traces over OTLP");
@@ -95,7 +111,12 @@ impl Telemetry {
 
 /// Records the span's OpenTelemetry trace id in its `trace_id` field (declared as
 /// `trace_id = tracing::field::Empty`), so every log line inside it names the trace.
+/// Without an OpenTelemetry layer (unit tests) the field stays empty rather than all zeros.
 pub fn record_trace_id(span: &tracing::Span) {
-    let trace_id = span.context().span().span_context().trace_id();
-    span.record("trace_id", tracing::field::display(trace_id));
+    let cx = span.context();
+    let otel_span = cx.span();
+    let sc = otel_span.span_context();
+    if sc.is_valid() {
+        span.record("trace_id", tracing::field::display(sc.trace_id()));
+    }
 }

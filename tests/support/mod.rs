@@ -17,6 +17,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod jaeger;
 pub mod ontap;
 pub mod operator;
 pub mod svm;

@@ -21,6 +21,7 @@ pub struct SvmWorld {
     /// For `/_mock` and for authenticating as SVM accounts.
     pub http: reqwest::Client,
     operator_args: Vec<String>,
+    operator_envs: Vec<(String, String)>,
 }
 
 /// Mock settings tests usually want: short jobs.
@@ -35,8 +36,15 @@ impl SvmWorld {
         Self::with(fast_mock(), &[]).await
     }
 
-    /// `extra` are more `ontap-operator run` flags.
+    /// `extra` are more `ontap-operator run` flags (`--flag=value`); they replace the world's
+    /// defaults of the same name.
     pub async fn with(mock: MockConfig, extra: &[&str]) -> Self {
+        Self::with_env(mock, extra, &[]).await
+    }
+
+    /// Like [`SvmWorld::with`], with environment variables for the operator process (kept
+    /// across [`SvmWorld::restart_operator`]).
+    pub async fn with_env(mock: MockConfig, extra: &[&str], envs: &[(&str, &str)]) -> Self {
         let env = env().await;
         let kubeconfig = operator_identity(&env.client).await;
         let mock = MockServer::start_tls(mock).await.unwrap();
@@ -77,15 +85,25 @@ impl SvmWorld {
             .await
             .unwrap();
 
-        let mut operator_args = vec![
+        let defaults = [
             format!("--namespace={ns}"),
             format!("--ontap-cluster-selector=ontap-test={ns}"),
             "--ontap-request-timeout=2s".to_string(),
             "--backoff-max=5s".to_string(),
         ];
+        // clap refuses a flag given twice, so a flag in `extra` replaces the default.
+        let flag = |arg: &str| arg.split('=').next().unwrap_or(arg).to_string();
+        let mut operator_args: Vec<String> = defaults
+            .into_iter()
+            .filter(|d| !extra.iter().any(|e| flag(e) == flag(d)))
+            .collect();
         operator_args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
-        let operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
+        let operator_envs: Vec<(String, String)> = envs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let operator = OperatorProcess::spawn(&kubeconfig, &args, envs);
         super::install_crypto_provider();
         let http = reqwest::Client::builder()
             .tls_certs_only([
@@ -101,6 +119,7 @@ impl SvmWorld {
             cluster,
             http,
             operator_args,
+            operator_envs,
         }
     }
 
@@ -113,7 +132,12 @@ impl SvmWorld {
             .as_ref()
             .unwrap()
             .join("operator.kubeconfig");
-        self.operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
+        let envs: Vec<(&str, &str)> = self
+            .operator_envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.operator = OperatorProcess::spawn(&kubeconfig, &args, &envs);
     }
 
     pub fn svms(&self) -> Api<StorageVirtualMachine> {

@@ -1,0 +1,303 @@
+//! `make bench`: many StorageVirtualMachines created at once against a mock ONTAP that, like
+//! ONTAP, runs at most 5 SVM jobs at a time. Prints the time until all are Ready next to the
+//! floor that limit sets, the operator's peak memory and the ONTAP requests per SVM.
+//!
+//! Ignored by `make test`; run with
+//! `cargo test --release --test bench_svm -- --ignored --nocapture` (the release profile also
+//! builds the operator binary the test starts). `BENCH_SVMS` changes the count (default 1000).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, ListParams, PostParams};
+use mock_ontap::MockConfig;
+use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
+use serde_json::json;
+use support::svm::{SvmWorld, tail};
+
+const JOB_DURATION_MS: u64 = 200;
+const JOB_LIMIT: usize = 5;
+const ALL_READY_WITHIN: Duration = Duration::from_secs(30 * 60);
+
+fn manifest(cluster: &str, i: usize) -> StorageVirtualMachine {
+    // Two addresses per SVM, unique across 65,536 SVMs.
+    let (hi, lo) = (i / 256, i % 256);
+    serde_json::from_value(json!({
+        "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "StorageVirtualMachine",
+        "metadata": { "name": format!("bench-{i:05}") },
+        "spec": {
+            "clusterRef": { "name": cluster },
+            "protocols": { "nfs": true },
+            "managementLif": { "ip": format!("10.1.{hi}.{lo}"), "prefixLength": 16 },
+            "dataLifs": [ { "ip": format!("10.2.{hi}.{lo}"), "prefixLength": 16 } ]
+        }
+    }))
+    .unwrap()
+}
+
+fn is_ready(svm: &StorageVirtualMachine) -> bool {
+    let Some(status) = &svm.status else {
+        return false;
+    };
+    status.observed_generation == svm.metadata.generation
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// A `/proc/<pid>/status` value in kB, e.g. `VmHWM`.
+fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// User plus system CPU seconds of a process, from `/proc/<pid>/stat`.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some(ticks as f64 / 100.0)
+}
+
+/// Sums of the samples of `metric` in a Prometheus text exposition, by the value of `label`
+/// (all samples under "" when `label` is empty).
+fn metric_sums(text: &str, metric: &str, label: &str) -> BTreeMap<String, f64> {
+    let mut sums = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(metric) else {
+            continue;
+        };
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            continue;
+        }
+        let Some((labels, value)) = rest.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
+        let key = if label.is_empty() {
+            String::new()
+        } else {
+            labels
+                .trim_matches(|c| c == '{' || c == '}')
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .filter(|(k, _)| label.split('+').any(|l| l == *k))
+                .map(|(_, v)| v.trim_matches('"').to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        *sums.entry(key).or_default() += value;
+    }
+    sums
+}
+
+/// The sequence number the mock's request log will give its next request: its log is a ring of
+/// 10,000, but the numbers keep counting past evictions.
+async fn mock_next_seq(world: &SvmWorld) -> u64 {
+    world
+        .requests()
+        .await
+        .last()
+        .and_then(|r| r["seq"].as_u64())
+        .map_or(0, |s| s + 1)
+}
+
+async fn wait_cluster_ready(world: &SvmWorld) {
+    let clusters: Api<OntapCluster> = Api::all(world.env.client.clone());
+    let start = Instant::now();
+    loop {
+        let cluster = clusters.get(&world.cluster).await.unwrap();
+        let ready = cluster.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        if ready {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "OntapCluster not Ready: {:?}\n{}",
+            cluster.status,
+            tail(&world.operator.logs(), 40)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: make bench"]
+async fn bench_many_svms_created_at_once() {
+    let count: usize = std::env::var("BENCH_SVMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let extra_flags: Vec<String> = std::env::var("BENCH_OPERATOR_FLAGS")
+        .unwrap_or_else(|_| {
+            "--max-concurrent-reconciles=50 --kube-api-qps=200 --kube-api-burst=400".into()
+        })
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let mut mock = MockConfig::default();
+    mock.settings.job_duration_ms = JOB_DURATION_MS;
+    mock.settings.max_concurrent_svm_jobs = JOB_LIMIT;
+    // The world's test defaults (short backoff cap, 2 s ONTAP timeout) would flatter the
+    // operator; the benchmark runs with the operator's own defaults.
+    let mut flags = vec!["--backoff-max=1000s", "--ontap-request-timeout=30s"];
+    flags.extend(extra_flags.iter().map(String::as_str));
+    let flags: Vec<&str> = {
+        // Flags from BENCH_OPERATOR_FLAGS win over the two above.
+        let name = |f: &str| f.split('=').next().unwrap_or(f).to_string();
+        let mut kept: Vec<&str> = Vec::new();
+        for f in flags.iter().rev() {
+            if !kept.iter().any(|k| name(k) == name(f)) {
+                kept.push(f);
+            }
+        }
+        kept.reverse();
+        kept
+    };
+    let world = SvmWorld::with(mock, &flags).await;
+    let pid = world.operator.pid();
+    wait_cluster_ready(&world).await;
+    let seq_before = mock_next_seq(&world).await;
+    let metrics_before = world.operator.metrics_text().await;
+    let cpu_before = cpu_seconds(pid).unwrap_or_default();
+
+    let svms: Api<StorageVirtualMachine> = world.svms();
+    let start = Instant::now();
+    let created: Vec<Result<(), kube::Error>> = futures::stream::iter(0..count)
+        .map(|i| {
+            let svms = svms.clone();
+            let object = manifest(&world.cluster, i);
+            async move {
+                svms.create(&PostParams::default(), &object)
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let creating = start.elapsed();
+    let failed: Vec<_> = created.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "creating SVMs failed: {:?}",
+        &failed[..1]
+    );
+
+    let mut progress = Vec::new();
+    let mut last_report = Instant::now();
+    let all_ready = loop {
+        let list = svms.list(&ListParams::default()).await.unwrap();
+        let ready = list.items.iter().filter(|s| is_ready(s)).count();
+        if ready == count {
+            break start.elapsed();
+        }
+        if last_report.elapsed() >= Duration::from_secs(10) {
+            last_report = Instant::now();
+            let t = start.elapsed().as_secs();
+            progress.push(format!("{t:>5}s {ready:>5}"));
+            println!("bench: {t:>5}s: {ready}/{count} Ready");
+        }
+        assert!(
+            start.elapsed() < ALL_READY_WITHIN,
+            "only {ready}/{count} Ready after {ALL_READY_WITHIN:?}\n{}",
+            tail(&world.operator.logs(), 40)
+        );
+        // Listing every SVM costs the API server and this machine's CPU the operator needs.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+
+    let peak_rss_kb = proc_status_kb(pid, "VmHWM").unwrap_or_default();
+    let rss_kb = proc_status_kb(pid, "VmRSS").unwrap_or_default();
+    let cpu = cpu_seconds(pid).unwrap_or_default() - cpu_before;
+    let seq_after = mock_next_seq(&world).await;
+    let ontap_requests = seq_after - seq_before;
+    let metrics = world.operator.metrics_text().await;
+    let diff = |metric: &str, label: &str| {
+        let before = metric_sums(&metrics_before, metric, label);
+        let mut after = metric_sums(&metrics, metric, label);
+        for (k, v) in before {
+            *after.entry(k).or_default() -= v;
+        }
+        after.retain(|_, v| *v != 0.0);
+        after
+    };
+    let by_request = diff("ontap_client_requests_total", "method+endpoint+status+code");
+    let client_requests: f64 = by_request.values().sum();
+    let reconciles = diff("controller_runtime_reconcile_total", "controller+result");
+    let retries = diff("ontap_client_retries_total", "");
+    let jobs = diff("ontap_client_jobs_total", "outcome");
+    let floor = Duration::from_millis(JOB_DURATION_MS) * (count.div_ceil(JOB_LIMIT) as u32);
+    let state = world.state();
+
+    let mut report = String::new();
+    let mut line = |s: String| {
+        report.push_str(&s);
+        report.push('\n');
+    };
+    line("==================== bench: SVMs created at once ====================".into());
+    line(format!(
+        "SVMs                     {count} (mock: {JOB_DURATION_MS} ms jobs, {JOB_LIMIT} at a time)"
+    ));
+    line(format!("operator flags           {}", flags.join(" ")));
+    line(format!(
+        "created in               {:.1} s",
+        creating.as_secs_f64()
+    ));
+    line(format!(
+        "all Ready after          {:.1} s   (floor {:.1} s: {count} / {JOB_LIMIT} x {JOB_DURATION_MS} ms; {:.2}x the floor)",
+        all_ready.as_secs_f64(),
+        floor.as_secs_f64(),
+        all_ready.as_secs_f64() / floor.as_secs_f64()
+    ));
+    line(format!(
+        "operator peak RSS        {:.1} MiB (VmHWM; {:.1} MiB at the end)",
+        peak_rss_kb as f64 / 1024.0,
+        rss_kb as f64 / 1024.0
+    ));
+    line(format!(
+        "operator CPU             {cpu:.1} s (user + system, during the run)"
+    ));
+    line(format!(
+        "ONTAP requests           {ontap_requests} seen by the mock = {:.1} per SVM ({client_requests} sent per the operator's metrics)",
+        ontap_requests as f64 / count as f64
+    ));
+    for (labels, n) in &by_request {
+        line(format!("  {n:>8} {labels}"));
+    }
+    line(format!("ONTAP jobs waited for    {jobs:?}"));
+    line(format!("ONTAP client retries     {retries:?}"));
+    line(format!("reconciles               {reconciles:?}"));
+    line(format!(
+        "mock state               {} svms, {} interfaces, {} jobs kept",
+        state["svms"].as_array().map_or(0, Vec::len),
+        state["interfaces"].as_array().map_or(0, Vec::len),
+        state["jobs"].as_array().map_or(0, Vec::len)
+    ));
+    line(format!("Ready over time          {}", progress.join(" |")));
+    line("=====================================================================".into());
+    print!("{report}");
+    if let Ok(path) = std::env::var("BENCH_REPORT") {
+        std::fs::write(path, &report).unwrap();
+    }
+}
