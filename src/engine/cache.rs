@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
 /// The annotation `kubectl apply` (client-side) writes: the whole object again, as JSON.
@@ -206,6 +206,10 @@ struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
+    /// Becomes true once the initial list is in the store. Not the reflector's own
+    /// `Store::wait_until_ready`: that keeps a single waker, so of several tasks waiting at once
+    /// only the last one to poll is woken and the others wait forever.
+    ready: watch::Receiver<bool>,
     task: AbortHandle,
 }
 
@@ -224,6 +228,7 @@ where
         let (store, writer) = reflector::store::<K>();
         let index = Arc::new(OwnerIndex::default());
         let subscribers: Arc<Subscribers<K>> = Arc::new(Mutex::new(Vec::new()));
+        let (ready_tx, ready) = watch::channel(false);
         let task = tokio::spawn(drive(
             api,
             config,
@@ -231,6 +236,7 @@ where
             store.clone(),
             index.clone(),
             subscribers.clone(),
+            ready_tx,
         ))
         .abort_handle();
         SharedCache {
@@ -238,6 +244,7 @@ where
                 store,
                 index,
                 subscribers,
+                ready,
                 task,
             }),
         }
@@ -268,11 +275,12 @@ where
         self.inner.store.get(obj_ref)
     }
 
-    /// Resolves once the initial list is in the store.
+    /// Resolves once the initial list is in the store. Any number of tasks may wait at once.
     pub async fn wait_until_ready(&self) {
-        // The only error is "writer dropped", i.e. the cache is shutting down; then there is
+        let mut ready = self.inner.ready.clone();
+        // The only error is "sender dropped", i.e. the cache is shutting down; then there is
         // nothing to wait for.
-        let _ = self.inner.store.wait_until_ready().await;
+        let _ = ready.wait_for(|ready| *ready).await;
     }
 
     /// A stream of changes: first every object already cached, then every change. Duplicates
@@ -301,6 +309,7 @@ async fn drive<K>(
     store: Store<K>,
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
+    ready: watch::Sender<bool>,
 ) where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
@@ -337,6 +346,7 @@ async fn drive<K>(
                 for obj in objects {
                     broadcast(Change::Applied(obj));
                 }
+                ready.send_replace(true);
             }
             Err(err) => tracing::warn!(kind = %K::kind(&()), error = %err, "watch error, retrying"),
         }
@@ -387,6 +397,56 @@ mod tests {
         index.rebuild(&[Arc::new(cm("c", &["p3"]))]);
         assert!(index.children("p2").is_empty());
         assert_eq!(index.children("p3").len(), 1);
+    }
+
+    /// Two tasks wait for readiness at once, as a controller and the readiness check do; both
+    /// must be woken. The reflector's own `Store::wait_until_ready` wakes only the last.
+    #[tokio::test(flavor = "current_thread")]
+    async fn every_waiter_learns_that_the_cache_is_ready() {
+        let listed = Arc::new(tokio::sync::Notify::new());
+        let service = tower::service_fn({
+            let listed = listed.clone();
+            move |request: http::Request<kube::client::Body>| {
+                let listed = listed.clone();
+                async move {
+                    if request
+                        .uri()
+                        .query()
+                        .unwrap_or_default()
+                        .contains("watch=true")
+                    {
+                        return std::future::pending().await;
+                    }
+                    listed.notified().await;
+                    let list = br#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]}"#;
+                    Ok::<_, std::convert::Infallible>(http::Response::new(
+                        kube::client::Body::from(list.to_vec()),
+                    ))
+                }
+            }
+        });
+        let client = kube::Client::new(service, "ns");
+        let cache = SharedCache::<ConfigMap>::spawn(
+            Api::namespaced(client, "ns"),
+            watcher::Config::default(),
+        );
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let cache = cache.clone();
+                tokio::spawn(async move { cache.wait_until_ready().await })
+            })
+            .collect();
+        // Let both waiters park before the list is answered.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        listed.notify_one();
+        for (i, waiter) in waiters.into_iter().enumerate() {
+            tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+                .await
+                .unwrap_or_else(|_| panic!("waiter {i} was never woken"))
+                .expect("waiter task");
+        }
     }
 
     #[test]
