@@ -5,7 +5,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mock_ontap::{FaultAction, FaultSpec};
 use rand::Rng;
@@ -46,12 +46,16 @@ async fn ten_svms_provisioned_through_thirty_operator_kills_are_all_ready_withou
     while during_provisioning < KILLS && kills < 3 * KILLS {
         let delay = rng.random_range(100..=1500);
         tokio::time::sleep(Duration::from_millis(delay)).await;
+        // Every third kill waits (bounded) for an ONTAP job in flight, so that some surely
+        // land between a job's start and the operator learning its outcome.
+        if kills % 3 == 2 {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while !job_running(&world) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
         let ready = ready_count(&world).await;
-        let jobs_running = world.state()["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|j| j["state"] == "running" || j["state"] == "queued");
+        let jobs_running = job_running(&world);
         world.restart_operator();
         kills += 1;
         if ready < usize::from(SVMS) {
@@ -67,6 +71,10 @@ async fn ten_svms_provisioned_through_thirty_operator_kills_are_all_ready_withou
     assert!(
         during_provisioning >= KILLS,
         "only {during_provisioning} of {kills} kills landed during provisioning"
+    );
+    assert!(
+        during_jobs >= KILLS / 6,
+        "only {during_jobs} of {kills} kills landed while a job ran"
     );
 
     poll("all SVMs converged", Duration::from_secs(180), async || {
@@ -120,4 +128,11 @@ async fn ready_count(world: &SvmWorld) -> usize {
             })
         })
         .count()
+}
+
+fn job_running(world: &SvmWorld) -> bool {
+    world.state()["jobs"].as_array().is_some_and(|jobs| {
+        jobs.iter()
+            .any(|j| j["state"] == "running" || j["state"] == "queued")
+    })
 }
