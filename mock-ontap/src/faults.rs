@@ -249,8 +249,25 @@ pub async fn inject(State(state): State<MockState>, mut req: Request, next: Next
         }
         .into_response(),
         FaultAction::Delay { ms } => {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            next.run(req).await
+            // A server that has accepted a request finishes it even when the client stops
+            // waiting: on a task of its own, a client timeout (which drops this future)
+            // cannot cancel it, and the log still records it.
+            let handled = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                let response = next.run(req).await;
+                record.status = Some(response.status().as_u16());
+                state.requests().push(record);
+                response
+            });
+            return handled.await.unwrap_or_else(|_| {
+                ApiError {
+                    status: StatusCode::INTERNAL_SERVER_ERROR,
+                    code: codes::INTERNAL_RETRY.into(),
+                    message: "the delayed request failed in the mock".into(),
+                    target: None,
+                }
+                .into_response()
+            });
         }
         FaultAction::JobFailure { code, message } => {
             req.extensions_mut()

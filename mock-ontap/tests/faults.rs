@@ -81,6 +81,37 @@ async fn delay_action_waits_then_proceeds() {
 }
 
 #[tokio::test]
+async fn a_delayed_request_is_applied_even_when_the_client_gave_up() {
+    let mock = Mock::start().await;
+    mock.add_fault(
+        json!({ "method": "POST", "path": "/api/svm/svms", "times": 1,
+        "action": { "type": "delay", "ms": 400 } }),
+    )
+    .await;
+    let err = mock
+        .admin(Method::POST, "/api/svm/svms")
+        .json(&json!({ "name": "late" }))
+        .timeout(Duration::from_millis(100))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while svm_names(&mock).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the delayed POST was never applied"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(svm_names(&mock).await, ["late"]);
+    let log = mock.requests("?method=POST").await;
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["fault"]["action"], "delay");
+    assert_eq!(log[0]["status"], 202, "the answer nobody received");
+}
+
+#[tokio::test]
 async fn reset_closes_the_connection_and_does_not_apply() {
     let mock = Mock::start().await;
     mock.add_fault(json!({ "method": "POST", "path": "/api/svm/svms", "times": 1, "action": { "type": "reset" } }))

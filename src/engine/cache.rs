@@ -430,4 +430,54 @@ mod tests {
         assert_eq!(annotations.len(), 1);
         assert_eq!(annotations["keep"], "me");
     }
+
+    /// Two tasks wait for readiness at once, as a controller and the readiness check do; both
+    /// must be woken. The reflector's own `Store::wait_until_ready` wakes only the last.
+    #[tokio::test(flavor = "current_thread")]
+    async fn every_waiter_learns_that_the_cache_is_ready() {
+        let listed = Arc::new(tokio::sync::Notify::new());
+        let service = tower::service_fn({
+            let listed = listed.clone();
+            move |request: http::Request<kube::client::Body>| {
+                let listed = listed.clone();
+                async move {
+                    if request
+                        .uri()
+                        .query()
+                        .unwrap_or_default()
+                        .contains("watch=true")
+                    {
+                        return std::future::pending().await;
+                    }
+                    listed.notified().await;
+                    let list = br#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]}"#;
+                    Ok::<_, std::convert::Infallible>(http::Response::new(
+                        kube::client::Body::from(list.to_vec()),
+                    ))
+                }
+            }
+        });
+        let client = kube::Client::new(service, "ns");
+        let cache = SharedCache::<ConfigMap>::spawn(
+            Api::namespaced(client, "ns"),
+            watcher::Config::default(),
+        );
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let cache = cache.clone();
+                tokio::spawn(async move { cache.wait_until_ready().await })
+            })
+            .collect();
+        // Let both waiters park before the list is answered.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        listed.notify_one();
+        for (i, waiter) in waiters.into_iter().enumerate() {
+            tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+                .await
+                .unwrap_or_else(|_| panic!("waiter {i} was never woken"))
+                .expect("waiter task");
+        }
+    }
 }

@@ -111,7 +111,11 @@ impl OperatorProcess {
             health.port()
         ));
         let file = std::fs::File::create(&log).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ontap-operator"));
+        // Worktrees sharing one CARGO_TARGET_DIR overwrite each other's uplifted binary, so a
+        // run may point at its own build explicitly.
+        let binary = std::env::var_os("ONTAP_OPERATOR_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ontap-operator").into());
+        let mut command = Command::new(binary);
         command
             .arg("run")
             .arg("--kubeconfig")

@@ -311,3 +311,165 @@ pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
+
+/// Polls `probe` every 100 ms until it returns `Ok`; after `timeout`, panics with `what` and the
+/// last reason it gave for not being there yet.
+pub async fn poll<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let start = Instant::now();
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(why) if start.elapsed() > timeout => {
+                panic!("{what}: not reached within {timeout:?}; last: {why}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// The sum of the samples of metric `name` (Prometheus text format) whose labels include every
+/// pair of `labels`.
+pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+            let wanted = metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")));
+            wanted.then(|| value.parse::<f64>().ok()).flatten()
+        })
+        .sum()
+}
+
+/// Kubernetes writes the operator has sent so far, by its own client metrics.
+pub fn kube_writes(metrics: &str) -> f64 {
+    ["POST", "PUT", "PATCH", "DELETE"]
+        .iter()
+        .map(|m| metric_sum(metrics, "rest_client_requests_total", &[("method", m)]))
+        .sum()
+}
+
+fn records<'a>(state: &'a Value, kind: &str) -> &'a [Value] {
+    state[kind]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// Every interface and account in the mock belongs to an SVM that exists.
+pub fn no_orphans(state: &Value) -> Result<(), String> {
+    let svms: Vec<&Value> = records(state, "svms").iter().map(|s| &s["uuid"]).collect();
+    for interface in records(state, "interfaces") {
+        if !svms.contains(&&interface["svm"]["uuid"]) {
+            return Err(format!("orphan interface {interface}"));
+        }
+    }
+    for account in records(state, "accounts") {
+        if !svms.contains(&&account["owner"]["uuid"]) {
+            return Err(format!("orphan account {account}"));
+        }
+    }
+    Ok(())
+}
+
+impl SvmWorld {
+    /// Whether `name` (created by [`create_svm`](Self::create_svm) with `index`) has converged:
+    /// Ready for its current generation, exactly one SVM of its name in ONTAP and running,
+    /// exactly its two LIFs with the spec's addresses, exactly our account besides the built-in
+    /// vsadmin, nothing orphaned, and a seed Secret whose credentials authenticate now.
+    pub async fn converged(&self, name: &str, index: u8) -> Result<(), String> {
+        let svm = self
+            .svms()
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("the StorageVirtualMachine is gone")?;
+        let status = svm.status.clone().unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if !ready || status.observed_generation != svm.metadata.generation {
+            return Err(format!("not Ready: {:?}", status.conditions));
+        }
+        let svm_name = status.svm_name.clone().ok_or("no status.svmName")?;
+        let state = self.state();
+        let same_name: Vec<&Value> = records(&state, "svms")
+            .iter()
+            .filter(|s| s["name"] == svm_name.as_str())
+            .collect();
+        let [ontap_svm] = same_name.as_slice() else {
+            return Err(format!(
+                "{} SVMs named {svm_name}: {state}",
+                same_name.len()
+            ));
+        };
+        if ontap_svm["state"] != "running" {
+            return Err(format!("SVM not running: {ontap_svm}"));
+        }
+        let uuid = &ontap_svm["uuid"];
+        no_orphans(&state)?;
+        let mut ips: Vec<&str> = records(&state, "interfaces")
+            .iter()
+            .filter(|i| &i["svm"]["uuid"] == uuid)
+            .filter_map(|i| i["ip"]["address"].as_str())
+            .collect();
+        ips.sort_unstable();
+        let manifest = self.manifest(name, index);
+        let mut wanted = vec![
+            manifest["spec"]["managementLif"]["ip"]
+                .as_str()
+                .unwrap_or_default(),
+            manifest["spec"]["dataLifs"][0]["ip"]
+                .as_str()
+                .unwrap_or_default(),
+        ];
+        wanted.sort_unstable();
+        if ips != wanted {
+            return Err(format!("LIFs {ips:?}, wanted {wanted:?}"));
+        }
+        let (username, password, secret_svm) = self
+            .seed_credentials(status.secret_ref.as_deref().ok_or("no status.secretRef")?)
+            .await
+            .ok_or("seed Secret missing or incomplete")?;
+        if secret_svm != svm_name {
+            return Err(format!("the Secret names SVM {secret_svm}, not {svm_name}"));
+        }
+        let mut accounts: Vec<&str> = records(&state, "accounts")
+            .iter()
+            .filter(|a| &a["owner"]["uuid"] == uuid)
+            .filter_map(|a| a["name"].as_str())
+            .collect();
+        accounts.sort_unstable();
+        let mut wanted = vec![username.as_str(), "vsadmin"];
+        wanted.sort_unstable();
+        if accounts != wanted {
+            return Err(format!("accounts {accounts:?}, wanted {wanted:?}"));
+        }
+        if !self.authenticates(&username, &password, &svm_name).await {
+            return Err(format!(
+                "the seed Secret's credentials for {username} do not work"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether ONTAP holds nothing of the SVM named `svm_name` any more.
+    pub fn gone_from_ontap(&self, svm_name: &str) -> Result<(), String> {
+        let state = self.state();
+        if records(&state, "svms")
+            .iter()
+            .any(|s| s["name"] == svm_name)
+        {
+            return Err(format!("SVM {svm_name} still in ONTAP: {state}"));
+        }
+        no_orphans(&state)
+    }
+}

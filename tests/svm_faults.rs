@@ -1,0 +1,618 @@
+//! The failure-injection matrix: every ONTAP request of the create, verify and delete flows,
+//! each fault action once, and the StorageVirtualMachine must still converge.
+//!
+//! The flows are not listed by hand: one clean create → verify → delete is recorded from the
+//! mock's request log, each request is normalised to (method, path template, occurrence), and
+//! every (request, action) pair becomes a case. A controller change that adds a request adds
+//! its cases.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use mock_ontap::{FaultAction, FaultSpec};
+use serde_json::Value;
+use support::svm::{SvmWorld, fast_mock, tail};
+use tokio::sync::OnceCell;
+
+/// How long one case may take to converge: a delay beyond the client timeout plus a few
+/// backed-off retries (capped at 5 s in these worlds).
+const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
+/// The operator's ONTAP request timeout is 2 s; a delay must outlast it.
+const DELAY_MS: u64 = 3_000;
+/// The verify world re-verifies every SVM this often.
+const SYNC_PERIOD: &str = "--sync-period=2s";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Phase {
+    Create,
+    Verify,
+    Delete,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Create => "create",
+            Phase::Verify => "verify",
+            Phase::Delete => "delete",
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Action {
+    Error,
+    Reset,
+    ApplyThenReset,
+    JobFailure,
+    Delay,
+}
+
+impl Action {
+    const ALL: [Action; 5] = [
+        Action::Error,
+        Action::Reset,
+        Action::ApplyThenReset,
+        Action::JobFailure,
+        Action::Delay,
+    ];
+
+    fn fault(self) -> FaultAction {
+        let fault = match self {
+            Action::Error => serde_json::json!({ "type": "error" }),
+            Action::Reset => serde_json::json!({ "type": "reset" }),
+            Action::ApplyThenReset => serde_json::json!({ "type": "apply_then_reset" }),
+            Action::JobFailure => serde_json::json!({ "type": "job_failure" }),
+            Action::Delay => serde_json::json!({ "type": "delay", "ms": DELAY_MS }),
+        };
+        serde_json::from_value(fault).unwrap()
+    }
+
+    /// A job failure means something only for requests that start a job.
+    fn applies_to(self, request: &FlowRequest) -> bool {
+        self != Action::JobFailure
+            || (request.template.starts_with("/api/svm/svms")
+                && matches!(request.method.as_str(), "POST" | "PATCH" | "DELETE"))
+    }
+
+    fn name(self) -> &'static str {
+        self.fault().name()
+    }
+}
+
+/// One request of a flow: the `occurrence`-th request of this method and path template.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct FlowRequest {
+    method: String,
+    template: String,
+    occurrence: u64,
+}
+
+impl fmt::Display for FlowRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} #{}", self.method, self.template, self.occurrence)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    phase: Phase,
+    request: FlowRequest,
+    action: Action,
+}
+
+impl Case {
+    fn fault(&self) -> FaultSpec {
+        FaultSpec {
+            method: Some(self.request.method.clone()),
+            path: self.request.template.clone(),
+            after: self.request.occurrence,
+            times: Some(1),
+            probability: None,
+            action: self.action.fault(),
+        }
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} / {} / {}",
+            self.phase,
+            self.request,
+            self.action.name()
+        )
+    }
+}
+
+type Flows = BTreeMap<Phase, Vec<FlowRequest>>;
+
+/// A path with its first uuid segment and everything after it replaced by a prefix wildcard:
+/// `/api/security/accounts/<uuid>/<name>` → `/api/security/accounts/*`.
+fn template(path: &str) -> String {
+    let is_uuid = |s: &str| {
+        s.len() == 36
+            && s.char_indices().all(|(i, c)| {
+                if [8, 13, 18, 23].contains(&i) {
+                    c == '-'
+                } else {
+                    c.is_ascii_hexdigit()
+                }
+            })
+    };
+    let segments: Vec<&str> = path.split('/').collect();
+    match segments.iter().position(|s| is_uuid(s)) {
+        Some(i) => format!("{}/*", segments[..i].join("/")),
+        None => path.to_owned(),
+    }
+}
+
+/// The log records of one phase as flow requests, numbered per (method, template).
+fn normalise(records: &[&Value]) -> Vec<FlowRequest> {
+    let mut seen: BTreeMap<(String, String), u64> = BTreeMap::new();
+    records
+        .iter()
+        .map(|r| {
+            let method = r["method"].as_str().unwrap_or_default().to_owned();
+            let template = template(r["path"].as_str().unwrap_or_default());
+            let n = seen.entry((method.clone(), template.clone())).or_default();
+            let request = FlowRequest {
+                method,
+                template,
+                occurrence: *n,
+            };
+            *n += 1;
+            request
+        })
+        .collect()
+}
+
+/// The operator's own check of the seed credentials, which ends every provisioning pass. The
+/// test's checks (`SvmWorld::authenticates`) send no `max_records`.
+fn is_operator_verify(record: &Value, username: &str) -> bool {
+    record["user"] == username
+        && record["query"]
+            .as_str()
+            .is_some_and(|q| q.contains("max_records"))
+}
+
+fn seq(record: &Value) -> u64 {
+    record["seq"].as_u64().unwrap_or_default()
+}
+
+/// The cluster controller probes `/api/cluster` on its own schedule: no part of an SVM flow.
+fn is_svm_flow(record: &Value) -> bool {
+    record["path"] != "/api/cluster"
+}
+
+async fn last_seq(world: &SvmWorld) -> u64 {
+    world.requests().await.last().map_or(0, seq)
+}
+
+/// Polls `probe` every 100 ms until `Ok`, or gives up after `timeout` with its last reason.
+async fn within<T>(
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let start = Instant::now();
+    loop {
+        match probe().await {
+            Ok(value) => return Ok(value),
+            Err(why) if start.elapsed() > timeout => {
+                return Err(format!("not within {timeout:?}: {why}"));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Waits until the mock has seen no SVM-flow request for half a second.
+async fn settle(world: &SvmWorld) -> Result<(), String> {
+    let mut last = (last_seq(world).await, Instant::now());
+    within(Duration::from_secs(20), async || {
+        let now = last_seq(world).await;
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        if last.1.elapsed() >= Duration::from_millis(500) {
+            Ok(())
+        } else {
+            Err(format!("requests still arriving (seq {now})"))
+        }
+    })
+    .await
+}
+
+async fn operator_verifies_after(world: &SvmWorld, after: u64, username: &str) -> Vec<Value> {
+    world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| seq(r) > after && is_operator_verify(r, username) && r["status"] == 200)
+        .collect()
+}
+
+async fn seed_username(world: &SvmWorld, name: &str) -> Result<String, String> {
+    world
+        .seed_credentials(&format!("{name}-svm-credentials"))
+        .await
+        .map(|(username, _, _)| username)
+        .ok_or_else(|| "no seed Secret".to_string())
+}
+
+/// One clean create → verify pass → delete, as the mock saw it.
+async fn record_flows() -> Flows {
+    let world = SvmWorld::with(fast_mock(), &[SYNC_PERIOD]).await;
+    let start = last_seq(&world).await;
+    world.create_svm("recorded", 0).await;
+    world.wait_ready("recorded", CONVERGE_WITHIN).await;
+    let username = seed_username(&world, "recorded").await.unwrap();
+    // The provisioning pass ends with the first credential check; the next pass (a watch
+    // event's or the sync period's) is a pure verification.
+    let verifies = within(CONVERGE_WITHIN, async || {
+        let verifies = operator_verifies_after(&world, start, &username).await;
+        if verifies.len() >= 2 {
+            Ok(verifies)
+        } else {
+            Err(format!("{} passes so far", verifies.len()))
+        }
+    })
+    .await
+    .unwrap();
+    let (created, verified) = (seq(&verifies[0]), seq(&verifies[1]));
+    settle(&world).await.unwrap();
+    let before_delete = last_seq(&world).await;
+    world
+        .svms()
+        .delete("recorded", &Default::default())
+        .await
+        .unwrap();
+    world.wait_gone("recorded", CONVERGE_WITHIN).await;
+    let log = world.requests().await;
+    let phase = |from: u64, to: u64| -> Vec<FlowRequest> {
+        let records: Vec<&Value> = log
+            .iter()
+            .filter(|r| (from + 1..=to).contains(&seq(r)) && is_svm_flow(r))
+            .collect();
+        normalise(&records)
+    };
+    Flows::from([
+        (Phase::Create, phase(start, created)),
+        (Phase::Verify, phase(created, verified)),
+        (Phase::Delete, phase(before_delete, u64::MAX)),
+    ])
+}
+
+static FLOWS: OnceCell<Flows> = OnceCell::const_new();
+
+/// The flows, recorded once per test binary by whichever test asks first.
+async fn flows() -> &'static Flows {
+    FLOWS.get_or_init(record_flows).await
+}
+
+fn matrix(flows: &Flows) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (phase, requests) in flows {
+        for request in requests {
+            for action in Action::ALL {
+                if action.applies_to(request) {
+                    cases.push(Case {
+                        phase: *phase,
+                        request: request.clone(),
+                        action,
+                    });
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// What one case found: whether its fault fired, and whether the SVM converged.
+struct Outcome {
+    case: Case,
+    fired: bool,
+    result: Result<(), String>,
+    took: Duration,
+}
+
+async fn fault_hits(world: &SvmWorld) -> u64 {
+    let faults: Value = world
+        .http
+        .get(format!("{}/_mock/faults", world.mock.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    faults["records"]
+        .as_array()
+        .map(|all| all.iter().filter_map(|f| f["hits"].as_u64()).sum())
+        .unwrap_or_default()
+}
+
+async fn converged(world: &SvmWorld, name: &str, index: u8) -> Result<(), String> {
+    within(CONVERGE_WITHIN, async || world.converged(name, index).await).await
+}
+
+/// Deletes the SVM and waits until nothing of it is left, in Kubernetes or ONTAP.
+async fn delete_cleanly(world: &SvmWorld, name: &str) -> Result<(), String> {
+    let svm_name = world
+        .svms()
+        .get_opt(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .and_then(|s| s.status)
+        .and_then(|s| s.svm_name);
+    world
+        .svms()
+        .delete(name, &Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    within(CONVERGE_WITHIN, async || {
+        if let Some(svm) = world
+            .svms()
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            return Err(format!("still there: {:?}", svm.status));
+        }
+        if let Some(svm_name) = &svm_name {
+            world.gone_from_ontap(svm_name)?;
+        }
+        match world
+            .secrets()
+            .get_opt(&format!("{name}-svm-credentials"))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Some(_) => Err("the seed Secret is left".into()),
+            None => Ok(()),
+        }
+    })
+    .await
+}
+
+async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outcome {
+    let started = Instant::now();
+    let mut fired = false;
+    let result = async {
+        match case.phase {
+            Phase::Create => {
+                settle(world).await?;
+                world.mock.state().add_fault(case.fault())?;
+                world.create_svm(name, index).await;
+                let converged = converged(world, name, index).await;
+                fired = fault_hits(world).await > 0;
+                world.mock.state().clear_faults();
+                converged?;
+                delete_cleanly(world, name).await
+            }
+            Phase::Verify => {
+                world.create_svm(name, index).await;
+                converged(world, name, index).await?;
+                let username = seed_username(world, name).await?;
+                // Inject between two passes, so the occurrence counts from a pass's start.
+                let now = last_seq(world).await;
+                within(
+                    Duration::from_secs(20),
+                    async || match operator_verifies_after(world, now, &username).await.first() {
+                        Some(_) => Ok(()),
+                        None => Err("no pass ended yet".to_string()),
+                    },
+                )
+                .await?;
+                let injected = last_seq(world).await;
+                world.mock.state().add_fault(case.fault())?;
+                let hit = within(Duration::from_secs(20), async || {
+                    if fault_hits(world).await > 0 {
+                        Ok(())
+                    } else {
+                        Err("the fault has not fired".to_string())
+                    }
+                })
+                .await;
+                fired = hit.is_ok();
+                // Converged means: a later pass checked the credentials successfully, and
+                // everything is as it should be.
+                within(CONVERGE_WITHIN, async || {
+                    let log = world.requests().await;
+                    let hit_at = log
+                        .iter()
+                        .filter(|r| seq(r) > injected && !r["fault"].is_null())
+                        .map(seq)
+                        .next()
+                        .unwrap_or(injected);
+                    if operator_verifies_after(world, hit_at, &username)
+                        .await
+                        .is_empty()
+                    {
+                        return Err("no successful pass after the fault".into());
+                    }
+                    world.converged(name, index).await
+                })
+                .await?;
+                world.mock.state().clear_faults();
+                delete_cleanly(world, name).await
+            }
+            Phase::Delete => {
+                world.create_svm(name, index).await;
+                converged(world, name, index).await?;
+                settle(world).await?;
+                world.mock.state().add_fault(case.fault())?;
+                let deleted = delete_cleanly(world, name).await;
+                fired = fault_hits(world).await > 0;
+                world.mock.state().clear_faults();
+                deleted
+            }
+        }
+    }
+    .await;
+    let result = result.map_err(|e| {
+        format!(
+            "{e}\n--- operator log (tail) ---\n{}",
+            tail(&world.operator.logs(), 40)
+        )
+    });
+    Outcome {
+        case: case.clone(),
+        fired,
+        result,
+        took: started.elapsed(),
+    }
+}
+
+/// Runs `cases` one after another in a world of their own.
+async fn run_cases(phase: Phase, action: Action, cases: Vec<Case>) -> Vec<Outcome> {
+    if cases.is_empty() {
+        return Vec::new();
+    }
+    let extra: &[&str] = match phase {
+        Phase::Verify => &[SYNC_PERIOD],
+        Phase::Create | Phase::Delete => &[],
+    };
+    let world = SvmWorld::with(fast_mock(), extra).await;
+    let mut outcomes = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let index = u8::try_from(i % 100).unwrap();
+        let name = format!("{phase}-{}-{i}", action.name().replace('_', "-"));
+        let outcome = run_case(&world, case, &name, index).await;
+        let failed = outcome.result.is_err();
+        outcomes.push(outcome);
+        if failed {
+            // What is left of a failed case would fault the next one: stop this world.
+            world.mock.state().clear_faults();
+            break;
+        }
+    }
+    outcomes
+}
+
+async fn run_action(action: Action) {
+    let flows = flows().await;
+    let all = matrix(flows);
+    let mine: Vec<Case> = all.iter().filter(|c| c.action == action).cloned().collect();
+    let of =
+        |phase: Phase| -> Vec<Case> { mine.iter().filter(|c| c.phase == phase).cloned().collect() };
+    let started = Instant::now();
+    let (create, verify, delete) = tokio::join!(
+        run_cases(Phase::Create, action, of(Phase::Create)),
+        run_cases(Phase::Verify, action, of(Phase::Verify)),
+        run_cases(Phase::Delete, action, of(Phase::Delete)),
+    );
+    let outcomes: Vec<Outcome> = create.into_iter().chain(verify).chain(delete).collect();
+    let mut report = format!(
+        "{}: {} of the matrix's {} cases in {:?}\n",
+        action.name(),
+        mine.len(),
+        all.len(),
+        started.elapsed()
+    );
+    for o in &outcomes {
+        report += &format!(
+            "  {:<60} {:>6.1}s {}{}\n",
+            o.case.to_string(),
+            o.took.as_secs_f64(),
+            if o.result.is_ok() {
+                "converged"
+            } else {
+                "FAILED"
+            },
+            if o.fired { "" } else { " (fault did not fire)" }
+        );
+    }
+    eprintln!("{report}");
+    let failures: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}: {e}", o.case)))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} {} cases failed (matrix size {}):\n{}\n{report}",
+        failures.len(),
+        mine.len(),
+        action.name(),
+        all.len(),
+        failures.join("\n\n")
+    );
+    assert_eq!(outcomes.len(), mine.len(), "every case ran:\n{report}");
+    let unfired: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.fired)
+        .map(|o| o.case.to_string())
+        .collect();
+    assert!(
+        unfired.is_empty(),
+        "faults that never fired (the flow took another path than recorded): {unfired:#?}\n{report}"
+    );
+}
+
+#[tokio::test]
+async fn the_matrix_covers_every_request_of_every_flow() {
+    let flows = flows().await;
+    let cases = matrix(flows);
+    let mut listing = String::new();
+    for (phase, requests) in flows {
+        listing += &format!("{phase} ({} requests):\n", requests.len());
+        for request in requests {
+            listing += &format!("  {request}\n");
+        }
+    }
+    eprintln!(
+        "failure-injection matrix: {} cases ({} actions over the requests below)\n{listing}",
+        cases.len(),
+        Action::ALL.len()
+    );
+    for (phase, must) in [
+        (Phase::Create, ("POST", "/api/svm/svms")),
+        (Phase::Create, ("POST", "/api/network/ip/interfaces")),
+        (Phase::Create, ("POST", "/api/security/accounts")),
+        (Phase::Verify, ("GET", "/api/svm/svms")),
+        (Phase::Delete, ("DELETE", "/api/svm/svms/*")),
+    ] {
+        assert!(
+            flows[&phase]
+                .iter()
+                .any(|r| r.method == must.0 && r.template == must.1),
+            "{phase} lacks {must:?} (matrix size {}):\n{listing}",
+            cases.len()
+        );
+    }
+    assert!(
+        cases.len() >= 50,
+        "matrix size {} is implausibly small:\n{listing}",
+        cases.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_failing_with_an_error_converges() {
+    run_action(Action::Error).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_reset_before_it_is_applied_converges() {
+    run_action(Action::Reset).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_applied_then_reset_converges() {
+    run_action(Action::ApplyThenReset).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_job_failing_converges() {
+    run_action(Action::JobFailure).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_delayed_beyond_the_client_timeout_converges() {
+    run_action(Action::Delay).await;
+}
