@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
 /// The annotation `kubectl apply` (client-side) writes: the whole object again, as JSON.
@@ -207,6 +207,7 @@ struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
     task: AbortHandle,
+    ready: watch::Receiver<bool>,
 }
 
 impl<K: Resource<DynamicType = ()> + 'static> Drop for CacheInner<K> {
@@ -233,12 +234,25 @@ where
             subscribers.clone(),
         ))
         .abort_handle();
+        // kube's `Store::wait_until_ready` wakes only the last of several concurrent waiters
+        // (one oneshot receiver, one waker slot): the controller waiting left the readiness
+        // check waiting forever. So it has exactly one waiter, which tells everyone else.
+        let (ready_tx, ready) = watch::channel(false);
+        tokio::spawn({
+            let store = store.clone();
+            async move {
+                if store.wait_until_ready().await.is_ok() {
+                    let _ = ready_tx.send(true);
+                }
+            }
+        });
         SharedCache {
             inner: Arc::new(CacheInner {
                 store,
                 index,
                 subscribers,
                 task,
+                ready,
             }),
         }
     }
@@ -270,9 +284,10 @@ where
 
     /// Resolves once the initial list is in the store.
     pub async fn wait_until_ready(&self) {
-        // The only error is "writer dropped", i.e. the cache is shutting down; then there is
-        // nothing to wait for.
-        let _ = self.inner.store.wait_until_ready().await;
+        // Closed without `true`: the writer was dropped, i.e. the cache is shutting down; then
+        // there is nothing to wait for.
+        let mut ready = self.inner.ready.clone();
+        let _ = ready.wait_for(|ready| *ready).await;
     }
 
     /// A stream of changes: first every object already cached, then every change. Duplicates
@@ -366,6 +381,33 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn every_waiter_sees_the_cache_become_ready() {
+        // An API server whose list is empty and whose watches never answer.
+        let service = tower::service_fn(|req: http::Request<kube::client::Body>| async move {
+            if req.uri().query().is_some_and(|q| q.contains("watch=true")) {
+                std::future::pending::<()>().await;
+            }
+            let list = r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]}"#;
+            Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::from(
+                list.as_bytes().to_vec(),
+            )))
+        });
+        let client = kube::Client::new(service, "default");
+        let cache = SharedCache::<ConfigMap>::spawn(Api::all(client), watcher::Config::default());
+        // Separate tasks, as the readiness check and the controller are.
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let cache = cache.clone();
+                tokio::spawn(async move { cache.wait_until_ready().await })
+            })
+            .collect();
+        for waiter in waiters {
+            let woke = tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await;
+            assert!(matches!(woke, Ok(Ok(()))), "a waiter was not woken");
         }
     }
 
