@@ -88,6 +88,10 @@ pub struct RunArgs {
     /// Timeout of one request to ONTAP (a lost answer is noticed after this long).
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUEST_TIMEOUT", value_parser = humantime::parse_duration, default_value = "30s")]
     pub ontap_request_timeout: Duration,
+    /// /healthz fails while a reconcile has been running longer than this: far beyond what its
+    /// timeouts allow (ONTAP requests, job waits), so it is stuck and a restart is the way out.
+    #[arg(long, env = "ONTAP_OPERATOR_STUCK_RECONCILE_AFTER", value_parser = humantime::parse_duration, default_value = "10m")]
+    pub stuck_reconcile_after: Duration,
     /// Scheduling, concurrency and client rate limits of the reconcile engine.
     #[command(flatten)]
     pub engine: crate::engine::EngineArgs,

@@ -73,6 +73,16 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// `/proc/loadavg`'s three averages: other work on the machine skews every figure.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Sums of the samples of `metric` in a Prometheus text exposition, by the value of `label`
 /// (all samples under "" when `label` is empty).
 fn metric_sums(text: &str, metric: &str, label: &str) -> BTreeMap<String, f64> {
@@ -180,6 +190,8 @@ async fn bench_many_svms_created_at_once() {
     let seq_before = mock_next_seq(&world).await;
     let metrics_before = world.operator.metrics_text().await;
     let cpu_before = cpu_seconds(pid).unwrap_or_default();
+    let own_cpu_before = cpu_seconds(std::process::id()).unwrap_or_default();
+    let load_before = loadavg();
 
     let svms: Api<StorageVirtualMachine> = world.svms();
     let start = Instant::now();
@@ -247,6 +259,24 @@ async fn bench_many_svms_created_at_once() {
     let reconciles = diff("controller_runtime_reconcile_total", "controller+result");
     let retries = diff("ontap_client_retries_total", "");
     let jobs = diff("ontap_client_jobs_total", "outcome");
+    // Means of histograms: `_sum` over `_count`, per label set.
+    let mean = |metric: &str, label: &str| -> BTreeMap<String, String> {
+        let sums = diff(&format!("{metric}_sum"), label);
+        let counts = diff(&format!("{metric}_count"), label);
+        sums.iter()
+            .filter_map(|(k, sum)| {
+                let n = counts.get(k)?;
+                Some((k.clone(), format!("{:.0} ms x {n}", sum / n * 1000.0)))
+            })
+            .collect()
+    };
+    let request_latency = mean("ontap_client_request_duration_seconds", "method+endpoint");
+    let reconcile_time = mean("controller_runtime_reconcile_time_seconds", "controller");
+    let step_time = mean("ontap_operator_step_duration_seconds", "step+outcome");
+    let queue_retries = diff("workqueue_retries_total", "name");
+    // Watches are long requests and counted once; everything else is one call.
+    let kube_calls = diff("rest_client_requests_total", "method+code");
+    let kube_limiter = mean("rest_client_rate_limiter_duration_seconds", "verb");
     let floor = Duration::from_millis(JOB_DURATION_MS) * (count.div_ceil(JOB_LIMIT) as u32);
     let state = world.state();
 
@@ -276,7 +306,14 @@ async fn bench_many_svms_created_at_once() {
         rss_kb as f64 / 1024.0
     ));
     line(format!(
-        "operator CPU             {cpu:.1} s (user + system, during the run)"
+        "operator CPU             {cpu:.1} s (user + system, during the run); this process (mock ONTAP, kube client) {:.1} s",
+        cpu_seconds(std::process::id()).unwrap_or_default() - own_cpu_before
+    ));
+    line(format!(
+        "machine load average     {} at the start, {} at the end ({} CPUs)",
+        load_before.trim(),
+        loadavg().trim(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     line(format!(
         "ONTAP requests           {ontap_requests} seen by the mock = {:.1} per SVM ({client_requests} sent per the operator's metrics)",
@@ -285,6 +322,21 @@ async fn bench_many_svms_created_at_once() {
     for (labels, n) in &by_request {
         line(format!("  {n:>8} {labels}"));
     }
+    line("ONTAP request time, mean (from the operator: includes waiting for one of the client's 20 slots)".into());
+    for (labels, m) in &request_latency {
+        line(format!("  {m:>18} {labels}"));
+    }
+    line(format!("reconcile time, mean     {reconcile_time:?}"));
+    line("step time, mean".into());
+    for (labels, m) in &step_time {
+        line(format!("  {m:>18} {labels}"));
+    }
+    line(format!("work queue retries       {queue_retries:?}"));
+    line(format!(
+        "Kubernetes API calls     {:.1} per SVM: {kube_calls:?}",
+        kube_calls.values().sum::<f64>() / count as f64
+    ));
+    line(format!("client rate limit wait   {kube_limiter:?}"));
     line(format!("ONTAP jobs waited for    {jobs:?}"));
     line(format!("ONTAP client retries     {retries:?}"));
     line(format!("reconciles               {reconciles:?}"));

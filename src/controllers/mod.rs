@@ -104,6 +104,8 @@ pub struct ControllerContext {
     pub ontap: ClientSettings,
     pub metrics: Arc<Metrics>,
     pub health: Health,
+    /// A reconcile running longer than this fails the liveness check.
+    pub stuck_reconcile_after: Duration,
 }
 
 /// A stream naming every cached object again every `period`: periodic re-verification for
@@ -224,6 +226,25 @@ pub async fn run(
         caches.clusters.clone(),
         caches.svms.clone(),
     ));
+
+    for (name, in_flight) in [
+        ("ontapcluster", clusters.in_flight()),
+        ("storagevirtualmachine", svms.in_flight()),
+    ] {
+        let limit = context.stuck_reconcile_after;
+        context
+            .health
+            .add_liveness(format!("reconcile-{name}"), move || {
+                match in_flight.oldest() {
+                    Some(age) if age > limit => Err(format!(
+                        "a {name} reconcile has been running for {}s (limit {}s)",
+                        age.as_secs(),
+                        limit.as_secs()
+                    )),
+                    _ => Ok(()),
+                }
+            });
+    }
 
     tokio::join!(
         clusters.run(stop.clone().cancelled_owned()),

@@ -28,6 +28,7 @@ use super::conditions::compute_conditions;
 use super::config::EngineConfig;
 use super::error::{ErrorCategory, StepError};
 use super::events::plan_events;
+use super::inflight::InFlight;
 use super::metrics::Metrics;
 use super::queue::{Next, QueueMetrics, WorkQueue};
 use super::requeue::{Backoff, TokenBucket, jittered};
@@ -95,6 +96,7 @@ pub struct Controller<R: Reconciler> {
     config: EngineConfig,
     metrics: Arc<Metrics>,
     triggers: Vec<BoxStream<'static, ObjectRef<R::Resource>>>,
+    in_flight: InFlight,
 }
 
 impl<R: Reconciler> Controller<R> {
@@ -119,7 +121,13 @@ impl<R: Reconciler> Controller<R> {
             config,
             metrics,
             triggers: Vec::new(),
+            in_flight: InFlight::default(),
         }
+    }
+
+    /// The reconciles of this controller running at a given moment, for a liveness check.
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight.clone()
     }
 
     /// Also reconcile the owner (of this controller's kind) whenever an object in `children`
@@ -160,6 +168,7 @@ impl<R: Reconciler> Controller<R> {
             config,
             metrics,
             triggers,
+            in_flight,
         } = self;
         let workers = usize::from(config.max_concurrent_reconciles.max(1));
         metrics
@@ -189,6 +198,7 @@ impl<R: Reconciler> Controller<R> {
             config: config.clone(),
             metrics: metrics.clone(),
             recorder,
+            in_flight,
         });
 
         let mut background = tokio::task::JoinSet::new();
@@ -274,6 +284,7 @@ struct Shared<R: Reconciler> {
     config: EngineConfig,
     metrics: Arc<Metrics>,
     recorder: Recorder,
+    in_flight: InFlight,
 }
 
 impl<R: Reconciler> Shared<R> {
@@ -288,6 +299,7 @@ impl<R: Reconciler> Shared<R> {
             trace_id = tracing::field::Empty
         );
         crate::runtime::telemetry::record_trace_id(&span);
+        let _running = self.in_flight.start();
         // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
         let _active = ActiveWorker::enter(self.metrics.active_workers(self.name));
         let start = Instant::now();

@@ -230,6 +230,7 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
             },
             metrics: engine_metrics.clone(),
             health: health.clone(),
+            stuck_reconcile_after: args.stuck_reconcile_after,
         };
         let caches = caches.clone();
         let stop = controllers_stop.clone();

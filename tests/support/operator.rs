@@ -164,6 +164,18 @@ impl OperatorProcess {
         Some((response.status().as_u16(), response.text().await.ok()?))
     }
 
+    /// Status and body of `/healthz?verbose`; `None` while nothing answers.
+    pub async fn healthz(&self) -> Option<(u16, String)> {
+        let response = self
+            .http
+            .get(format!("http://{}/healthz?verbose", self.health))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
+        Some((response.status().as_u16(), response.text().await.ok()?))
+    }
+
     pub async fn metrics_text(&self) -> String {
         self.http
             .get(format!("http://{}/metrics", self.metrics))

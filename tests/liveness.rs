@@ -1,0 +1,64 @@
+//! `/healthz` notices a stuck reconcile: one running far longer than its timeouts allow.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mock_ontap::{FaultAction, FaultSpec};
+use support::svm::{SvmWorld, fast_mock, tail};
+
+#[tokio::test]
+async fn healthz_fails_while_a_reconcile_runs_past_the_stuck_limit_and_recovers() {
+    // The limit is shrunk from its 10 minutes to 2 s; the ONTAP timeout stays above the delay,
+    // so the reconcile is slow, not failed.
+    let world = SvmWorld::with(
+        fast_mock(),
+        &["--stuck-reconcile-after=2s", "--ontap-request-timeout=20s"],
+    )
+    .await;
+    world
+        .operator
+        .wait_readyz(200, Duration::from_secs(60))
+        .await;
+    let (status, body) = world.operator.healthz().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    world
+        .mock
+        .state()
+        .add_fault(FaultSpec {
+            method: Some("GET".into()),
+            path: "/api/svm/svms".into(),
+            after: 0,
+            times: Some(1),
+            probability: None,
+            action: FaultAction::Delay { ms: 8000 },
+        })
+        .unwrap();
+    world.create_svm("slow", 0).await;
+
+    let start = Instant::now();
+    let body = loop {
+        if let Some((status, body)) = world.operator.healthz().await
+            && status != 200
+        {
+            break body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "/healthz stayed 200 while a reconcile was stuck: {:?}\n{}",
+            world.operator.healthz().await,
+            tail(&world.operator.logs(), 30)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        body.contains("reconcile-storagevirtualmachine"),
+        "the failing check names the controller: {body}"
+    );
+
+    world.wait_ready("slow", Duration::from_secs(60)).await;
+    let (status, body) = world.operator.healthz().await.unwrap();
+    assert_eq!(status, 200, "once the reconcile ended: {body}");
+}
