@@ -139,7 +139,7 @@ extendedKeyUsage=serverAuth"
     echo "$etcd_pid $api_pid" >"$dir/pids"
     ready=0
     for _ in $(seq 1 300); do
-      if ! kill -0 "$etcd_pid" 2>/dev/null || ! kill -0 "$api_pid" 2>/dev/null; then break; fi
+      if ! alive "$etcd_pid" || ! alive "$api_pid"; then break; fi
       if wait_ready "$api_port" 1; then ready=1; break; fi
     done
     [ $ready = 1 ] && break
@@ -187,14 +187,14 @@ stop_apiserver() {
   local etcd_pid api_pid
   read -r etcd_pid api_pid <"$dir/pids"
   kill "$api_pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do kill -0 "$api_pid" 2>/dev/null || break; sleep 0.2; done
+  for _ in $(seq 1 50); do alive "$api_pid" || break; sleep 0.2; done
   kill -9 "$api_pid" 2>/dev/null || true
 }
 
 restart_apiserver() {
   local etcd_pid api_pid port
   read -r etcd_pid api_pid <"$dir/pids"
-  kill -0 "$api_pid" 2>/dev/null && die "kube-apiserver (pid $api_pid) is still running"
+  alive "$api_pid" && die "kube-apiserver (pid $api_pid) is still running"
   api_pid=$(start_apiserver)
   echo "$etcd_pid $api_pid" >"$dir/pids"
   port=$(sed -n 's|^export KUBE_APISERVER_URL=https://127.0.0.1:||p' "$dir/env")

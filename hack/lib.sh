@@ -15,6 +15,14 @@ free_port() {
   die "no free loopback port found"
 }
 
+# alive PID: the process exists and is not a zombie. Killed children of a process that already
+# exited wait for PID 1 to reap them, and some container inits take their time; `kill -0`
+# alone counts such a zombie as running.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  case "$(ps -o stat= -p "$1" 2>/dev/null)" in Z*) return 1 ;; esac
+}
+
 # stop_pids FILE: stops the processes listed in FILE (TERM, then KILL after 10 s) and removes it.
 stop_pids() {
   [ -f "$1" ] || return 0
@@ -23,7 +31,7 @@ stop_pids() {
   kill $pids 2>/dev/null || true
   for _ in $(seq 1 50); do
     local alive=0
-    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    for p in $pids; do alive "$p" && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.2
   done
