@@ -111,7 +111,12 @@ impl OperatorProcess {
             health.port()
         ));
         let file = std::fs::File::create(&log).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ontap-operator"));
+        // Worktrees sharing a target directory overwrite each other's `target/debug/
+        // ontap-operator`; ONTAP_OPERATOR_BIN points at a binary of one's own instead.
+        let binary = std::env::var_os("ONTAP_OPERATOR_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ontap-operator")));
+        let mut command = Command::new(binary);
         command
             .arg("run")
             .arg("--kubeconfig")
