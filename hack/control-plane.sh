@@ -139,7 +139,7 @@ extendedKeyUsage=serverAuth"
     echo "$etcd_pid $api_pid" >"$dir/pids"
     ready=0
     for _ in $(seq 1 300); do
-      if ! kill -0 "$etcd_pid" 2>/dev/null || ! kill -0 "$api_pid" 2>/dev/null; then break; fi
+      if ! alive "$etcd_pid" || ! alive "$api_pid"; then break; fi
       if wait_ready "$api_port" 1; then ready=1; break; fi
     done
     [ $ready = 1 ] && break

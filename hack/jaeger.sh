@@ -33,7 +33,7 @@ up() {
     pid=$!
     echo "$pid" >"$dir/pid"
     for _ in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
+      alive "$pid" || break
       curl -sf "http://127.0.0.1:$query/api/services" >/dev/null 2>&1 && port_in_use "$otlp_http" && {
         cat >"$dir/env" <<ENV
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$otlp_http

@@ -15,6 +15,14 @@ free_port() {
   die "no free loopback port found"
 }
 
+# alive PID: the process exists and is not a zombie. Killed children of a process that already
+# exited wait for PID 1 to reap them, and some container inits take their time; `kill -0`
+# alone counts such a zombie as running.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  case "$(ps -o stat= -p "$1" 2>/dev/null)" in Z*) return 1 ;; esac
+}
+
 # stop_pids FILE: stops the processes listed in FILE (TERM, then KILL after 10 s) and removes it.
 stop_pids() {
   [ -f "$1" ] || return 0
@@ -38,10 +46,4 @@ watch_owner() {
   local owner=$1; shift
   setsid bash -c 'owner=$1; shift; while kill -0 "$owner" 2>/dev/null; do sleep 1; done; "$@"' \
     _ "$owner" "$@" </dev/null >/dev/null 2>&1 &
-}
-
-# alive PID: the process exists and is not a zombie waiting for a parent that never reaps it.
-alive() {
-  kill -0 "$1" 2>/dev/null || return 1
-  [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != "Z" ]
 }
