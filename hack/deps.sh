@@ -12,6 +12,7 @@ need jq jq
 need ss iproute2
 need flock util-linux
 need setsid util-linux
+need ps procps
 need go golang-go
 need git git
 if [ ${#missing[@]} -gt 0 ]; then
