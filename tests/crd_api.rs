@@ -4,23 +4,12 @@
 
 mod support;
 
+use support::svm_manifest;
+
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use ontap_operator::api::{StorageVirtualMachine, StorageVirtualMachineStatus, SvmPhase};
 use serde_json::{Value, json};
-
-fn svm_manifest(name: &str) -> Value {
-    json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1",
-        "kind": "StorageVirtualMachine",
-        "metadata": { "name": name },
-        "spec": {
-            "clusterRef": { "name": "lab" },
-            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
-            "dataLifs": [ { "ip": "192.0.2.11", "prefixLength": 24 } ]
-        }
-    })
-}
 
 #[tokio::test]
 async fn project_crds_are_established() {

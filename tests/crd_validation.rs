@@ -5,22 +5,11 @@
 
 mod support;
 
+use support::svm_manifest;
+
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
 use serde_json::{Value, json};
-
-fn svm_manifest(name: &str) -> Value {
-    json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1",
-        "kind": "StorageVirtualMachine",
-        "metadata": { "name": name },
-        "spec": {
-            "clusterRef": { "name": "lab" },
-            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
-            "dataLifs": [ { "ip": "192.0.2.11", "prefixLength": 24 } ]
-        }
-    })
-}
 
 fn cluster_manifest(name: &str) -> Value {
     json!({

@@ -181,3 +181,17 @@ pub async fn env() -> TestEnv {
         kubeconfig: plane.kubeconfig.clone(),
     }
 }
+
+/// A minimal valid StorageVirtualMachine manifest, for tests of the API itself.
+pub fn svm_manifest(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "ontap.storage.dev/v1alpha1",
+        "kind": "StorageVirtualMachine",
+        "metadata": { "name": name },
+        "spec": {
+            "clusterRef": { "name": "lab" },
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
+            "dataLifs": [ { "ip": "192.0.2.11", "prefixLength": 24 } ]
+        }
+    })
+}
