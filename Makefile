@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 LOCAL := $(CURDIR)/.local
 
-.PHONY: run test up down crds lint bench deps build unit-test
+.PHONY: run test up down crds manifests lint bench deps build unit-test
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm (cached in ~/.cache/ontap-operator)
 deps:
@@ -28,9 +28,12 @@ run: up
 	@source $(LOCAL)/env && target/debug/ontap-operator run \
 		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
-## crds: regenerate crds/ from the Rust types
-crds:
-	$(CARGO) run -q --bin ontap-operator -- crds --out-dir crds
+## manifests: regenerate crds/, deploy/rbac.yaml and the chart's ClusterRole rules from the
+## controllers' registrations (tests/crds_generated.rs fails when they drift)
+manifests:
+	$(CARGO) run -q --bin ontap-operator -- manifests --root .
+
+crds: manifests
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -22,6 +22,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Print every CRD this operator owns as multi-document YAML.
     Crds(CrdsArgs),
+    /// Write the generated manifests (crds/, deploy/rbac.yaml, the chart's ClusterRole rules)
+    /// from the controllers' registrations into a repository checkout.
+    Manifests(ManifestsArgs),
     /// Print the operator's version.
     Version,
 }
@@ -31,6 +34,13 @@ pub struct CrdsArgs {
     /// Write one file per CRD into this folder (named `<plural>.<group>.yaml`) instead of printing.
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// The repository root to write into.
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -94,7 +104,7 @@ pub struct RunArgs {
     pub stuck_reconcile_after: Duration,
     /// Scheduling, concurrency and client rate limits of the reconcile engine.
     #[command(flatten)]
-    pub engine: crate::engine::EngineArgs,
+    pub engine: crate::runtime::engine_flags::EngineArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

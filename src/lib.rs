@@ -4,6 +4,7 @@
 pub mod api;
 pub mod cli;
 pub mod controllers;
-pub mod engine;
+pub mod manifests;
+pub use reconcile_engine as engine;
 pub mod ontap;
 pub mod runtime;

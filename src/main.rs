@@ -10,13 +10,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Run(args) => ontap_operator::runtime::run(*args).await,
         Command::Crds(args) => match args.out_dir {
             None => {
-                print!("{}", ontap_operator::api::crds_yaml()?);
+                print!("{}", ontap_operator::manifests::crds_yaml()?);
                 Ok(())
             }
             Some(dir) => {
                 std::fs::create_dir_all(&dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
-                for (name, yaml) in ontap_operator::api::crd_files()? {
+                for (name, yaml) in ontap_operator::manifests::crd_files()? {
                     let path = dir.join(name);
                     std::fs::write(&path, yaml)
                         .with_context(|| format!("writing {}", path.display()))?;
@@ -24,6 +24,18 @@ async fn main() -> anyhow::Result<()> {
                 Ok(())
             }
         },
+        Command::Manifests(args) => {
+            for (path, contents) in ontap_operator::manifests::files()? {
+                let path = args.root.join(path);
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                }
+                std::fs::write(&path, contents)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            Ok(())
+        }
         Command::Version => {
             println!("ontap-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(())

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 async fn project_crds_are_established() {
     let env = support::env().await;
     let api: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    for crd in ontap_operator::api::all_crds() {
+    for crd in ontap_operator::manifests::crds().unwrap() {
         let name = crd.metadata.name.unwrap();
         let served = api.get(&name).await.unwrap();
         let conditions = served.status.unwrap().conditions.unwrap_or_default();
@@ -140,7 +140,11 @@ async fn printer_columns_come_back_in_a_table_request() {
             ("Ready", 0),
             ("Secret", 0),
             ("Age", 0),
-            ("UUID", 1)
+            ("UUID", 1),
+            ("Step", 1),
+            ("Reason", 1),
+            ("Attempts", 1),
+            ("Trace", 1),
         ]
     );
     let cells = &table["rows"][0]["cells"];

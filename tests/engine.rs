@@ -206,7 +206,7 @@ async fn invalid_spec_is_surfaced_and_does_not_loop() {
     );
     assert_eq!(
         ctl.metric(
-            "ontap_operator_step_errors_total",
+            "toy_step_errors_total",
             &[("step", "SpecValid"), ("category", "invalid")]
         ),
         1.0

@@ -1,5 +1,6 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
+use reconcile_engine::Halted;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -61,4 +62,7 @@ pub struct OntapClusterStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Where the last reconcile stopped (absent while every step completes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<Halted>,
 }

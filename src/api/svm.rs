@@ -1,5 +1,6 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
+use reconcile_engine::Halted;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -172,4 +173,7 @@ pub struct StorageVirtualMachineStatus {
     pub secret_ref: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Where the last reconcile stopped (absent while every step completes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<Halted>,
 }

@@ -6,12 +6,48 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube::ResourceExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{CustomResourceExt, ResourceExt};
 
 use super::connections::{ClusterConnections, ontap_error};
 use crate::api::{OntapCluster, OntapClusterStatus};
-use crate::engine::{Halt, Outcome, Reconciler, StepRunner};
+use crate::engine::manager::rule;
+use crate::engine::{Halt, Manager, ManagerError, Outcome, Reconciler, Registration, StepRunner};
 use crate::runtime::health::{Health, Probe};
+
+crate::engine::steps! {
+    /// The steps of the OntapCluster controller.
+    pub enum ClusterStep {
+        /// An authenticated request to the cluster succeeded.
+        Connected,
+    }
+}
+
+/// The controller's name: its metrics label, queue name and Events' reporter.
+pub const CONTROLLER: &str = "ontapcluster";
+
+/// Registers the OntapCluster controller: every cluster (of those `watch` selects) is
+/// re-verified every [`REVERIFY_EVERY`]; it reads the credential Secrets the clusters name.
+pub fn register(
+    manager: &mut Manager,
+    connections: ClusterConnections,
+    probes: ClusterProbes,
+    watch: kube::runtime::watcher::Config,
+) -> Result<(), ManagerError> {
+    manager.register(
+        Registration::new(
+            CONTROLLER,
+            ClusterReconciler {
+                connections,
+                probes,
+            },
+        )
+        .watching(watch)
+        .crd(OntapCluster::crd())
+        .every(REVERIFY_EVERY)
+        .rule(rule::<Secret>(&["get".to_owned()])),
+    )
+}
 
 /// How often every OntapCluster is re-verified, events or not.
 pub const REVERIFY_EVERY: Duration = Duration::from_secs(30);
@@ -63,16 +99,23 @@ pub struct ClusterReconciler {
 
 impl Reconciler for ClusterReconciler {
     type Resource = OntapCluster;
+    type Step = ClusterStep;
+
+    /// A deleted cluster takes its readiness check and its cached client along.
+    fn forget(&self, cluster: &OntapCluster) {
+        self.probes.remove(&cluster.name_any());
+        self.connections.forget(&cluster.name_any());
+    }
 
     async fn reconcile(
         &self,
         cluster: &OntapCluster,
         status: &mut OntapClusterStatus,
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<ClusterStep>,
     ) -> Result<(), Halt> {
         let probe = self.probes.probe(&cluster.name_any());
         let info = steps
-            .step("Connected", || async {
+            .step(ClusterStep::Connected, || async {
                 let result = async {
                     let client = match self.connections.connect(cluster).await {
                         Ok(client) => client,

@@ -6,7 +6,7 @@
 //! [`Probe`], whose result goes stale when nobody refreshes it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -150,21 +150,14 @@ impl Probe {
     }
 }
 
-/// Set once a cache has listed everything: until then the operator would act on a partial view.
-#[derive(Clone, Default)]
-pub struct SyncFlag(Arc<AtomicBool>);
-
-impl SyncFlag {
-    pub fn mark_synced(&self) {
-        self.0.store(true, Ordering::Release);
+/// The engine's manager reports its checks (cache sync, stuck reconciles) here.
+impl crate::engine::Probes for Health {
+    fn add_readiness(&self, name: String, check: crate::engine::Check) {
+        Health::add_readiness(self, name, check);
     }
 
-    pub fn check(&self) -> CheckResult {
-        if self.0.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err("cache not synced yet".into())
-        }
+    fn add_liveness(&self, name: String, check: crate::engine::Check) {
+        Health::add_liveness(self, name, check);
     }
 }
 
@@ -237,11 +230,17 @@ mod tests {
     #[test]
     fn readiness_needs_every_check_and_reports_each() {
         let health = Health::new();
-        let synced = SyncFlag::default();
+        let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let leadership = LeadershipState::default();
         health.add_readiness("store/svm", {
             let s = synced.clone();
-            move || s.check()
+            move || {
+                if s.load(Ordering::Acquire) {
+                    Ok(())
+                } else {
+                    Err("cache not synced yet".into())
+                }
+            }
         });
         health.add_readiness("leader-election", {
             let l = leadership.clone();
@@ -253,7 +252,7 @@ mod tests {
             report.verbose("readyz"),
             "[-]leader-election failed: leadership not known yet\n[-]store/svm failed: cache not synced yet\nreadyz check failed\n"
         );
-        synced.mark_synced();
+        synced.store(true, Ordering::Release);
         leadership.set(Leadership::Standby);
         assert!(health.readiness().healthy());
         health.add_readiness("ontap/lab", || Err("401 Unauthorized".into()));

@@ -16,11 +16,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::controllers::connections::ClientSettings;
-use crate::controllers::{self, Caches, ControllerContext, Scope};
-use crate::engine::{ClientLimits, EngineConfig, Metrics, build_client};
+use crate::controllers::{self, ControllerContext, Scope};
+use crate::engine::{
+    ClientLimits, EngineConfig, Identity, Manager, ManagerConfig, Metrics, build_client,
+};
 use crate::ontap::OntapMetrics;
 
 pub mod admin;
+pub mod engine_flags;
 pub mod health;
 pub mod leader;
 pub mod process_metrics;
@@ -34,6 +37,21 @@ use leader::{LeaderElection, LeaderElectionConfig};
 const APISERVER_PROBE_INTERVAL: Duration = Duration::from_secs(2);
 const APISERVER_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const APISERVER_PROBE_MAX_AGE: Duration = Duration::from_secs(10);
+
+/// The prefix of the engine's own metrics (`ontap_operator_step_duration_seconds`, …).
+pub const METRIC_PREFIX: &str = "ontap_operator";
+
+/// The domain of the Events' reporting controller (`ontap.storage.dev/storagevirtualmachine`).
+pub const REPORTER_DOMAIN: &str = "ontap.storage.dev";
+
+/// The engine's identity in this operator: its Event reporter, and trace ids from OpenTelemetry.
+pub fn identity() -> Identity {
+    Identity {
+        reporter_domain: REPORTER_DOMAIN.to_owned(),
+        instance: std::env::var("POD_NAME").ok(),
+        trace_id: Some(Arc::new(telemetry::record_trace_id)),
+    }
+}
 
 /// Builds the Kubernetes client from `--kubeconfig`, else the usual `KUBECONFIG` / in-cluster rules.
 pub async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Config> {
@@ -109,7 +127,7 @@ fn spawn_apiserver_probe(client: Client, probe: Probe, stop: CancellationToken) 
 
 async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
     let mut registry = Registry::default();
-    let engine_metrics = Metrics::new(&mut registry);
+    let engine_metrics = Metrics::new(&mut registry, METRIC_PREFIX);
     let ontap_metrics = OntapMetrics::new();
     ontap_metrics.register(&mut registry);
     let config = kube_config(args.kubeconfig.as_deref()).await?;
@@ -161,8 +179,32 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         cluster_selector: args.ontap_cluster_selector.clone(),
     };
-    let caches = Caches::spawn(&client, &scope);
-    caches.register_readiness(&health);
+    let mut manager = Manager::new(
+        client.clone(),
+        ManagerConfig {
+            namespace: scope.namespace.clone(),
+            engine: EngineConfig::from(&args.engine),
+            identity: identity(),
+            stuck_reconcile_after: args.stuck_reconcile_after,
+        },
+        engine_metrics.clone(),
+        Arc::new(health.clone()),
+    );
+    controllers::register_all(
+        &mut manager,
+        &ControllerContext {
+            client: client.clone(),
+            ontap: ClientSettings {
+                request_timeout: args.ontap_request_timeout,
+                metrics: Some(ontap_metrics.clone()),
+            },
+            health: health.clone(),
+            scope,
+        },
+    )
+    .context("wiring the controllers")?;
+    // Before leadership is known, so that a standby that takes over has warm caches.
+    manager.start_caches();
 
     let mut servers = tokio::task::JoinSet::new();
     let admin = [
@@ -221,18 +263,6 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
         }
         leader_status.get_or_create(&lease_labels).set(1);
         tracing::info!("running controllers");
-        let context = ControllerContext {
-            client: client.clone(),
-            engine: EngineConfig::from(&args.engine),
-            ontap: ClientSettings {
-                request_timeout: args.ontap_request_timeout,
-                metrics: Some(ontap_metrics.clone()),
-            },
-            metrics: engine_metrics.clone(),
-            health: health.clone(),
-            stuck_reconcile_after: args.stuck_reconcile_after,
-        };
-        let caches = caches.clone();
         let stop = controllers_stop.clone();
         let running = Arc::new(AtomicBool::new(true));
         health.add_liveness("controllers", {
@@ -247,7 +277,7 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
             }
         });
         controllers = Some(tokio::spawn(async move {
-            controllers::run(&caches, context, stop).await;
+            manager.run(stop.cancelled_owned()).await;
             running.store(false, Ordering::Release);
         }));
         match election.as_mut() {

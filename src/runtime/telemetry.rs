@@ -112,11 +112,14 @@ impl Telemetry {
 /// Records the span's OpenTelemetry trace id in its `trace_id` field (declared as
 /// `trace_id = tracing::field::Empty`), so every log line inside it names the trace.
 /// Without an OpenTelemetry layer (unit tests) the field stays empty rather than all zeros.
-pub fn record_trace_id(span: &tracing::Span) {
+pub fn record_trace_id(span: &tracing::Span) -> Option<String> {
     let cx = span.context();
     let otel_span = cx.span();
     let sc = otel_span.span_context();
-    if sc.is_valid() {
-        span.record("trace_id", tracing::field::display(sc.trace_id()));
+    if !sc.is_valid() {
+        return None;
     }
+    let id = sc.trace_id().to_string();
+    span.record("trace_id", tracing::field::display(&id));
+    Some(id)
 }

@@ -13,11 +13,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
-use ontap_operator::engine::{
-    ClientLimits, ConditionedStatus, Controller, EngineConfig, Halt, Metrics, Outcome, Reconciler,
-    SharedCache, StepError, StepRunner,
-};
 use prometheus_client::registry::Registry;
+use reconcile_engine::{
+    ClientLimits, EngineConfig, Halt, Halted, Identity, Manager, ManagerConfig, Metrics, NoProbes,
+    Outcome, Reconciler, Registration, SharedCache, StepError, StepName, StepRunner,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -54,18 +54,15 @@ pub struct ToyStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<Halted>,
 }
 
-impl ConditionedStatus for ToyStatus {
-    fn conditions(&self) -> &[Condition] {
-        &self.conditions
-    }
-    fn set_conditions(&mut self, conditions: Vec<Condition>) {
-        self.conditions = conditions;
-    }
-    fn set_observed_generation(&mut self, generation: Option<i64>) {
-        self.observed_generation = generation;
-    }
+reconcile_engine::conditioned_status!(ToyStatus);
+
+reconcile_engine::steps! {
+    /// The toy controller's steps; the tests name conditions through these.
+    pub enum ToyStep { SpecValid, BackendReady, ConfigMapReady }
 }
 
 /// The outside world of the toy controller, shared with the test.
@@ -144,12 +141,13 @@ pub struct ToyReconciler {
 
 impl Reconciler for ToyReconciler {
     type Resource = Toy;
+    type Step = ToyStep;
 
     async fn reconcile(
         &self,
         toy: &Toy,
         status: &mut ToyStatus,
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<ToyStep>,
     ) -> Result<(), Halt> {
         let name = toy.name_any();
         let world = &*self.world;
@@ -163,8 +161,8 @@ impl Reconciler for ToyReconciler {
         let _in_flight = InFlight::enter(world);
 
         steps
-            .step("SpecValid", || async {
-                world.log_step(&name, "SpecValid");
+            .step(ToyStep::SpecValid, || async {
+                world.log_step(&name, ToyStep::SpecValid.as_str());
                 if toy.spec.value < 0 {
                     return Err(StepError::invalid(
                         "NegativeValue",
@@ -176,8 +174,8 @@ impl Reconciler for ToyReconciler {
             .await?;
 
         steps
-            .step("BackendReady", || async {
-                world.log_step(&name, "BackendReady");
+            .step(ToyStep::BackendReady, || async {
+                world.log_step(&name, ToyStep::BackendReady.as_str());
                 if toy.spec.delay_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(toy.spec.delay_ms)).await;
                 }
@@ -202,8 +200,8 @@ impl Reconciler for ToyReconciler {
             let cm_name = format!("{name}-value");
             let data = BTreeMap::from([("value".to_owned(), toy.spec.value.to_string())]);
             steps
-                .step("ConfigMapReady", || async {
-                    world.log_step(&name, "ConfigMapReady");
+                .step(ToyStep::ConfigMapReady, || async {
+                    world.log_step(&name, ToyStep::ConfigMapReady.as_str());
                     // Look at the child every time: it may have been deleted behind our back.
                     let current = api.get_opt(&cm_name).await?;
                     if current.as_ref().and_then(|c| c.data.as_ref()) == Some(&data) {
@@ -333,43 +331,40 @@ pub async fn start(
     init_tracing();
     install_toy_crd(env).await;
     let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
+    let metrics = Metrics::new(&mut registry, "toy");
     let kube_config = kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::read_from(&env.kubeconfig).unwrap(),
         &kube::config::KubeConfigOptions::default(),
     )
     .await
     .unwrap();
-    let client =
-        ontap_operator::engine::build_client(kube_config, limits, metrics.clone()).unwrap();
+    let client = reconcile_engine::build_client(kube_config, limits, metrics.clone()).unwrap();
     let world = Arc::new(World::default());
-    let toys = SharedCache::spawn(
-        Api::<Toy>::namespaced(client.clone(), &env.namespace),
-        watcher::Config::default(),
-    );
     let reconciler = ToyReconciler {
         client: client.clone(),
         world: world.clone(),
     };
-    let mut controller = Controller::new(
-        "toy",
-        reconciler,
-        &toys,
+    let mut manager = Manager::new(
         client.clone(),
-        config,
+        ManagerConfig {
+            namespace: Some(env.namespace.clone()),
+            engine: config,
+            identity: Identity::new("enginetest.ontap.storage.dev"),
+            stuck_reconcile_after: Duration::from_secs(600),
+        },
         metrics.clone(),
+        Arc::new(NoProbes),
     );
-    let config_maps = owns.then(|| {
-        SharedCache::spawn(
-            Api::<ConfigMap>::namespaced(client.clone(), &env.namespace),
-            watcher::Config::default(),
-        )
-    });
-    if let Some(cms) = &config_maps {
-        controller = controller.owns(cms);
+    let mut registration = Registration::new("toy", reconciler).crd(Toy::crd());
+    if owns {
+        registration =
+            registration.owns::<ConfigMap>(watcher::Config::default(), &["create", "update"]);
     }
+    manager.register(registration).unwrap();
+    let toys = manager.cache::<Toy>().unwrap();
+    let config_maps = owns.then(|| manager.cache::<ConfigMap>().unwrap());
     let (tx, rx) = oneshot::channel();
-    let handle = tokio::spawn(controller.run(async move {
+    let handle = tokio::spawn(manager.run(async move {
         let _ = rx.await;
     }));
     Running {

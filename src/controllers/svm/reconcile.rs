@@ -8,10 +8,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::runtime::watcher;
+use kube::{Api, Client, CustomResourceExt, ResourceExt};
 use secrecy::SecretString;
-use serde_json::json;
 
+use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::{
     ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret, default_account_name,
     default_svm_name, desired_lifs, generate_password, inspect_seed_secret, owned_by, plan_lifs,
@@ -22,7 +23,8 @@ use crate::api::{
 };
 use crate::controllers::connections::{ClusterConnections, missing, ontap_error};
 use crate::engine::{
-    ErrorCategory, Halt, Outcome, Reconciler, SharedCache, StepError, StepRunner, Summary,
+    ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, Reconciler, Registration,
+    SharedCache, StepError, StepRunner, Summary,
 };
 use crate::ontap::{
     AccountCreate, AccountPatch, CredentialCheck, ErrorClass, ObjectRef as OntapRef, OntapClient,
@@ -32,8 +34,70 @@ use crate::ontap::{
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
 pub const FINALIZER: &str = "ontap.storage.dev/svm-cleanup";
 
+crate::engine::steps! {
+    /// The steps of the StorageVirtualMachine controller, provisioning then cleanup.
+    pub enum SvmStep {
+        /// The OntapCluster exists, is Ready, and its credentials load.
+        ClusterReady,
+        /// Exactly one SVM of our name exists, created by us, running, with the spec's protocols.
+        SVMReady,
+        /// The SVM's LIFs match the spec.
+        LIFsReady,
+        /// The SVM's account exists, unlocked, with the right role.
+        AccountReady,
+        /// The seed Secret exists and its credentials authenticate against ONTAP.
+        SecretReady,
+        /// Cleanup: the SVM to delete was looked up.
+        SVMFound,
+        /// Cleanup: the SVM's LIFs are gone.
+        LIFsDeleted,
+        /// Cleanup: the SVM's account is gone.
+        AccountDeleted,
+        /// Cleanup: the SVM is gone.
+        SVMDeleted,
+        /// Cleanup: the seed Secret is gone.
+        SecretDeleted,
+    }
+}
+
 /// How soon to look again at an SVM that ONTAP is still creating, starting or deleting.
 const ONTAP_SETTLING: Duration = Duration::from_secs(2);
+
+/// The controller's name: its metrics label, queue name and Events' reporter.
+pub const CONTROLLER: &str = "storagevirtualmachine";
+
+/// Registers the StorageVirtualMachine controller: it owns the seed Secrets (cached by label
+/// only: caching every Secret of the cluster would cost memory and widen what a memory dump of
+/// the operator reveals), and an OntapCluster's change reconciles the SVMs that use it.
+pub fn register(
+    manager: &mut Manager,
+    connections: ClusterConnections,
+) -> Result<(), ManagerError> {
+    let clusters = manager.cache::<OntapCluster>()?;
+    let reconciler = SvmReconciler {
+        kube: manager.client().clone(),
+        clusters,
+        connections,
+    };
+    manager.register(
+        Registration::new(CONTROLLER, reconciler)
+            .crd(StorageVirtualMachine::crd())
+            .owns::<Secret>(
+                watcher::Config::default()
+                    .labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")),
+                &["create", "patch", "delete"],
+            )
+            .watches::<OntapCluster>(|cluster, svms| {
+                let name = cluster.name_any();
+                svms.store()
+                    .state()
+                    .iter()
+                    .filter(|s| s.spec.cluster_ref.name == name)
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect()
+            }),
+    )
+}
 
 pub struct SvmReconciler {
     pub kube: Client,
@@ -52,39 +116,52 @@ struct Names {
 
 impl Reconciler for SvmReconciler {
     type Resource = StorageVirtualMachine;
+    type Step = SvmStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
     async fn reconcile(
         &self,
         svm: &StorageVirtualMachine,
         status: &mut StorageVirtualMachineStatus,
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        let deleting = svm.meta().deletion_timestamp.is_some();
-        let result = if deleting {
-            self.delete(svm, status, steps).await
-        } else {
-            self.provision(svm, status, steps).await
-        };
-        status.phase = Some(match (deleting, steps.summary()) {
-            (true, _) => SvmPhase::Deleting,
-            (false, Summary::Done { .. }) => SvmPhase::Ready,
+        self.provision(svm, status, steps).await
+    }
+
+    async fn cleanup(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &mut StorageVirtualMachineStatus,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        self.delete(svm, status, steps).await
+    }
+
+    fn conclude(
+        &self,
+        status: &mut StorageVirtualMachineStatus,
+        lifecycle: Lifecycle,
+        summary: &Summary<SvmStep>,
+    ) {
+        status.phase = Some(match (lifecycle, summary) {
+            (Lifecycle::Deleting, _) => SvmPhase::Deleting,
+            (Lifecycle::Live, Summary::Done { .. }) => SvmPhase::Ready,
             (
-                false,
+                Lifecycle::Live,
                 Summary::Waiting {
-                    step: "ClusterReady",
+                    step: SvmStep::ClusterReady,
                     ..
                 },
             ) => SvmPhase::Pending,
             (
-                false,
+                Lifecycle::Live,
                 Summary::Failed {
                     category: ErrorCategory::Invalid,
                     ..
                 },
             ) => SvmPhase::Failed,
-            (false, _) => SvmPhase::Provisioning,
+            (Lifecycle::Live, _) => SvmPhase::Provisioning,
         });
-        result
     }
 }
 
@@ -120,10 +197,10 @@ impl SvmReconciler {
     async fn cluster(
         &self,
         svm: &StorageVirtualMachine,
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<SvmStep>,
     ) -> Result<OntapClient, Halt> {
         steps
-            .step("ClusterReady", || async {
+            .step(SvmStep::ClusterReady, || async {
                 let name = &svm.spec.cluster_ref.name;
                 let Some(cluster) = self.clusters.get(&ObjectRef::new(name)) else {
                     return Ok(Outcome::Waiting(missing(
@@ -156,14 +233,14 @@ impl SvmReconciler {
         &self,
         svm: &StorageVirtualMachine,
         status: &mut StorageVirtualMachineStatus,
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
         let names = self.names(svm, status);
         if let (Some(wanted), Some(provisioned)) = (&svm.spec.svm_name, &status.svm_name)
             && wanted != provisioned
         {
             return steps
-                .step("SVMReady", || async {
+                .step(SvmStep::SVMReady, || async {
                     Err::<Outcome, _>(StepError::invalid(
                         "SVMNameChanged",
                         format!("spec.svmName {wanted} differs from the SVM provisioned as {provisioned}; SVMs are not renamed"),
@@ -175,47 +252,24 @@ impl SvmReconciler {
 
         let client = self.cluster(svm, steps).await?;
         let ontap_svm = steps
-            .step("SVMReady", || self.ensure_svm(svm, &names, &client))
+            .step(SvmStep::SVMReady, || self.ensure_svm(svm, &names, &client))
             .await?;
         status.uuid = Some(ontap_svm.uuid.clone());
         steps
-            .step("LIFsReady", || ensure_lifs(svm, &ontap_svm, &client))
+            .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
             .await?;
         steps
-            .step("AccountReady", || {
+            .step(SvmStep::AccountReady, || {
                 self.ensure_account(svm, &names, &ontap_svm, &client)
             })
             .await?;
         steps
-            .step("SecretReady", || {
+            .step(SvmStep::SecretReady, || {
                 self.ensure_secret(svm, &names, &ontap_svm, &client)
             })
             .await?;
         status.secret_ref = Some(names.secret.clone());
         Ok(())
-    }
-
-    async fn ensure_finalizer(&self, svm: &StorageVirtualMachine) -> Result<bool, StepError> {
-        if svm.finalizers().iter().any(|f| f == FINALIZER) {
-            return Ok(false);
-        }
-        let api: Api<StorageVirtualMachine> =
-            Api::namespaced(self.kube.clone(), &svm.namespace().unwrap_or_default());
-        let patch = if svm.finalizers().is_empty() {
-            json!([{ "op": "add", "path": "/metadata/finalizers", "value": [FINALIZER] }])
-        } else {
-            json!([{ "op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER }])
-        };
-        let patch: json_patch::Patch = serde_json::from_value(patch)
-            .map_err(|e| StepError::transient("FinalizerPatchInvalid", e))?;
-        api.patch(
-            &svm.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(patch),
-        )
-        .await
-        .map_err(kube_error("FinalizerAddFailed"))?;
-        Ok(true)
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
@@ -226,8 +280,9 @@ impl SvmReconciler {
         names: &Names,
         client: &OntapClient,
     ) -> Result<Outcome<Svm>, StepError> {
-        // Before anything exists in ONTAP, so that deleting the object always cleans up.
-        let mut changed = self.ensure_finalizer(svm).await?;
+        // The engine added the finalizer before this pass, so deleting the object always cleans
+        // up what this step creates.
+        let mut changed = false;
         let found = match lookup_svm(client, &names.svm).await? {
             Some(found) => found,
             None => {
@@ -513,16 +568,13 @@ impl SvmReconciler {
         &self,
         svm: &StorageVirtualMachine,
         status: &mut StorageVirtualMachineStatus,
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        if !svm.finalizers().iter().any(|f| f == FINALIZER) {
-            return Ok(());
-        }
         let names = self.names(svm, status);
         if svm.spec.deletion_policy == DeletionPolicy::Delete {
             let client = self.cluster(svm, steps).await?;
             let found = steps
-                .step("SVMFound", || async {
+                .step(SvmStep::SVMFound, || async {
                     Ok(Outcome::Unchanged(
                         match lookup_svm(&client, &names.svm).await? {
                             // Never touch what is not ours.
@@ -539,7 +591,7 @@ impl SvmReconciler {
                 .await?;
             if let Some(found) = found {
                 steps
-                    .step("LIFsDeleted", || async {
+                    .step(SvmStep::LIFsDeleted, || async {
                         let interfaces = client
                             .interfaces(&found.uuid)
                             .await
@@ -558,7 +610,7 @@ impl SvmReconciler {
                     })
                     .await?;
                 steps
-                    .step("AccountDeleted", || async {
+                    .step(SvmStep::AccountDeleted, || async {
                         client
                             .delete_account(&found.uuid, &names.account)
                             .await
@@ -567,7 +619,7 @@ impl SvmReconciler {
                     })
                     .await?;
                 steps
-                    .step("SVMDeleted", || async {
+                    .step(SvmStep::SVMDeleted, || async {
                         client
                             .delete_svm(&found.uuid)
                             .await
@@ -578,7 +630,7 @@ impl SvmReconciler {
             }
         }
         steps
-            .step("SecretDeleted", || async {
+            .step(SvmStep::SecretDeleted, || async {
                 let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
                 let Some(secret) = api
                     .get_opt(&names.secret)
@@ -600,24 +652,6 @@ impl SvmReconciler {
                     }
                 }
                 Ok(Outcome::changed())
-            })
-            .await?;
-        steps
-            .step("FinalizerRemoved", || async {
-                let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &names.namespace);
-                let Some(index) = svm.finalizers().iter().position(|f| f == FINALIZER) else {
-                    return Ok(Outcome::unchanged());
-                };
-                // The test guards against removing another finalizer if the list moved.
-                let patch: json_patch::Patch = serde_json::from_value(json!([
-                    { "op": "test", "path": format!("/metadata/finalizers/{index}"), "value": FINALIZER },
-                    { "op": "remove", "path": format!("/metadata/finalizers/{index}") }
-                ]))
-                .map_err(|e| StepError::transient("FinalizerPatchInvalid", e))?;
-                match api.patch(&svm.name_any(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
-                    Err(e) if !is_not_found(&e) => Err(StepError::from_kube("FinalizerRemoveFailed", e)),
-                    _ => Ok(Outcome::changed()),
-                }
             })
             .await?;
         Ok(())

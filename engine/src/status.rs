@@ -8,28 +8,101 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// A status the engine can maintain: it owns the `conditions` and the `observedGeneration`, the
-/// reconciler owns every other field.
+use super::error::ErrorCategory;
+use super::step::{StepRecord, StepState};
+
+/// Where the last pass stopped, for `kubectl get -o wide` and for finding the pass in a trace
+/// store. Absent while every step completes.
+///
+/// `attempts` counts consecutive passes that failed at the same step for the same reason; a
+/// waiting step is progress, not an attempt, and keeps it at 0 — so a step that waits for a
+/// remote job does not rewrite the status on every look.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Halted {
+    /// The step that failed or waits.
+    pub step: String,
+    /// Its condition reason.
+    pub reason: String,
+    /// Consecutive failed passes at this step for this reason.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts: u32,
+    /// The trace id of the last failed pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Halted {
+    /// The halt after a pass with `records`, given the one before it.
+    pub fn after(
+        previous: Option<&Halted>,
+        records: &[StepRecord],
+        trace_id: Option<&str>,
+    ) -> Option<Halted> {
+        let record = records.iter().find(|r| !r.state.is_done())?;
+        let (reason, failed) = match &record.state {
+            StepState::Failed(err) => (err.reason(), true),
+            StepState::Waiting(wait) => (wait.reason.as_ref(), false),
+            StepState::Unchanged | StepState::Changed => return None,
+        };
+        let same = previous.filter(|p| p.step == record.name && p.reason == reason);
+        Some(Halted {
+            step: record.name.to_owned(),
+            reason: reason.to_owned(),
+            attempts: match (failed, same) {
+                (false, _) => 0,
+                (true, Some(p)) => p.attempts.saturating_add(1),
+                (true, None) => 1,
+            },
+            trace_id: if failed {
+                trace_id.map(str::to_owned)
+            } else {
+                None
+            },
+        })
+    }
+}
+
+/// What became of a status write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusWrite {
+    /// The API server already held this status: nothing was sent.
+    Unchanged,
+    /// Written.
+    Written,
+    /// The object no longer exists.
+    Gone,
+    /// The write failed.
+    Failed(ErrorCategory),
+}
+
+/// A status the engine can maintain: it owns the `conditions`, the `observedGeneration` and
+/// `halted`; the reconciler owns every other field. Implement it with [`conditioned_status!`]
+/// for a struct with the conventional fields.
+///
+/// [`conditioned_status!`]: crate::conditioned_status
 ///
 /// ```
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-/// use ontap_operator::engine::ConditionedStatus;
+/// use reconcile_engine::Halted;
 ///
 /// #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 /// struct MyStatus {
 ///     phase: Option<String>,
 ///     conditions: Vec<Condition>,
 ///     observed_generation: Option<i64>,
+///     halted: Option<Halted>,
 /// }
 ///
-/// impl ConditionedStatus for MyStatus {
-///     fn conditions(&self) -> &[Condition] { &self.conditions }
-///     fn set_conditions(&mut self, c: Vec<Condition>) { self.conditions = c }
-///     fn set_observed_generation(&mut self, g: Option<i64>) { self.observed_generation = g }
-/// }
+/// reconcile_engine::conditioned_status!(MyStatus);
 /// ```
 pub trait ConditionedStatus:
     Clone + Default + PartialEq + Serialize + Send + Sync + 'static
@@ -40,14 +113,19 @@ pub trait ConditionedStatus:
     fn set_conditions(&mut self, conditions: Vec<Condition>);
     /// Sets the generation this status describes.
     fn set_observed_generation(&mut self, generation: Option<i64>);
+    /// Where the last pass stopped.
+    fn halted(&self) -> Option<&Halted>;
+    /// Sets where the last pass stopped.
+    fn set_halted(&mut self, halted: Option<Halted>);
 }
 
 /// Implements [`ConditionedStatus`] for status structs with the conventional fields
-/// `conditions: Vec<Condition>` and `observed_generation: Option<i64>`.
+/// `conditions: Vec<Condition>`, `observed_generation: Option<i64>` and
+/// `halted: Option<Halted>`.
 #[macro_export]
 macro_rules! conditioned_status {
     ($($status:ty),+ $(,)?) => {$(
-        impl $crate::engine::ConditionedStatus for $status {
+        impl $crate::ConditionedStatus for $status {
             fn conditions(&self) -> &[::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
                 &self.conditions
             }
@@ -59,6 +137,12 @@ macro_rules! conditioned_status {
             }
             fn set_observed_generation(&mut self, generation: Option<i64>) {
                 self.observed_generation = generation;
+            }
+            fn halted(&self) -> Option<&$crate::Halted> {
+                self.halted.as_ref()
+            }
+            fn set_halted(&mut self, halted: Option<$crate::Halted>) {
+                self.halted = halted;
             }
         }
     )+};
@@ -100,15 +184,12 @@ pub fn merge_patch(old: &Value, new: &Value) -> Option<Value> {
     }
 }
 
-/// The `{"status": …}` merge patch from `old` to `new`, or `None` when there is nothing to write.
+/// The `{"status": …}` merge patch from `old` (the status as JSON, `null` when there is none) to
+/// `new`, or `None` when there is nothing to write.
 pub fn status_patch<S: Serialize>(
-    old: Option<&S>,
+    old: &Value,
     new: &S,
 ) -> Result<Option<Value>, serde_json::Error> {
-    let old = match old {
-        Some(old) => serde_json::to_value(old)?,
-        None => Value::Null,
-    };
     let new = serde_json::to_value(new)?;
     if old.is_null() {
         // No status yet: an empty computed status would be a write of nothing.
@@ -118,34 +199,47 @@ pub fn status_patch<S: Serialize>(
             _ => Some(serde_json::json!({ "status": new })),
         });
     }
-    Ok(merge_patch(&old, &new).map(|diff| serde_json::json!({ "status": diff })))
+    Ok(merge_patch(old, &new).map(|diff| serde_json::json!({ "status": diff })))
 }
 
-/// Sends `patch` to the status subresource of `obj`.
+/// Sends `patch` to the status subresource of `obj` and returns the resourceVersion it produced.
+///
+/// With `resource_version`, the write applies only to the object at exactly that version (a
+/// 409 otherwise): the patch is a diff against the status of that version, and applied to
+/// another it could leave a mix of two passes.
 ///
 /// Built from `K::url_path` rather than `Api<K>` so that one function serves namespaced and
-/// cluster-scoped kinds alike. No `resourceVersion` precondition: the engine is the only writer of
-/// these fields, and a conflict would only turn a redundant write into a retry.
+/// cluster-scoped kinds alike.
 pub async fn patch_status<K>(
     client: &Client,
     obj: &K,
     patch: &Value,
+    resource_version: Option<&str>,
     field_manager: &str,
-) -> Result<(), kube::Error>
+) -> Result<Option<String>, kube::Error>
 where
     K: Resource<DynamicType = ()>,
 {
+    let mut patch = patch.clone();
+    if let (Some(rv), Value::Object(map)) = (resource_version, &mut patch) {
+        map.insert(
+            "metadata".to_owned(),
+            serde_json::json!({ "resourceVersion": rv }),
+        );
+    }
     let url = K::url_path(&(), obj.namespace().as_deref());
     let params = PatchParams {
         field_manager: Some(field_manager.to_owned()),
         ..PatchParams::default()
     };
     let request = kube::core::Request::new(url)
-        .patch_subresource("status", &obj.name_any(), &params, &Patch::Merge(patch))
+        .patch_subresource("status", &obj.name_any(), &params, &Patch::Merge(&patch))
         .map_err(kube::Error::BuildRequest)?;
-    // The response body is not needed; `Value` avoids failing on fields our type does not know.
-    let _: Value = client.request(request).await?;
-    Ok(())
+    // `Value` avoids failing on fields our type does not know.
+    let answer: Value = client.request(request).await?;
+    Ok(answer["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_owned))
 }
 
 #[cfg(test)]
@@ -197,7 +291,7 @@ mod tests {
     #[test]
     fn status_patch_wraps_in_status_and_skips_empty_first_write() {
         assert_eq!(
-            status_patch::<S>(None, &S::default()).expect("serializes"),
+            status_patch::<S>(&Value::Null, &S::default()).expect("serializes"),
             None
         );
         let new = S {
@@ -205,13 +299,14 @@ mod tests {
             items: vec![],
         };
         assert_eq!(
-            status_patch(None, &new).expect("serializes"),
+            status_patch(&Value::Null, &new).expect("serializes"),
             Some(json!({"status": {"phase": "Ready"}}))
         );
-        assert_eq!(status_patch(Some(&new), &new).expect("serializes"), None);
+        let written = serde_json::to_value(&new).expect("serializes");
+        assert_eq!(status_patch(&written, &new).expect("serializes"), None);
         let cleared = S::default();
         assert_eq!(
-            status_patch(Some(&new), &cleared).expect("serializes"),
+            status_patch(&written, &cleared).expect("serializes"),
             Some(json!({"status": {"phase": null}}))
         );
     }

@@ -1,48 +1,10 @@
-//! Engine settings and their command-line flags.
+//! The reconcile engine's command-line flags, flattened into `ontap-operator run`.
 
 use std::time::Duration;
 
 use clap::Args;
 
-use super::client::ClientLimits;
-
-/// How controllers schedule reconciles. [`Default`] matches the flags' defaults.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineConfig {
-    /// Every object is re-verified at least this often, even without events, so drift made
-    /// behind the operator's back is found.
-    pub sync_period: Duration,
-    /// The sync period is stretched by a random factor in `[1, 1 + sync_jitter)` per object, so
-    /// objects created together do not all come due in the same second.
-    pub sync_jitter: f64,
-    /// Reconciles running at once per controller. Never unbounded; 0 is treated as 1.
-    pub max_concurrent_reconciles: u16,
-    /// First delay after a transient failure; doubles per consecutive failure.
-    pub backoff_base: Duration,
-    /// Longest delay after transient failures.
-    pub backoff_max: Duration,
-    /// Delay before retrying after a conflict.
-    pub conflict_delay: Duration,
-    /// Reconcile starts per second per controller (token bucket); 0 disables.
-    pub reconcile_rate: f64,
-    /// Reconcile starts allowed at once.
-    pub reconcile_burst: u32,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            sync_period: Duration::from_secs(600),
-            sync_jitter: 0.1,
-            max_concurrent_reconciles: 10,
-            backoff_base: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(1000),
-            conflict_delay: Duration::from_secs(1),
-            reconcile_rate: 30.0,
-            reconcile_burst: 200,
-        }
-    }
-}
+use crate::engine::{ClientLimits, EngineConfig};
 
 /// The engine's flags, flattened into `ontap-operator run`.
 #[derive(Clone, Debug, Args)]
@@ -81,7 +43,6 @@ impl From<&EngineArgs> for EngineConfig {
             max_concurrent_reconciles: args.max_concurrent_reconciles,
             backoff_base: args.backoff_base,
             backoff_max: args.backoff_max,
-            conflict_delay: args.backoff_base,
             reconcile_rate: args.reconcile_rate,
             reconcile_burst: args.reconcile_burst,
             ..EngineConfig::default()

@@ -13,13 +13,46 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use futures::StreamExt;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::ObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
+
+use super::controller::Object;
+
+/// How to build an [`Api`] for a kind of this scope, optionally limited to one namespace.
+/// Implemented for both scopes, so generic code can ask for the right `Api` of any kind.
+pub trait ScopedApi {
+    /// `Api::namespaced` for namespaced kinds when `namespace` is set, else `Api::all`.
+    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
+        client: kube::Client,
+        namespace: Option<&str>,
+    ) -> Api<K>;
+}
+
+impl ScopedApi for NamespaceResourceScope {
+    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
+        client: kube::Client,
+        namespace: Option<&str>,
+    ) -> Api<K> {
+        match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        }
+    }
+}
+
+impl ScopedApi for ClusterResourceScope {
+    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
+        client: kube::Client,
+        _namespace: Option<&str>,
+    ) -> Api<K> {
+        Api::all(client)
+    }
+}
 
 /// The annotation `kubectl apply` (client-side) writes: the whole object again, as JSON.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -28,7 +61,7 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-co
 ///
 /// ```
 /// use kube::api::ObjectMeta;
-/// use ontap_operator::engine::cache::{LAST_APPLIED_ANNOTATION, strip_metadata};
+/// use reconcile_engine::cache::{LAST_APPLIED_ANNOTATION, strip_metadata};
 ///
 /// let mut meta = ObjectMeta {
 ///     managed_fields: Some(vec![Default::default()]),
@@ -181,7 +214,7 @@ type Subscribers<K> = Mutex<Vec<mpsc::UnboundedSender<Change<K>>>>;
 /// # async fn demo(client: kube::Client) {
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube::{Api, runtime::watcher};
-/// use ontap_operator::engine::SharedCache;
+/// use reconcile_engine::SharedCache;
 ///
 /// let cms = SharedCache::spawn(Api::<ConfigMap>::all(client), watcher::Config::default());
 /// cms.wait_until_ready().await;
@@ -207,46 +240,83 @@ struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
     ready: watch::Receiver<bool>,
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
-    task: AbortHandle,
+    /// Starts the watch; taken by the first [`SharedCache::start`].
+    pending: Mutex<Option<StartWatch>>,
+    task: Mutex<Option<AbortHandle>>,
 }
+
+type StartWatch = Box<dyn FnOnce() -> AbortHandle + Send>;
 
 impl<K: Resource<DynamicType = ()> + 'static> Drop for CacheInner<K> {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
     }
 }
 
-impl<K> SharedCache<K>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-{
+impl<K: Object> SharedCache<K> {
     /// Starts watching `api` (on the current tokio runtime) into a new cache.
     pub fn spawn(api: Api<K>, config: watcher::Config) -> Self {
+        let cache = Self::new(api, config);
+        cache.start();
+        cache
+    }
+
+    /// A cache of `api` that watches nothing until [`start`](Self::start): controllers and
+    /// triggers can be wired to it before the process decides to talk to the API server.
+    pub fn new(api: Api<K>, config: watcher::Config) -> Self {
         let (store, writer) = reflector::store::<K>();
+        let (ready_tx, ready) = watch::channel(false);
         let index = Arc::new(OwnerIndex::default());
         let subscribers: Arc<Subscribers<K>> = Arc::new(Mutex::new(Vec::new()));
-        let (ready_tx, ready) = watch::channel(false);
-        let task = tokio::spawn(drive(
-            api,
-            config,
-            writer,
-            Shared {
-                store: store.clone(),
-                index: index.clone(),
-                subscribers: subscribers.clone(),
-                ready: ready_tx,
-            },
-        ))
-        .abort_handle();
+        let shared = Shared {
+            store: store.clone(),
+            index: index.clone(),
+            subscribers: subscribers.clone(),
+            ready: ready_tx,
+        };
+        let start: StartWatch =
+            Box::new(move || tokio::spawn(drive(api, config, writer, shared)).abort_handle());
         SharedCache {
             inner: Arc::new(CacheInner {
                 store,
                 ready,
                 index,
                 subscribers,
-                task,
+                pending: Mutex::new(Some(start)),
+                task: Mutex::new(None),
             }),
         }
+    }
+
+    /// Starts the watch (on the current tokio runtime); later calls do nothing.
+    pub fn start(&self) {
+        let Some(start) = self
+            .inner
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let task = start();
+        *self
+            .inner
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(task);
+    }
+
+    /// Whether the initial list is in.
+    pub fn is_ready(&self) -> bool {
+        *self.inner.ready.borrow()
     }
 
     /// The store (read side).
@@ -311,14 +381,12 @@ struct Shared<K: Resource<DynamicType = ()> + 'static> {
     ready: watch::Sender<bool>,
 }
 
-async fn drive<K>(
+async fn drive<K: Object>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     shared: Shared<K>,
-) where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-{
+) {
     let Shared {
         store,
         index,
@@ -330,6 +398,9 @@ async fn drive<K>(
         subs.retain(|tx| tx.send(change.clone()).is_ok());
     };
     let mut init: Vec<ObjectRef<K>> = Vec::new();
+    // What the store held when a (re)list began: whatever of it the list no longer has was
+    // deleted while no watch was running, and no Delete event will ever say so.
+    let mut before_relist: Vec<Arc<K>> = Vec::new();
     let stream = watcher(api, config)
         .default_backoff()
         .modify(|obj: &mut K| strip_metadata(obj.meta_mut()))
@@ -348,14 +419,24 @@ async fn drive<K>(
                 index.delete(&obj);
                 broadcast(Change::Deleted(Arc::new(obj)));
             }
-            Ok(watcher::Event::Init) => init.clear(),
+            Ok(watcher::Event::Init) => {
+                init.clear();
+                before_relist = store.state();
+            }
             // The store swaps these in only at InitDone; announcing them earlier would send
             // subscribers to a store that does not have them yet.
             Ok(watcher::Event::InitApply(obj)) => init.push(ObjectRef::from_obj(&obj)),
             Ok(watcher::Event::InitDone) => {
-                let objects: Vec<Arc<K>> = init.drain(..).filter_map(|r| store.get(&r)).collect();
+                let listed: HashSet<ObjectRef<K>> = init.drain(..).collect();
+                let objects: Vec<Arc<K>> = listed.iter().filter_map(|r| store.get(r)).collect();
                 index.rebuild(&objects);
                 ready.send_replace(true);
+                for gone in std::mem::take(&mut before_relist)
+                    .into_iter()
+                    .filter(|obj| !listed.contains(&ObjectRef::from_obj(&**obj)))
+                {
+                    broadcast(Change::Deleted(gone));
+                }
                 for obj in objects {
                     broadcast(Change::Applied(obj));
                 }

@@ -18,6 +18,55 @@ use tracing::Instrument;
 use super::error::{ErrorCategory, StepError};
 use super::metrics::Metrics;
 
+/// The name of a step: one variant of an enum per controller, declared with [`steps!`], so
+/// that a controller, its conditions and its tests share one spelling and a typo does not
+/// compile.
+///
+/// [`steps!`]: crate::steps
+pub trait StepName: Copy + Eq + std::hash::Hash + fmt::Debug + Send + Sync + 'static {
+    /// The name as it appears in condition types, metrics, spans and Events (`PascalCase`).
+    fn as_str(self) -> &'static str;
+}
+
+/// Declares the step enum of a controller and implements [`StepName`] for it; each variant's
+/// name is its step name. `ALL` lists the steps in declaration order.
+///
+/// ```
+/// reconcile_engine::steps! {
+///     /// The steps of the greeting controller.
+///     pub enum GreetingStep { SpecValid, ConfigMapReady }
+/// }
+/// use reconcile_engine::StepName;
+/// assert_eq!(GreetingStep::ConfigMapReady.as_str(), "ConfigMapReady");
+/// assert_eq!(GreetingStep::ALL.len(), 2);
+/// ```
+#[macro_export]
+macro_rules! steps {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $crate::StepName for $name {
+            fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => stringify!($variant)),+ }
+            }
+        }
+
+        impl $name {
+            /// Every step, in declaration order.
+            #[allow(dead_code)]
+            $vis const ALL: &'static [Self] = &[$(Self::$variant),+];
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str($crate::StepName::as_str(*self))
+            }
+        }
+    };
+}
+
 /// What a step found.
 ///
 /// `T` carries what later steps need (an id, a looked-up object); most steps return `()`, for
@@ -138,7 +187,7 @@ impl std::error::Error for Halt {}
 
 /// The overall result of a reconcile, derived from its step records.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Summary {
+pub enum Summary<S> {
     /// Every step completed; `changed` when at least one changed something.
     Done {
         /// Whether any step changed the world.
@@ -147,14 +196,14 @@ pub enum Summary {
     /// A step is waiting.
     Waiting {
         /// The waiting step.
-        step: &'static str,
+        step: S,
         /// Its wait.
         wait: Wait,
     },
     /// A step failed.
     Failed {
         /// The failed step.
-        step: &'static str,
+        step: S,
         /// The error's category.
         category: ErrorCategory,
     },
@@ -167,29 +216,32 @@ pub enum Summary {
 /// failure, and — through its record — a status condition of the same name.
 ///
 /// ```
-/// use ontap_operator::engine::{Outcome, StepError, StepRunner, Summary};
+/// use reconcile_engine::{Outcome, StepError, StepRunner, Summary};
+///
+/// reconcile_engine::steps! { enum Demo { Lookup, Create } }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let mut steps = StepRunner::new("demo");
 /// let reconcile = async {
-///     let id = steps.step("Lookup", || async { Ok(Outcome::Unchanged(42)) }).await?;
-///     steps.step("Create", || async move {
+///     let id = steps.step(Demo::Lookup, || async { Ok(Outcome::Unchanged(42)) }).await?;
+///     steps.step(Demo::Create, || async move {
 ///         if id == 42 { Ok(Outcome::changed()) } else { Err(StepError::invalid("BadId", "no")) }
 ///     }).await?;
-///     Ok::<_, ontap_operator::engine::Halt>(())
+///     Ok::<_, reconcile_engine::Halt>(())
 /// };
 /// reconcile.await.unwrap();
 /// assert_eq!(steps.summary(), Summary::Done { changed: true });
 /// # }
 /// ```
-pub struct StepRunner {
+pub struct StepRunner<S> {
     controller: &'static str,
     metrics: Option<Arc<Metrics>>,
     records: Vec<StepRecord>,
-    halted: Option<&'static str>,
+    steps: Vec<S>,
+    halted: Option<S>,
 }
 
-impl fmt::Debug for StepRunner {
+impl<S: StepName> fmt::Debug for StepRunner<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StepRunner")
             .field("controller", &self.controller)
@@ -199,13 +251,14 @@ impl fmt::Debug for StepRunner {
     }
 }
 
-impl StepRunner {
+impl<S: StepName> StepRunner<S> {
     /// A runner that records metrics nowhere; for unit tests of a reconcile.
     pub fn new(controller: &'static str) -> Self {
         StepRunner {
             controller,
             metrics: None,
             records: Vec::new(),
+            steps: Vec::new(),
             halted: None,
         }
     }
@@ -222,14 +275,17 @@ impl StepRunner {
     ///
     /// Returns `Err(Halt)` when the step failed or waits — or when an earlier step did, in which
     /// case `f` is not called at all.
-    pub async fn step<T, F, Fut>(&mut self, name: &'static str, f: F) -> Result<T, Halt>
+    pub async fn step<T, F, Fut>(&mut self, step: S, f: F) -> Result<T, Halt>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Outcome<T>, StepError>>,
     {
-        if let Some(step) = self.halted {
-            return Err(Halt { step });
+        if let Some(halted) = self.halted {
+            return Err(Halt {
+                step: halted.as_str(),
+            });
         }
+        let name = step.as_str();
         let span = tracing::info_span!(
             "step",
             step = name,
@@ -270,10 +326,11 @@ impl StepRunner {
             state,
             duration,
         });
+        self.steps.push(step);
         match value {
             Some(v) => Ok(v),
             None => {
-                self.halted = Some(name);
+                self.halted = Some(step);
                 Err(Halt { step: name })
             }
         }
@@ -284,24 +341,29 @@ impl StepRunner {
         &self.records
     }
 
+    /// The records, ending the runner.
+    pub fn into_records(self) -> Vec<StepRecord> {
+        self.records
+    }
+
     /// The step that halted the reconcile, if any.
-    pub fn halted_at(&self) -> Option<&'static str> {
+    pub fn halted_at(&self) -> Option<S> {
         self.halted
     }
 
     /// The overall result.
-    pub fn summary(&self) -> Summary {
-        for record in &self.records {
+    pub fn summary(&self) -> Summary<S> {
+        for (record, step) in self.records.iter().zip(&self.steps) {
             match &record.state {
                 StepState::Waiting(wait) => {
                     return Summary::Waiting {
-                        step: record.name,
+                        step: *step,
                         wait: wait.clone(),
                     };
                 }
                 StepState::Failed(err) => {
                     return Summary::Failed {
-                        step: record.name,
+                        step: *step,
                         category: err.category(),
                     };
                 }
@@ -327,19 +389,23 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    crate::steps! {
+        enum T { First, Second, Third, Wait, After, Bad }
+    }
+
     async fn three_steps(
-        steps: &mut StepRunner,
+        steps: &mut StepRunner<T>,
         fail_second: bool,
         ran: &AtomicU32,
     ) -> Result<(), Halt> {
         steps
-            .step("First", || async {
+            .step(T::First, || async {
                 ran.fetch_add(1, Ordering::SeqCst);
                 Ok(Outcome::unchanged())
             })
             .await?;
         steps
-            .step("Second", || async {
+            .step(T::Second, || async {
                 ran.fetch_add(10, Ordering::SeqCst);
                 if fail_second {
                     Err(StepError::transient_msg("Boom", "second failed"))
@@ -349,7 +415,7 @@ mod tests {
             })
             .await?;
         steps
-            .step("Third", || async {
+            .step(T::Third, || async {
                 ran.fetch_add(100, Ordering::SeqCst);
                 Ok(Outcome::unchanged())
             })
@@ -371,7 +437,7 @@ mod tests {
         assert_eq!(
             steps.summary(),
             Summary::Failed {
-                step: "Second",
+                step: T::Second,
                 category: ErrorCategory::Transient
             }
         );
@@ -392,13 +458,13 @@ mod tests {
     async fn steps_after_a_halt_do_not_run_even_if_the_halt_is_ignored() {
         let mut steps = StepRunner::new("t");
         let _ = steps
-            .step("Wait", || async {
+            .step(T::Wait, || async {
                 Ok::<Outcome, _>(Outcome::waiting("NotYet", "later", Duration::from_secs(5)))
             })
             .await;
         let mut called = false;
         let r = steps
-            .step("After", || async {
+            .step(T::After, || async {
                 called = true;
                 Ok(Outcome::unchanged())
             })
@@ -407,7 +473,7 @@ mod tests {
         assert!(!called);
         assert!(matches!(
             steps.summary(),
-            Summary::Waiting { step: "Wait", .. }
+            Summary::Waiting { step: T::Wait, .. }
         ));
     }
 
@@ -416,7 +482,7 @@ mod tests {
         let metrics = Arc::new(Metrics::unregistered());
         let mut steps = StepRunner::with_metrics("ctl", metrics.clone());
         let _ = steps
-            .step("Bad", || async {
+            .step(T::Bad, || async {
                 Err::<Outcome, _>(StepError::invalid("Nope", "bad spec"))
             })
             .await;

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 ///
 /// ```
 /// use std::time::Duration;
-/// use ontap_operator::engine::Backoff;
+/// use reconcile_engine::Backoff;
 ///
 /// let b = Backoff::new(Duration::from_secs(1), Duration::from_secs(1000));
 /// assert_eq!(b.delay(1), Duration::from_secs(1));

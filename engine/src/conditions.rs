@@ -12,6 +12,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use super::step::{StepRecord, StepState};
+use super::text::bounded;
 
 /// Type of the overall condition.
 pub const READY: &str = "Ready";
@@ -121,7 +122,7 @@ pub fn transition(
         type_: type_.to_owned(),
         status: status.to_owned(),
         reason,
-        message,
+        message: bounded(&message),
         observed_generation: generation,
         last_transition_time,
     }
@@ -135,7 +136,7 @@ pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Conditio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{StepError, Wait};
+    use crate::{StepError, Wait};
     use k8s_openapi::jiff::Timestamp;
     use std::time::Duration;
 

@@ -194,7 +194,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn holds_the_configured_qps_and_exports_wait_and_counts() {
         let mut registry = prometheus_client::registry::Registry::default();
-        let metrics = Metrics::new(&mut registry);
+        let metrics = Metrics::new(&mut registry, "test");
         let layer = ApiRateLimitLayer::new(
             ClientLimits {
                 qps: 10.0,
@@ -253,7 +253,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn concurrent_requests_queue_and_record_their_time_in_the_queue() {
         let mut registry = prometheus_client::registry::Registry::default();
-        let metrics = Metrics::new(&mut registry);
+        let metrics = Metrics::new(&mut registry, "test");
         let layer = ApiRateLimitLayer::new(
             ClientLimits {
                 qps: 10.0,

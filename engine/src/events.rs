@@ -66,8 +66,8 @@ pub fn plan_events(before: &[Condition], records: &[StepRecord]) -> Vec<PlannedE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::StepError;
-    use crate::engine::conditions::compute_conditions;
+    use crate::StepError;
+    use crate::conditions::compute_conditions;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
     use std::time::Duration;

@@ -1,19 +1,29 @@
-//! The reconcile engine every controller of this operator runs on.
+//! A reconcile engine for Kubernetes controllers on kube-rs.
 //!
 //! A reconcile is an ordered list of named **steps**. Each step observes the actual state, acts
 //! only where it differs from the desired state, and is safe to run again at any time — also
 //! after a crash half-way. A step reports [`Outcome::Unchanged`], [`Outcome::Changed`] or
 //! [`Outcome::Waiting`], or fails with a [`StepError`] that is *transient* (retry with backoff),
-//! *invalid* (the spec is wrong: surface it and wait for a change) or a *conflict* (retry soon).
+//! *invalid* (the spec is wrong: surface it and wait for a change) or a *conflict* (retry soon,
+//! backing off while it persists). Step names are typed: an enum per controller ([`steps!`]).
 //! Steps are plain async closures composed with `?`; the first step that fails or waits ends the
 //! reconcile.
 //!
 //! Around the steps the engine provides what kube-runtime leaves out and operators at scale rely
 //! on in controller-runtime:
 //!
+//! - **Lifecycle** ([`Reconciler`], [`lifecycle`]): the finalizer is added before the first
+//!   `reconcile`, `cleanup` runs on deletion, and the finalizer goes only after `cleanup`
+//!   completed — like Gardener's actuators or kube-runtime's `finalizer`.
+//! - **A manager** ([`Manager`], [`Registration`]): one shared cache per kind, a controller
+//!   registered with one call, readiness per cache, liveness per controller, and the RBAC rules
+//!   and CRDs that follow from the registrations.
 //! - **Status discipline** ([`conditions`], [`status`]): one condition per step plus `Ready`,
 //!   `observedGeneration`, `lastTransitionTime` moved only when `status` moves, and a merge patch
-//!   only when something changed — a reconcile that finds nothing to do writes nothing.
+//!   only when it differs from what the API server holds — a reconcile that finds nothing to do
+//!   writes nothing. Messages are bounded ([`text`]); a failed write never leaves `Ready=True`
+//!   standing; `status.halted` says where the last pass stopped, after how many attempts, and in
+//!   which trace (printer columns for `kubectl get -o wide`).
 //! - **Events** on a step's first failure, on a new failure reason and on recovery; not per loop.
 //! - **Requeue policy**: per-object exponential backoff (1 s → 1000 s, reset on success) and a
 //!   token bucket on reconcile starts (30/s, burst 200), the later of the two winning — like
@@ -26,10 +36,15 @@
 //!   annotation, with an owner index for parent/child controllers.
 //! - **Metrics** ([`Metrics`]) under controller-runtime's names.
 //!
+//! The engine knows nothing of the program embedding it: the Events' reporter, the prefix of
+//! its own metrics and the trace-id hook are injected ([`Identity`], [`Metrics::new`]).
+//!
 //! # A controller on the engine
 //!
 //! A `Greeting` owns a ConfigMap holding its text. The reconcile validates the spec, then makes
 //! sure the ConfigMap exists with the right content — by looking at the ConfigMap, every time.
+//! Its cleanup deletes the ConfigMap itself (no garbage collector needed), and the engine keeps
+//! the finalizer on the object until that succeeded.
 //!
 //! ```no_run
 //! use std::collections::BTreeMap;
@@ -39,10 +54,10 @@
 //! use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 //! use kube::api::{ObjectMeta, PostParams};
 //! use kube::runtime::watcher;
-//! use kube::{Api, Client, CustomResource, Resource, ResourceExt};
-//! use ontap_operator::engine::{
-//!     ConditionedStatus, Controller, EngineConfig, Halt, Metrics, Outcome, Reconciler,
-//!     SharedCache, StepError, StepRunner,
+//! use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
+//! use reconcile_engine::{
+//!     Halt, Halted, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome, Reconciler,
+//!     Registration, StepError, StepRunner,
 //! };
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
@@ -63,12 +78,14 @@
 //!     pub conditions: Vec<Condition>,
 //!     #[serde(default, skip_serializing_if = "Option::is_none")]
 //!     pub observed_generation: Option<i64>,
+//!     #[serde(default, skip_serializing_if = "Option::is_none")]
+//!     pub halted: Option<Halted>,
 //! }
+//! reconcile_engine::conditioned_status!(GreetingStatus);
 //!
-//! impl ConditionedStatus for GreetingStatus {
-//!     fn conditions(&self) -> &[Condition] { &self.conditions }
-//!     fn set_conditions(&mut self, c: Vec<Condition>) { self.conditions = c }
-//!     fn set_observed_generation(&mut self, g: Option<i64>) { self.observed_generation = g }
+//! reconcile_engine::steps! {
+//!     /// The steps of the greeting controller; its tests use the same names.
+//!     pub enum GreetingStep { SpecValid, ConfigMapReady, ConfigMapDeleted }
 //! }
 //!
 //! struct Greeter {
@@ -77,15 +94,17 @@
 //!
 //! impl Reconciler for Greeter {
 //!     type Resource = Greeting;
+//!     type Step = GreetingStep;
+//!     const FINALIZER: Option<&'static str> = Some("example.dev/greeting");
 //!
 //!     async fn reconcile(
 //!         &self,
 //!         greeting: &Greeting,
 //!         status: &mut GreetingStatus,
-//!         steps: &mut StepRunner,
+//!         steps: &mut StepRunner<GreetingStep>,
 //!     ) -> Result<(), Halt> {
 //!         steps
-//!             .step("SpecValid", || async {
+//!             .step(GreetingStep::SpecValid, || async {
 //!                 if greeting.spec.text.is_empty() {
 //!                     return Err(StepError::invalid("EmptyText", "spec.text must not be empty"));
 //!                 }
@@ -98,7 +117,7 @@
 //!         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &ns);
 //!         let data = BTreeMap::from([("text".to_owned(), greeting.spec.text.clone())]);
 //!         steps
-//!             .step("ConfigMapReady", || async {
+//!             .step(GreetingStep::ConfigMapReady, || async {
 //!                 // Look at the world; an earlier run's success proves nothing now.
 //!                 let current = api.get_opt(&name).await?;
 //!                 if current.as_ref().and_then(|cm| cm.data.as_ref()) == Some(&data) {
@@ -122,24 +141,56 @@
 //!         status.config_map = Some(name);
 //!         Ok(())
 //!     }
+//!
+//!     async fn cleanup(
+//!         &self,
+//!         greeting: &Greeting,
+//!         _status: &mut GreetingStatus,
+//!         steps: &mut StepRunner<GreetingStep>,
+//!     ) -> Result<(), Halt> {
+//!         let ns = greeting.namespace().unwrap_or_default();
+//!         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &ns);
+//!         let name = format!("{}-greeting", greeting.name_any());
+//!         steps
+//!             .step(GreetingStep::ConfigMapDeleted, || async {
+//!                 match api.delete(&name, &Default::default()).await {
+//!                     Ok(_) => Ok(Outcome::changed()),
+//!                     Err(kube::Error::Api(s)) if s.code == 404 => Ok(Outcome::unchanged()),
+//!                     Err(e) => Err(e.into()),
+//!                 }
+//!             })
+//!             .await?;
+//!         Ok(())
+//!     }
 //! }
 //!
 //! # async fn run() -> anyhow::Result<()> {
 //! let mut registry = prometheus_client::registry::Registry::default();
-//! let metrics = Metrics::new(&mut registry);
-//! let config = kube::Config::infer().await?;
-//! let client = ontap_operator::engine::build_client(config, Default::default(), metrics.clone())?;
-//! let greetings = SharedCache::spawn(Api::<Greeting>::all(client.clone()), watcher::Config::default());
-//! Controller::new("greeting", Greeter { client: client.clone() }, &greetings, client,
-//!                 EngineConfig::default(), metrics)
-//!     .run(async { let _ = tokio::signal::ctrl_c().await; })
-//!     .await;
+//! let metrics = Metrics::new(&mut registry, "example");
+//! let client = reconcile_engine::build_client(kube::Config::infer().await?, Default::default(),
+//!                                             metrics.clone())?;
+//! let config = ManagerConfig {
+//!     namespace: None,
+//!     engine: Default::default(),
+//!     identity: Identity::new("example.dev"),
+//!     stuck_reconcile_after: std::time::Duration::from_secs(600),
+//! };
+//! let mut manager = Manager::new(client.clone(), config, metrics, Arc::new(NoProbes));
+//! // The one line a controller costs:
+//! manager.register(
+//!     Registration::new("greeting", Greeter { client })
+//!         .crd(Greeting::crd())
+//!         .owns::<ConfigMap>(watcher::Config::default(), &["create", "update", "delete"]),
+//! )?;
+//! println!("{:?}", manager.rbac_rules());
+//! manager.run(async { let _ = tokio::signal::ctrl_c().await; }).await;
 //! # Ok(())
 //! # }
 //! ```
 //!
 //! The reconcile never writes the status itself: it sets `status.config_map`, the engine adds
-//! the conditions `Ready`, `SpecValid` and `ConfigMapReady` and writes only what changed.
+//! the conditions `Ready`, `SpecValid` and `ConfigMapReady` and `halted`, and writes only what
+//! differs from what the API server holds.
 
 #![deny(missing_docs)]
 
@@ -151,19 +202,25 @@ pub mod controller;
 pub mod error;
 pub mod events;
 pub mod inflight;
+pub mod lifecycle;
+pub mod manager;
 pub mod metrics;
 mod queue;
 pub mod requeue;
 pub mod status;
 pub mod step;
+pub mod text;
 
-pub use cache::{Change, OwnerIndex, SharedCache, strip_metadata};
+pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, strip_metadata};
 pub use client::{ApiRateLimitLayer, ClientLimits, build_client};
-pub use config::{EngineArgs, EngineConfig};
-pub use controller::{Controller, EngineResource, Reconciler, StatusOf};
+pub use config::{EngineConfig, Identity, TraceIdHook};
+pub use controller::{Controller, EngineResource, Lifecycle, Object, Reconciler, StatusOf};
 pub use error::{BoxError, ErrorCategory, StepError};
 pub use inflight::InFlight;
+pub use manager::{
+    Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration, offline_client,
+};
 pub use metrics::Metrics;
 pub use requeue::{Backoff, TokenBucket};
-pub use status::ConditionedStatus;
-pub use step::{Halt, Outcome, StepRecord, StepRunner, StepState, Summary, Wait};
+pub use status::{ConditionedStatus, Halted, StatusWrite};
+pub use step::{Halt, Outcome, StepName, StepRecord, StepRunner, StepState, Summary, Wait};

@@ -92,6 +92,13 @@ fn duration_histogram() -> Histogram {
     ])
 }
 
+fn queue_histogram() -> Histogram {
+    // controller-runtime's workqueue buckets: ExponentialBuckets(10e-9, 10, 12), 10 ns to 1000 s.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1e-8, 10.0, 12,
+    ))
+}
+
 fn limiter_histogram() -> Histogram {
     // client-go's rate limiter latency buckets (exponential from 1 ms to ~1 min).
     Histogram::new([
@@ -116,17 +123,21 @@ fn limiter_histogram() -> Histogram {
 /// | `workqueue_depth` | gauge | `name` |
 /// | `workqueue_adds_total` | counter | `name` |
 /// | `workqueue_retries_total` | counter | `name` |
+/// | `workqueue_queue_duration_seconds` | histogram | `name` |
+/// | `workqueue_work_duration_seconds` | histogram | `name` |
 /// | `rest_client_requests_total` | counter | `code`, `method`, `host` |
 /// | `rest_client_rate_limiter_duration_seconds` | histogram | `verb`, `host` |
-/// | `ontap_operator_step_duration_seconds` | histogram | `controller`, `step`, `outcome` |
-/// | `ontap_operator_step_errors_total` | counter | `controller`, `step`, `category` |
+/// | `{prefix}_step_duration_seconds` | histogram | `controller`, `step`, `outcome` |
+/// | `{prefix}_step_errors_total` | counter | `controller`, `step`, `category` |
+///
+/// The prefix of the engine's own metrics is the embedding program's (see [`Metrics::new`]).
 ///
 /// ```
 /// use prometheus_client::registry::Registry;
-/// use ontap_operator::engine::Metrics;
+/// use reconcile_engine::Metrics;
 ///
 /// let mut registry = Registry::default();
-/// let metrics = Metrics::new(&mut registry);
+/// let metrics = Metrics::new(&mut registry, "demo");
 /// metrics.reconcile_total("svm", "success").inc();
 /// let mut text = String::new();
 /// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
@@ -142,6 +153,8 @@ pub struct Metrics {
     workqueue_depth: Family<QueueLabels, Gauge>,
     workqueue_adds_total: Family<QueueLabels, Counter>,
     workqueue_retries_total: Family<QueueLabels, Counter>,
+    workqueue_queue_duration_seconds: HistogramFamily<QueueLabels>,
+    workqueue_work_duration_seconds: HistogramFamily<QueueLabels>,
     rest_client_requests_total: Family<RequestLabels, Counter>,
     rest_client_rate_limiter_duration_seconds: HistogramFamily<LimiterLabels>,
     step_duration_seconds: HistogramFamily<StepLabels>,
@@ -149,8 +162,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Creates the metrics and registers them in `registry`.
-    pub fn new(registry: &mut Registry) -> Arc<Self> {
+    /// Creates the metrics and registers them in `registry`; the engine's own metrics (steps)
+    /// are named `{prefix}_…`.
+    pub fn new(registry: &mut Registry, prefix: &str) -> Arc<Self> {
         let metrics = Self::unregistered();
         registry.register(
             "controller_runtime_reconcile",
@@ -193,6 +207,16 @@ impl Metrics {
             metrics.workqueue_retries_total.clone(),
         );
         registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            metrics.workqueue_queue_duration_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            metrics.workqueue_work_duration_seconds.clone(),
+        );
+        registry.register(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host",
             metrics.rest_client_requests_total.clone(),
@@ -203,12 +227,12 @@ impl Metrics {
             metrics.rest_client_rate_limiter_duration_seconds.clone(),
         );
         registry.register(
-            "ontap_operator_step_duration_seconds",
+            format!("{prefix}_step_duration_seconds"),
             "Duration of reconcile steps by controller, step and outcome",
             metrics.step_duration_seconds.clone(),
         );
         registry.register(
-            "ontap_operator_step_errors",
+            format!("{prefix}_step_errors"),
             "Failed reconcile steps by controller, step and error category",
             metrics.step_errors_total.clone(),
         );
@@ -226,6 +250,8 @@ impl Metrics {
             workqueue_depth: Family::default(),
             workqueue_adds_total: Family::default(),
             workqueue_retries_total: Family::default(),
+            workqueue_queue_duration_seconds: Family::new_with_constructor(queue_histogram),
+            workqueue_work_duration_seconds: Family::new_with_constructor(queue_histogram),
             rest_client_requests_total: Family::default(),
             rest_client_rate_limiter_duration_seconds: Family::new_with_constructor(
                 limiter_histogram,
@@ -286,6 +312,18 @@ impl Metrics {
             .get_or_create_owned(&queue_labels(name))
     }
 
+    /// `workqueue_queue_duration_seconds{name}`.
+    pub fn workqueue_queue_duration(&self, name: &str) -> Histogram {
+        self.workqueue_queue_duration_seconds
+            .get_or_create_owned(&queue_labels(name))
+    }
+
+    /// `workqueue_work_duration_seconds{name}`.
+    pub fn workqueue_work_duration(&self, name: &str) -> Histogram {
+        self.workqueue_work_duration_seconds
+            .get_or_create_owned(&queue_labels(name))
+    }
+
     /// `rest_client_requests_total{code, method, host}`.
     pub fn rest_client_requests_total(&self, code: &str, method: &str, host: &str) -> Counter {
         self.rest_client_requests_total
@@ -306,7 +344,7 @@ impl Metrics {
             .observe(waited.as_secs_f64());
     }
 
-    /// Records one step in `ontap_operator_step_duration_seconds{controller, step, outcome}`.
+    /// Records one step in `{prefix}_step_duration_seconds{controller, step, outcome}`.
     pub fn observe_step(&self, controller: &str, step: &str, outcome: &str, elapsed: Duration) {
         self.step_duration_seconds
             .get_or_create(&StepLabels {
@@ -317,7 +355,7 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// `ontap_operator_step_errors_total{controller, step, category}`.
+    /// `{prefix}_step_errors_total{controller, step, category}`.
     pub fn step_errors_total(&self, controller: &str, step: &str, category: &str) -> Counter {
         self.step_errors_total
             .get_or_create_owned(&StepErrorLabels {

@@ -20,8 +20,9 @@ pub enum ErrorCategory {
     /// The object's spec cannot be satisfied as written: surface it in the status and wait for a
     /// change; only the periodic re-verification looks again.
     Invalid,
-    /// Someone else changed what we were about to change (HTTP 409): retry soon, without growing
-    /// the backoff.
+    /// Someone else changed what we were about to change (HTTP 409), or a remote system holds
+    /// what we need: retry soon, backing off like a transient failure so that a conflict that
+    /// does not clear cannot become a request storm.
     Conflict,
 }
 
@@ -48,7 +49,7 @@ impl fmt::Display for ErrorCategory {
 /// `reason`); `message` is for humans.
 ///
 /// ```
-/// use ontap_operator::engine::{ErrorCategory, StepError};
+/// use reconcile_engine::{ErrorCategory, StepError};
 ///
 /// let err = StepError::invalid("UnknownCluster", "OntapCluster \"c1\" does not exist");
 /// assert_eq!(err.category(), ErrorCategory::Invalid);
@@ -130,17 +131,20 @@ impl StepError {
     /// A 400/422 is not mapped to [`ErrorCategory::Invalid`] here because only the step knows
     /// whether the user's spec is to blame or our own request was wrong; a step that knows should
     /// return [`StepError::invalid`] itself.
+    ///
+    /// The message is the API server's own, said once in plain words (see [`describe_kube`]).
     pub fn from_kube(reason: impl Into<Cow<'static, str>>, err: kube::Error) -> Self {
         let reason = reason.into();
+        let message = describe_kube(&err);
         match &err {
             kube::Error::Api(status) if status.code == 409 => StepError::Conflict {
                 reason,
-                message: err.to_string(),
+                message,
                 source: Some(Box::new(err)),
             },
             _ => StepError::Transient {
                 reason,
-                message: err.to_string(),
+                message,
                 source: Some(Box::new(err)),
             },
         }
@@ -171,6 +175,47 @@ impl StepError {
             | StepError::Invalid { message, .. }
             | StepError::Conflict { message, .. } => message,
         }
+    }
+}
+
+/// A Kubernetes client error in words a person reading `kubectl describe` can use: for an
+/// answer of the API server its message, reason and code once — not kube's `Display`, which
+/// appends a Rust `Debug` dump of the whole `Status` (repeating an admission policy's message
+/// three times).
+///
+/// ```
+/// let err = kube::Error::Api(Box::new(kube::core::Status {
+///     code: 422,
+///     reason: "Invalid".into(),
+///     message: "spec.size: Invalid value: 0: must be positive".into(),
+///     ..Default::default()
+/// }));
+/// assert_eq!(
+///     reconcile_engine::error::describe_kube(&err),
+///     "the API server answered: spec.size: Invalid value: 0: must be positive (Invalid, HTTP 422)"
+/// );
+/// ```
+pub fn describe_kube(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => {
+            let reason = if status.reason.is_empty() {
+                String::new()
+            } else {
+                format!("{}, ", status.reason)
+            };
+            if status.message.is_empty() {
+                format!("the API server answered {reason}HTTP {}", status.code)
+            } else {
+                format!(
+                    "the API server answered: {} ({reason}HTTP {})",
+                    status.message, status.code
+                )
+            }
+        }
+        kube::Error::HyperError(e) => format!("no answer from the API server: {e}"),
+        kube::Error::Service(e) => format!("no answer from the API server: {e}"),
+        kube::Error::SerdeError(e) => format!("the API server's answer did not parse: {e}"),
+        other => other.to_string(),
     }
 }
 

@@ -21,9 +21,11 @@ use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::metrics::Metrics;
 use super::requeue::Backoff;
 
 /// What to do with an object after a reconcile.
@@ -32,10 +34,8 @@ pub(crate) enum Next {
     /// Succeeded (or is waiting, or is invalid and waits for a change): reset the failure count
     /// and look again after the delay.
     After(Duration),
-    /// Failed transiently: count the failure, back off exponentially.
+    /// Failed (transiently, or lost a race): count the failure, back off exponentially.
     Backoff,
-    /// Lost a race: look again after the delay, failure count untouched.
-    Retry(Duration),
     /// The object is gone: drop everything we know about it.
     Forget,
 }
@@ -44,6 +44,23 @@ pub(crate) struct QueueMetrics {
     pub depth: Gauge,
     pub adds: Counter,
     pub retries: Counter,
+    /// From entering the queue to being handed out.
+    pub queue_duration: Histogram,
+    /// From being handed out to finished.
+    pub work_duration: Histogram,
+}
+
+impl QueueMetrics {
+    /// The metrics of the queue named `name`.
+    pub fn of(metrics: &Metrics, name: &str) -> Self {
+        QueueMetrics {
+            depth: metrics.workqueue_depth(name),
+            adds: metrics.workqueue_adds_total(name),
+            retries: metrics.workqueue_retries_total(name),
+            queue_duration: metrics.workqueue_queue_duration(name),
+            work_duration: metrics.workqueue_work_duration(name),
+        }
+    }
 }
 
 pub(crate) struct WorkQueue<T> {
@@ -56,8 +73,10 @@ pub(crate) struct WorkQueue<T> {
 
 struct State<T> {
     queue: VecDeque<T>,
-    queued: HashSet<T>,
-    processing: HashSet<T>,
+    /// Items in `queue`, with the time they entered it.
+    queued: HashMap<T, Instant>,
+    /// Items handed out, with the time they were.
+    processing: HashMap<T, Instant>,
     dirty: HashSet<T>,
     due: HashMap<T, Instant>,
     timers: BinaryHeap<Timer<T>>,
@@ -96,8 +115,8 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         WorkQueue {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
-                queued: HashSet::new(),
-                processing: HashSet::new(),
+                queued: HashMap::new(),
+                processing: HashMap::new(),
                 dirty: HashSet::new(),
                 due: HashMap::new(),
                 timers: BinaryHeap::new(),
@@ -122,10 +141,10 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     }
 
     fn enqueue(&self, state: &mut State<T>, item: T, count: bool) {
-        if state.queued.contains(&item) {
+        if state.queued.contains_key(&item) {
             return;
         }
-        if state.processing.contains(&item) {
+        if state.processing.contains_key(&item) {
             if state.dirty.insert(item) && count {
                 self.metrics.adds.inc();
             }
@@ -134,7 +153,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         if count {
             self.metrics.adds.inc();
         }
-        state.queued.insert(item.clone());
+        state.queued.insert(item.clone(), Instant::now());
         state.queue.push_back(item);
         self.metrics.depth.set(gauge_value(state.queue.len()));
         self.ready.notify_one();
@@ -152,7 +171,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
             self.enqueue(state, item, true);
             return;
         }
-        if state.queued.contains(&item) {
+        if state.queued.contains_key(&item) {
             return;
         }
         let at = Instant::now() + delay;
@@ -175,10 +194,14 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     pub fn pop(&self) -> Option<T> {
         let mut state = self.lock();
         let item = state.queue.pop_front()?;
-        state.queued.remove(&item);
+        if let Some(since) = state.queued.remove(&item) {
+            self.metrics
+                .queue_duration
+                .observe(since.elapsed().as_secs_f64());
+        }
         // The reconcile's result decides the next time; an older timer would only add a run.
         state.due.remove(&item);
-        state.processing.insert(item.clone());
+        state.processing.insert(item.clone(), Instant::now());
         self.metrics.depth.set(gauge_value(state.queue.len()));
         Some(item)
     }
@@ -186,13 +209,16 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     /// Ends processing of `item` and schedules its next run; returns the delay chosen.
     pub fn finish(&self, item: T, next: Next) -> Option<Duration> {
         let mut state = self.lock();
-        state.processing.remove(&item);
+        if let Some(since) = state.processing.remove(&item) {
+            self.metrics
+                .work_duration
+                .observe(since.elapsed().as_secs_f64());
+        }
         let delay = match next {
             Next::After(delay) => {
                 state.failures.remove(&item);
                 Some(delay)
             }
-            Next::Retry(delay) => Some(delay),
             Next::Backoff => {
                 let failures = state.failures.entry(item.clone()).or_insert(0);
                 *failures = failures.saturating_add(1);
@@ -286,15 +312,13 @@ mod tests {
     use std::sync::Arc;
 
     fn queue() -> (Arc<WorkQueue<&'static str>>, QueueMetrics) {
-        let metrics = QueueMetrics {
-            depth: Gauge::default(),
-            adds: Counter::default(),
-            retries: Counter::default(),
-        };
+        let metrics = QueueMetrics::of(&Metrics::unregistered(), "test");
         let observed = QueueMetrics {
             depth: metrics.depth.clone(),
             adds: metrics.adds.clone(),
             retries: metrics.retries.clone(),
+            queue_duration: metrics.queue_duration.clone(),
+            work_duration: metrics.work_duration.clone(),
         };
         let q = WorkQueue::new(
             Backoff::new(Duration::from_secs(1), Duration::from_secs(1000)),

@@ -1,0 +1,886 @@
+//! Controller wiring: triggers → work queue → bounded workers → lifecycle (finalizer, reconcile or
+//! cleanup) → status, Events, metrics, next schedule.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::core::object::HasStatus;
+use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::cache::{Change, ScopedApi, SharedCache};
+use super::conditions::{FALSE, READY, compute_conditions, transition};
+use super::config::{EngineConfig, Identity};
+use super::error::{ErrorCategory, StepError};
+use super::events::plan_events;
+use super::inflight::InFlight;
+use super::lifecycle::{self, FinalizerState};
+use super::metrics::Metrics;
+use super::queue::{Next, QueueMetrics, WorkQueue};
+use super::requeue::{Backoff, TokenBucket, jittered};
+use super::status::{ConditionedStatus, Halted, StatusWrite, patch_status, status_patch};
+use super::step::{Halt, StepName, StepRecord, StepRunner, StepState, Summary};
+use super::text::bounded;
+
+/// A Kubernetes kind the engine can watch and cache: typed, cloneable, sendable. Spelled once
+/// here instead of at every generic function.
+pub trait Object:
+    Resource<DynamicType = (), Scope: ScopedApi>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Object for K where
+    K: Resource<DynamicType = (), Scope: ScopedApi>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// A kind the engine can reconcile: an [`Object`] whose status implements
+/// [`ConditionedStatus`]. Implemented automatically for every `#[derive(CustomResource)]` type
+/// with such a status.
+pub trait EngineResource: Object + HasStatus<Status: ConditionedStatus> {}
+
+impl<K> EngineResource for K where K: Object + HasStatus<Status: ConditionedStatus> {}
+
+/// The status type of `K`.
+pub type StatusOf<K> = <K as HasStatus>::Status;
+
+/// Where an object is in its life when a pass runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// The object lives: `reconcile` ran.
+    Live,
+    /// The object is being deleted and still carries the controller's finalizer: `cleanup` ran.
+    Deleting,
+}
+
+/// What a controller does for one object. See the [crate documentation](crate) for an example.
+///
+/// The engine owns the lifecycle: when [`FINALIZER`](Reconciler::FINALIZER) is set it adds the
+/// finalizer before the first `reconcile`, calls `cleanup` once the object is being deleted, and
+/// removes the finalizer only after `cleanup` completed every step. Both run their steps through
+/// `steps` and may set the non-condition fields of `status` (which starts as a copy of the
+/// object's current status). The engine then computes the conditions, writes the status if — and
+/// only if — it differs from what the API server holds, emits Events and schedules the next look.
+/// Both must be safe to run at any time, also after a crash half-way: every step observes before
+/// it acts.
+pub trait Reconciler: Send + Sync + 'static {
+    /// The kind reconciled.
+    type Resource: EngineResource;
+    /// The names of this controller's steps (declare them with [`steps!`](crate::steps)).
+    type Step: StepName;
+
+    /// The finalizer that keeps objects until `cleanup` succeeded; `None` when deleting an object
+    /// needs no work of this controller.
+    const FINALIZER: Option<&'static str> = None;
+
+    /// Makes the world match `obj`. Return the [`Halt`] of a failed or waiting step with `?`.
+    fn reconcile(
+        &self,
+        obj: &Self::Resource,
+        status: &mut StatusOf<Self::Resource>,
+        steps: &mut StepRunner<Self::Step>,
+    ) -> impl Future<Output = Result<(), Halt>> + Send;
+
+    /// Removes what `reconcile` made, before the finalizer goes. Only called when
+    /// [`FINALIZER`](Reconciler::FINALIZER) is set.
+    fn cleanup(
+        &self,
+        obj: &Self::Resource,
+        status: &mut StatusOf<Self::Resource>,
+        steps: &mut StepRunner<Self::Step>,
+    ) -> impl Future<Output = Result<(), Halt>> + Send {
+        let _ = (obj, status, steps);
+        async { Ok(()) }
+    }
+
+    /// Drops whatever the reconciler keeps about an object that no longer exists (a readiness
+    /// check, a connection). Called for every deletion the cache sees — also for objects deleted
+    /// while no watch ran, found when the cache lists again.
+    fn forget(&self, obj: &Self::Resource) {
+        let _ = obj;
+    }
+
+    /// Sets what the status derives from the pass's result (a `phase`, for instance). Called
+    /// after every `reconcile` and `cleanup`; the default sets nothing.
+    fn conclude(
+        &self,
+        status: &mut StatusOf<Self::Resource>,
+        lifecycle: Lifecycle,
+        summary: &Summary<Self::Step>,
+    ) {
+        let _ = (status, lifecycle, summary);
+    }
+}
+
+/// Runs a [`Reconciler`] for every object of its kind. Usually built and run by the
+/// [`Manager`](crate::Manager) from a [`Registration`](crate::Registration).
+pub struct Controller<R: Reconciler> {
+    name: &'static str,
+    reconciler: Arc<R>,
+    cache: SharedCache<R::Resource>,
+    client: Client,
+    config: EngineConfig,
+    identity: Identity,
+    metrics: Arc<Metrics>,
+    triggers: Vec<BoxStream<'static, ObjectRef<R::Resource>>>,
+    in_flight: InFlight,
+}
+
+impl<R: Reconciler> Controller<R> {
+    /// A controller named `name` (the `controller` label of its metrics, its queue's `name` and
+    /// its Events' reporting controller) reconciling the objects of `cache`.
+    ///
+    /// `client` is used for status writes, finalizers and Events; build it with
+    /// [`build_client`](super::build_client) so those count against the client rate limit.
+    pub fn new(
+        name: &'static str,
+        reconciler: R,
+        cache: &SharedCache<R::Resource>,
+        client: Client,
+        config: EngineConfig,
+        identity: Identity,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Controller {
+            name,
+            reconciler: Arc::new(reconciler),
+            cache: cache.clone(),
+            client,
+            config,
+            identity,
+            metrics,
+            triggers: Vec::new(),
+            in_flight: InFlight::default(),
+        }
+    }
+
+    /// The reconciles of this controller running at a given moment, for a liveness check.
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight.clone()
+    }
+
+    /// Also reconcile the owner (of this controller's kind) whenever an object in `children`
+    /// changes — how a parent learns that a child became ready.
+    pub fn owns<C: Object>(mut self, children: &SharedCache<C>) -> Self {
+        let parents = self.cache.clone();
+        let rx = children.subscribe();
+        let stream = receiver_stream(rx).flat_map(move |change| {
+            let child = match &change {
+                Change::Applied(c) | Change::Deleted(c) => c.clone(),
+            };
+            let refs = owner_refs::<R::Resource, C>(&*child, &parents);
+            futures::stream::iter(refs)
+        });
+        self.triggers.push(stream.boxed());
+        self
+    }
+
+    /// Also reconcile the objects this stream names (for relations `owns` does not cover).
+    pub fn triggers(
+        mut self,
+        stream: impl futures::Stream<Item = ObjectRef<R::Resource>> + Send + 'static,
+    ) -> Self {
+        self.triggers.push(stream.boxed());
+        self
+    }
+
+    /// Runs until `shutdown` resolves, then lets running reconciles finish.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
+        let Controller {
+            name,
+            reconciler,
+            cache,
+            client,
+            config,
+            identity,
+            metrics,
+            triggers,
+            in_flight,
+        } = self;
+        let workers = usize::from(config.max_concurrent_reconciles.max(1));
+        metrics
+            .max_concurrent_reconciles(name)
+            .set(i64::try_from(workers).unwrap_or(i64::MAX));
+
+        let queue = Arc::new(WorkQueue::new(
+            Backoff::new(config.backoff_base, config.backoff_max),
+            QueueMetrics::of(&metrics, name),
+        ));
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: format!("{}/{name}", identity.reporter_domain),
+                instance: identity.instance.clone(),
+            },
+        );
+        let shared = Arc::new(Shared {
+            name,
+            reconciler,
+            cache: cache.clone(),
+            client,
+            config: config.clone(),
+            identity,
+            metrics: metrics.clone(),
+            recorder,
+            in_flight,
+            written: Mutex::new(HashMap::new()),
+        });
+
+        let mut background = tokio::task::JoinSet::new();
+        background.spawn({
+            let queue = queue.clone();
+            async move { queue.run_timers().await }
+        });
+        background.spawn(feed_from_cache(
+            cache.subscribe(),
+            queue.clone(),
+            shared.clone(),
+        ));
+        for trigger in triggers {
+            let queue = queue.clone();
+            background.spawn(trigger.for_each(move |r| {
+                queue.add(r);
+                std::future::ready(())
+            }));
+        }
+
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            () = cache.wait_until_ready() => {}
+            () = &mut shutdown => return,
+        }
+        tracing::info!(controller = name, workers, "controller started");
+
+        let bucket = TokenBucket::new(config.reconcile_rate, config.reconcile_burst);
+        let semaphore = Arc::new(Semaphore::new(workers));
+        // Reconciles run as tasks of this set, so that stopping can abandon the ones still
+        // running past the shutdown bound instead of leaving them to act on the world.
+        let mut running = tokio::task::JoinSet::new();
+        loop {
+            while running.try_join_next().is_some() {}
+            let permit = tokio::select! {
+                permit = semaphore.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                () = &mut shutdown => break,
+            };
+            tokio::select! {
+                () = queue.wait_ready() => {}
+                () = &mut shutdown => break,
+            }
+            // MaxOf(per-object backoff, global bucket): the backoff already delayed the item's
+            // entry into the queue; the bucket now delays its start.
+            if let Some(bucket) = &bucket {
+                let at = bucket.reserve();
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = &mut shutdown => break,
+                }
+            }
+            let Some(obj_ref) = queue.pop() else {
+                continue;
+            };
+            let shared = shared.clone();
+            let queue = queue.clone();
+            running.spawn(async move {
+                let next = AssertUnwindSafe(shared.reconcile(&obj_ref))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::error!(controller = shared.name, object = %obj_ref, "reconcile panicked");
+                        shared.metrics.reconcile_total(shared.name, "error").inc();
+                        shared.metrics.reconcile_errors_total(shared.name).inc();
+                        Next::Backoff
+                    });
+                let delay = queue.finish(obj_ref.clone(), next);
+                tracing::debug!(controller = shared.name, object = %obj_ref, ?next, ?delay, "scheduled");
+                drop(permit);
+            });
+        }
+
+        tracing::info!(
+            controller = name,
+            "controller stopping; waiting for running reconciles"
+        );
+        background.abort_all();
+        while running.join_next().await.is_some() {}
+    }
+}
+
+/// What the engine last wrote to an object's status: until the cache shows the object at
+/// `to`, the cache's status may be older than the API server's.
+struct Written {
+    /// The resourceVersion the write produced.
+    to: String,
+    /// The status as written.
+    status: Value,
+}
+
+struct Shared<R: Reconciler> {
+    name: &'static str,
+    reconciler: Arc<R>,
+    cache: SharedCache<R::Resource>,
+    client: Client,
+    config: EngineConfig,
+    identity: Identity,
+    metrics: Arc<Metrics>,
+    recorder: Recorder,
+    in_flight: InFlight,
+    written: Mutex<HashMap<ObjectRef<R::Resource>, Written>>,
+}
+
+/// What a pass works on besides the status it computes.
+struct Pass<'a, K: Resource<DynamicType = ()> + HasStatus> {
+    obj_ref: &'a ObjectRef<K>,
+    obj: &'a K,
+    before: &'a K::Status,
+    resource_version: Option<String>,
+    trace_id: Option<String>,
+}
+
+/// How a pass ended, for the requeue policy and the metrics.
+enum PassEnd<S> {
+    Steps(Summary<S>),
+    /// The engine's own work (finalizer, status) failed.
+    Engine(ErrorCategory),
+    /// The object is gone, or going without us: nothing to look at again.
+    Gone,
+}
+
+impl<R: Reconciler> Shared<R> {
+    async fn reconcile(&self, obj_ref: &ObjectRef<R::Resource>) -> Next {
+        let Some(obj) = self.cache.get(obj_ref) else {
+            return Next::Forget;
+        };
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = self.name,
+            object = %obj_ref,
+            trace_id = tracing::field::Empty
+        );
+        let trace_id = self.identity.trace_id(&span);
+        let _running = self.in_flight.start();
+        // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
+        let _active = ActiveWorker::enter(self.metrics.active_workers(self.name));
+        let start = Instant::now();
+        let next = self
+            .reconcile_object(obj_ref, &obj, trace_id)
+            .instrument(span)
+            .await;
+        self.metrics
+            .observe_reconcile_time(self.name, start.elapsed());
+        next
+    }
+
+    async fn reconcile_object(
+        &self,
+        obj_ref: &ObjectRef<R::Resource>,
+        obj: &R::Resource,
+        trace_id: Option<String>,
+    ) -> Next {
+        let current = obj.status();
+        let before = current.cloned().unwrap_or_default();
+        let mut status = before.clone();
+        let mut steps = StepRunner::with_metrics(self.name, self.metrics.clone());
+        let mut resource_version = obj.resource_version();
+
+        let finalizer = R::FINALIZER.map(|f| (f, lifecycle::finalizer_state(obj, f)));
+        let lifecycle = match finalizer {
+            Some((_, FinalizerState::Released)) => {
+                // Being deleted, and our finalizer is gone: another controller's finalizer keeps
+                // it; there is nothing left for us to do.
+                self.forget(obj_ref);
+                return self.end(PassEnd::Gone);
+            }
+            None if obj.meta().deletion_timestamp.is_some() => {
+                self.forget(obj_ref);
+                return self.end(PassEnd::Gone);
+            }
+            Some((_, FinalizerState::Deleting)) => Lifecycle::Deleting,
+            Some((f, FinalizerState::Missing)) => {
+                match lifecycle::add_finalizer(&self.client, obj, f, self.name).await {
+                    Ok(version) => resource_version = version,
+                    Err(err) => {
+                        let pass = Pass {
+                            obj_ref,
+                            obj,
+                            before: &before,
+                            resource_version,
+                            trace_id,
+                        };
+                        return self
+                            .finalizer_failed(pass, status, Vec::new(), "FinalizerAddFailed", err)
+                            .await;
+                    }
+                }
+                Lifecycle::Live
+            }
+            Some((_, FinalizerState::Present)) | None => Lifecycle::Live,
+        };
+
+        // The runner has recorded why it halted; the records, not this value, drive what follows.
+        let _ = match lifecycle {
+            Lifecycle::Live => {
+                self.reconciler
+                    .reconcile(obj, &mut status, &mut steps)
+                    .await
+            }
+            Lifecycle::Deleting => self.reconciler.cleanup(obj, &mut status, &mut steps).await,
+        };
+        let summary = steps.summary();
+        self.reconciler.conclude(&mut status, lifecycle, &summary);
+
+        if let (Lifecycle::Deleting, Summary::Done { .. }, Some((f, _))) =
+            (lifecycle, &summary, finalizer)
+        {
+            match lifecycle::remove_finalizer(&self.client, obj, f, self.name).await {
+                Ok(()) => {
+                    self.forget(obj_ref);
+                    self.publish_events(obj, &before, steps.records(), trace_id.as_deref())
+                        .await;
+                    return self.end(PassEnd::Gone);
+                }
+                Err(err) => {
+                    let pass = Pass {
+                        obj_ref,
+                        obj,
+                        before: &before,
+                        resource_version,
+                        trace_id,
+                    };
+                    let records = steps.into_records();
+                    return self
+                        .finalizer_failed(pass, status, records, "FinalizerRemoveFailed", err)
+                        .await;
+                }
+            }
+        }
+
+        let records = steps.into_records();
+        let written = self
+            .finish_status(
+                obj_ref,
+                obj,
+                &before,
+                status,
+                &records,
+                resource_version,
+                trace_id,
+            )
+            .await;
+        match written {
+            StatusWrite::Gone => {
+                self.forget(obj_ref);
+                self.end(PassEnd::Gone)
+            }
+            StatusWrite::Failed(category) => self.end(PassEnd::Engine(category)),
+            StatusWrite::Written | StatusWrite::Unchanged => self.end(PassEnd::Steps(summary)),
+        }
+    }
+
+    /// Ends a pass whose finalizer write failed: the failure is recorded as the engine's own
+    /// step after `records`, so that conditions and Events say what is stuck.
+    async fn finalizer_failed(
+        &self,
+        pass: Pass<'_, R::Resource>,
+        status: StatusOf<R::Resource>,
+        mut records: Vec<StepRecord>,
+        reason: &'static str,
+        err: kube::Error,
+    ) -> Next {
+        let err = StepError::from_kube(reason, err);
+        let category = err.category();
+        records.push(StepRecord {
+            name: lifecycle::FINALIZER_STEP,
+            state: StepState::Failed(err),
+            duration: std::time::Duration::ZERO,
+        });
+        self.finish_status(
+            pass.obj_ref,
+            pass.obj,
+            pass.before,
+            status,
+            &records,
+            pass.resource_version,
+            pass.trace_id,
+        )
+        .await;
+        self.end(PassEnd::Engine(category))
+    }
+
+    /// Computes conditions and the halt summary, writes the status if the API server's differs,
+    /// and publishes the Events of this pass.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_status(
+        &self,
+        obj_ref: &ObjectRef<R::Resource>,
+        obj: &R::Resource,
+        before: &StatusOf<R::Resource>,
+        mut status: StatusOf<R::Resource>,
+        records: &[StepRecord],
+        resource_version: Option<String>,
+        trace_id: Option<String>,
+    ) -> StatusWrite {
+        let generation = obj.meta().generation;
+        let now = Time(Timestamp::now());
+        status.set_conditions(compute_conditions(
+            before.conditions(),
+            records,
+            generation,
+            &now,
+        ));
+        status.set_observed_generation(generation);
+        status.set_halted(Halted::after(before.halted(), records, trace_id.as_deref()));
+
+        let result = self
+            .write_status(obj_ref, obj, &status, resource_version)
+            .await;
+        if !matches!(result, StatusWrite::Gone) {
+            self.publish_events(obj, before, records, trace_id.as_deref())
+                .await;
+        }
+        result
+    }
+
+    async fn write_status(
+        &self,
+        obj_ref: &ObjectRef<R::Resource>,
+        obj: &R::Resource,
+        status: &StatusOf<R::Resource>,
+        resource_version: Option<String>,
+    ) -> StatusWrite {
+        let cached = match obj.status().map(serde_json::to_value).transpose() {
+            Ok(v) => v.unwrap_or(Value::Null),
+            Err(err) => {
+                tracing::error!(error = %err, "status does not serialize");
+                return StatusWrite::Failed(ErrorCategory::Transient);
+            }
+        };
+        // Diff against what the API server holds: our own last write, until the cache has seen
+        // it. A stale cache would otherwise hide that the server still holds an older pass's
+        // status.
+        let (baseline, base_version) = {
+            let written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+            match written.get(obj_ref) {
+                Some(w) if Some(&w.to) != obj.meta().resource_version.as_ref() => {
+                    (w.status.clone(), Some(w.to.clone()))
+                }
+                _ => (cached, resource_version),
+            }
+        };
+        let patch = match status_patch(&baseline, status) {
+            Ok(None) => return StatusWrite::Unchanged,
+            Ok(Some(patch)) => patch,
+            Err(err) => {
+                tracing::error!(error = %err, "status does not serialize");
+                return StatusWrite::Failed(ErrorCategory::Transient);
+            }
+        };
+        match patch_status(
+            &self.client,
+            obj,
+            &patch,
+            base_version.as_deref(),
+            self.name,
+        )
+        .await
+        {
+            Ok(to) => {
+                let new = serde_json::to_value(status).unwrap_or(Value::Null);
+                let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+                match to {
+                    Some(to) => {
+                        written.insert(obj_ref.clone(), Written { to, status: new });
+                    }
+                    None => {
+                        written.remove(obj_ref);
+                    }
+                }
+                StatusWrite::Written
+            }
+            // The pass may itself have ended the object's life: nothing is left to write to.
+            Err(kube::Error::Api(s)) if s.code == 404 => StatusWrite::Gone,
+            Err(err) => {
+                // Whatever we remembered writing is no longer known to be what the server holds.
+                self.forget(obj_ref);
+                let err = StepError::from_kube("StatusWriteFailed", err);
+                tracing::warn!(error = %err, "writing status failed");
+                if err.category() != ErrorCategory::Conflict {
+                    self.write_minimal_status(obj, status, &err).await;
+                }
+                StatusWrite::Failed(err.category())
+            }
+        }
+    }
+
+    /// After a failed status write, the status the API server holds may still say
+    /// `Ready=True` while this pass found otherwise (or could not even say what it found). A
+    /// small write that only replaces the conditions with `Ready=False` keeps that claim from
+    /// standing; the next pass writes the full status again.
+    async fn write_minimal_status(
+        &self,
+        obj: &R::Resource,
+        status: &StatusOf<R::Resource>,
+        err: &StepError,
+    ) {
+        let ready = status
+            .conditions()
+            .iter()
+            .find(|c| c.type_ == READY)
+            .filter(|c| c.status == FALSE)
+            .cloned()
+            .unwrap_or_else(|| {
+                transition(
+                    status.conditions(),
+                    READY,
+                    FALSE,
+                    "StatusWriteFailed".to_owned(),
+                    bounded(err.message()),
+                    obj.meta().generation,
+                    &Time(Timestamp::now()),
+                )
+            });
+        let minimal: Vec<Condition> = vec![Condition {
+            message: bounded(&ready.message),
+            ..ready
+        }];
+        let patch = serde_json::json!({ "status": { "conditions": minimal } });
+        if let Err(err) = patch_status(&self.client, obj, &patch, None, self.name).await {
+            tracing::warn!(error = %StepError::from_kube("StatusWriteFailed", err), "writing the minimal status failed too");
+        }
+    }
+
+    async fn publish_events(
+        &self,
+        obj: &R::Resource,
+        before: &StatusOf<R::Resource>,
+        records: &[StepRecord],
+        trace_id: Option<&str>,
+    ) {
+        for planned in plan_events(before.conditions(), records) {
+            let note = match trace_id {
+                Some(id) if planned.type_ == kube::runtime::events::EventType::Warning => {
+                    format!("{} (trace {id})", planned.note)
+                }
+                _ => planned.note,
+            };
+            let event = Event {
+                type_: planned.type_,
+                reason: planned.reason,
+                note: Some(bounded(&note)),
+                action: planned.action,
+                secondary: None,
+            };
+            if let Err(err) = self.recorder.publish(&event, &obj.object_ref(&())).await {
+                tracing::warn!(error = %StepError::from_kube("EventFailed", err), "publishing Event failed");
+            }
+        }
+    }
+
+    fn forget(&self, obj_ref: &ObjectRef<R::Resource>) {
+        self.written
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(obj_ref);
+    }
+
+    fn end(&self, end: PassEnd<R::Step>) -> Next {
+        let sync = jittered(self.config.sync_period, self.config.sync_jitter);
+        let (result, next) = match end {
+            PassEnd::Gone => ("success", Next::Forget),
+            PassEnd::Steps(Summary::Done { .. }) => ("success", Next::After(sync)),
+            PassEnd::Steps(Summary::Waiting { wait, .. }) => {
+                ("requeue_after", Next::After(wait.after.min(sync)))
+            }
+            PassEnd::Steps(Summary::Failed { category, .. }) | PassEnd::Engine(category) => (
+                "error",
+                match category {
+                    // A conflict usually clears on the next try, but one that does not must not
+                    // become a request storm: it backs off like any other failure.
+                    ErrorCategory::Transient | ErrorCategory::Conflict => Next::Backoff,
+                    // Retrying cannot fix the spec; the spec's next change triggers a reconcile,
+                    // the sync period covers the rest.
+                    ErrorCategory::Invalid => Next::After(sync),
+                },
+            ),
+        };
+        self.metrics.reconcile_total(self.name, result).inc();
+        if result == "error" {
+            self.metrics.reconcile_errors_total(self.name).inc();
+        }
+        next
+    }
+}
+
+struct ActiveWorker(prometheus_client::metrics::gauge::Gauge);
+
+impl ActiveWorker {
+    fn enter(gauge: prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        ActiveWorker(gauge)
+    }
+}
+
+impl Drop for ActiveWorker {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Turns cache changes into queue adds, skipping updates that only touched the status: the
+/// engine's own status writes must not trigger another reconcile, or every write would cost a
+/// second pass (and a failing object would skip its backoff).
+async fn feed_from_cache<R: Reconciler>(
+    rx: mpsc::UnboundedReceiver<Change<R::Resource>>,
+    queue: Arc<WorkQueue<ObjectRef<R::Resource>>>,
+    shared: Arc<Shared<R>>,
+) {
+    let mut seen: HashMap<ObjectRef<R::Resource>, u64> = HashMap::new();
+    let mut changes = std::pin::pin!(receiver_stream(rx));
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Applied(obj) => {
+                let r = ObjectRef::from_obj(&*obj);
+                let fp = fingerprint(&*obj);
+                if seen.insert(r.clone(), fp) != Some(fp) {
+                    queue.add(r);
+                }
+            }
+            Change::Deleted(obj) => {
+                let r = ObjectRef::from_obj(&*obj);
+                seen.remove(&r);
+                queue.forget(&r);
+                shared.forget(&r);
+                shared.reconciler.forget(&obj);
+            }
+        }
+    }
+}
+
+/// What, besides the spec (via `generation`), a reconcile may depend on. Objects without a
+/// generation fall back to the resourceVersion, i.e. every change counts.
+fn fingerprint<K: Resource>(obj: &K) -> u64 {
+    let meta = obj.meta();
+    let mut h = DefaultHasher::new();
+    meta.uid.hash(&mut h);
+    match meta.generation {
+        Some(g) => g.hash(&mut h),
+        None => meta.resource_version.hash(&mut h),
+    }
+    meta.labels.hash(&mut h);
+    meta.annotations.hash(&mut h);
+    meta.finalizers.hash(&mut h);
+    meta.deletion_timestamp.is_some().hash(&mut h);
+    h.finish()
+}
+
+pub(crate) fn owner_refs<P: Object, C: Resource>(
+    child: &C,
+    parents: &SharedCache<P>,
+) -> Vec<ObjectRef<P>> {
+    let kind = P::kind(&());
+    let api_version = P::api_version(&());
+    child
+        .owner_references()
+        .iter()
+        .filter(|o| o.kind == kind && o.api_version == api_version)
+        .map(|o| {
+            // The scope of P is not known at run time: prefer the child's namespace, fall back
+            // to cluster scope when that is where the parent is cached.
+            let namespaced = match child.namespace() {
+                Some(ns) => ObjectRef::new(&o.name).within(&ns),
+                None => ObjectRef::new(&o.name),
+            };
+            if parents.get(&namespaced).is_none() {
+                let cluster = ObjectRef::new(&o.name);
+                if parents.get(&cluster).is_some() {
+                    return cluster;
+                }
+            }
+            namespaced
+        })
+        .collect()
+}
+
+pub(crate) fn receiver_stream<T: Send + 'static>(
+    rx: mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(generation: Option<i64>, rv: &str, labels: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("a".into()),
+                generation,
+                resource_version: Some(rv.into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn status_only_updates_do_not_change_the_fingerprint() {
+        // Same generation, new resourceVersion: a status write.
+        assert_eq!(
+            fingerprint(&cm(Some(1), "10", &[])),
+            fingerprint(&cm(Some(1), "11", &[]))
+        );
+        assert_ne!(
+            fingerprint(&cm(Some(1), "10", &[])),
+            fingerprint(&cm(Some(2), "11", &[]))
+        );
+        assert_ne!(
+            fingerprint(&cm(Some(1), "10", &[])),
+            fingerprint(&cm(Some(1), "11", &[("l", "v")]))
+        );
+        assert_ne!(
+            fingerprint(&cm(None, "10", &[])),
+            fingerprint(&cm(None, "11", &[]))
+        );
+    }
+}
