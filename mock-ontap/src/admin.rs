@@ -11,7 +11,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::{config::SettingsPatch, faults::FaultSpec, state::MockState};
+use crate::{config::SettingsPatch, faults::FaultSpec, requests::RequestRecord, state::MockState};
 
 pub fn routes() -> Router<MockState> {
     Router::new()
@@ -23,6 +23,7 @@ pub fn routes() -> Router<MockState> {
         .route("/_mock/state", get(snapshot))
         .route("/_mock/reset", post(reset))
         .route("/_mock/requests", get(requests).delete(clear_requests))
+        .route("/_mock/requests/counts", get(request_counts))
         .route("/_mock/config", get(config).put(update_config))
 }
 
@@ -67,8 +68,7 @@ async fn remove_fault(State(state): State<MockState>, Path(id): Path<String>) ->
 }
 
 async fn snapshot(State(state): State<MockState>) -> Json<Value> {
-    let (model, now) = state.model();
-    Json(model.snapshot(now))
+    Json(state.snapshot())
 }
 
 async fn reset(State(state): State<MockState>) -> Response {
@@ -82,23 +82,45 @@ async fn reset(State(state): State<MockState>) -> Response {
     }
 }
 
-/// The request log, optionally narrowed by exact `method`, `path` or `user`.
+/// The request log, optionally narrowed by exact `method`, `path` or `user` and to the
+/// requests from `since` (a `seq`) on; `next_seq` is where a later `since=` should start.
 async fn requests(
     State(state): State<MockState>,
     Query(filter): Query<HashMap<String, String>>,
-) -> Json<Value> {
-    let log = state.requests();
+) -> Response {
+    let since: u64 = match filter.get("since").map(|s| s.parse()) {
+        None => 0,
+        Some(Ok(since)) => since,
+        Some(Err(_)) => return bad_request("since must be a request seq (an integer)"),
+    };
     let wanted = |key: &str, value: &str| filter.get(key).is_none_or(|w| w == value);
-    let records: Vec<Value> = log
-        .iter()
-        .filter(|r| {
-            wanted("method", &r.method)
-                && wanted("path", &r.path)
-                && wanted("user", r.user.as_deref().unwrap_or_default())
-        })
-        .map(|r| serde_json::to_value(r).unwrap_or_default())
+    let (records, next_seq) = {
+        let log = state.requests();
+        let records: Vec<RequestRecord> = log
+            .iter()
+            .filter(|r| {
+                r.seq >= since
+                    && wanted("method", &r.method)
+                    && wanted("path", &r.path)
+                    && wanted("user", r.user.as_deref().unwrap_or_default())
+            })
+            .cloned()
+            .collect();
+        (records, log.next_seq())
+    };
+    Json(json!({ "records": records, "num_records": records.len(), "next_seq": next_seq }))
+        .into_response()
+}
+
+/// Requests per `"METHOD path"` since the start or the last clear, however many the log
+/// still holds.
+async fn request_counts(State(state): State<MockState>) -> Json<Value> {
+    let counts: serde_json::Map<String, Value> = state
+        .requests()
+        .counts()
+        .map(|(method, path, n)| (format!("{method} {path}"), json!(n)))
         .collect();
-    Json(json!({ "records": records, "num_records": records.len() }))
+    Json(json!({ "counts": counts }))
 }
 
 async fn clear_requests(State(state): State<MockState>) -> StatusCode {

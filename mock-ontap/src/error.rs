@@ -20,6 +20,9 @@ pub mod codes {
     pub const SVM_NAME_IN_USE: &str = "13434908";
     pub const SVM_NAME_TOO_LONG: &str = "13434911";
     pub const SVM_BEING_CREATED: &str = "13434916";
+    /// Not confirmed: ONTAP documents no code for an SVM whose delete job runs; this is the one
+    /// it uses for an SVM still being created.
+    pub const SVM_BEING_DELETED: &str = "13434916";
     pub const INTERNAL_RETRY: &str = "13434889";
     pub const SVM_NOT_FOUND: &str = "2621462";
     pub const DUPLICATE_IP: &str = "1376963";

@@ -1,5 +1,6 @@
 //! Fault injection: rules registered through `/_mock/faults` that make matching `/api` requests
-//! fail, slow down, lose their answer or break their connection.
+//! fail, slow down, lose their answer, come back mangled or oversized, or break their
+//! connection.
 //!
 //! The same middleware logs every `/api` request, because it is the only layer that still sees
 //! requests a fault cut short.
@@ -7,8 +8,9 @@
 use std::time::Duration;
 
 use axum::{
+    body::{Body, Bytes},
     extract::{Request, State},
-    http::{Method, StatusCode},
+    http::{HeaderValue, Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -74,6 +76,45 @@ pub enum FaultAction {
     },
     /// Never answer.
     Hang,
+    /// Answer with a body that is not JSON (by default an HTML proxy error page), as a proxy or
+    /// load balancer in front of the cluster may; the request is applied only with `apply`.
+    Malformed {
+        #[serde(default = "ok_status")]
+        status: u16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_type: Option<String>,
+        #[serde(default)]
+        apply: bool,
+    },
+    /// Answer with a body of `bytes` bytes, streamed without a `Content-Length`: with `apply`,
+    /// the real answer followed by whitespace (still valid JSON); without, an ONTAP error whose
+    /// message fills the body.
+    Huge {
+        #[serde(default = "default_huge_bytes")]
+        bytes: u64,
+        #[serde(default)]
+        apply: bool,
+        /// The status of the error answer when the request is not applied; 500 when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+    },
+}
+
+/// The largest `huge` body: enough to hurt any client that reads without a limit, small
+/// enough that a typo cannot make the mock stream for minutes.
+pub const MAX_HUGE_BYTES: u64 = 1 << 30;
+
+const DEFAULT_MALFORMED_BODY: &str = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+const DEFAULT_MALFORMED_CONTENT_TYPE: &str = "text/html";
+
+fn ok_status() -> u16 {
+    200
+}
+
+fn default_huge_bytes() -> u64 {
+    8 << 20
 }
 
 fn default_status() -> u16 {
@@ -97,6 +138,45 @@ impl FaultAction {
             FaultAction::ApplyThenReset => "apply_then_reset",
             FaultAction::JobFailure { .. } => "job_failure",
             FaultAction::Hang => "hang",
+            FaultAction::Malformed { .. } => "malformed",
+            FaultAction::Huge { .. } => "huge",
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let status = |status: u16| match StatusCode::from_u16(status) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(format!("status {status} is not an HTTP status")),
+        };
+        match self {
+            FaultAction::Error { status: s, .. } => status(*s),
+            FaultAction::Malformed {
+                status: s,
+                content_type,
+                ..
+            } => {
+                if let Some(ct) = content_type
+                    && HeaderValue::from_str(ct).is_err()
+                {
+                    return Err(format!("content_type {ct:?} is not a header value"));
+                }
+                status(*s)
+            }
+            FaultAction::Huge {
+                bytes, status: s, ..
+            } => {
+                if !(1..=MAX_HUGE_BYTES).contains(bytes) {
+                    return Err(format!(
+                        "bytes {bytes} is not between 1 and {MAX_HUGE_BYTES}"
+                    ));
+                }
+                s.map_or(Ok(()), status)
+            }
+            FaultAction::Delay { .. }
+            | FaultAction::Reset
+            | FaultAction::ApplyThenReset
+            | FaultAction::JobFailure { .. }
+            | FaultAction::Hang => Ok(()),
         }
     }
 }
@@ -156,11 +236,7 @@ impl FaultRegistry {
         {
             return Err(format!("probability {p} is not between 0 and 1"));
         }
-        if let FaultAction::Error { status, .. } = &spec.action
-            && StatusCode::from_u16(*status).is_err()
-        {
-            return Err(format!("status {status} is not an HTTP status"));
-        }
+        spec.action.validate()?;
         if let Some(method) = &spec.method
             && Method::from_bytes(method.as_bytes()).is_err()
         {
@@ -221,6 +297,8 @@ pub async fn inject(State(state): State<MockState>, mut req: Request, next: Next
         query: req.uri().query().map(str::to_owned),
         status: None,
         user: basic_credentials(req.headers()).map(|(user, _)| user),
+        traceparent: header_text(&req, "traceparent"),
+        user_agent: header_text(&req, header::USER_AGENT.as_str()),
         fault: None,
     };
     let fired = state.faults().take(req.method(), req.uri().path());
@@ -288,9 +366,108 @@ pub async fn inject(State(state): State<MockState>, mut req: Request, next: Next
             state.requests().push(record);
             return std::future::pending().await;
         }
+        FaultAction::Malformed {
+            status,
+            body,
+            content_type,
+            apply,
+        } => {
+            if apply {
+                // A proxy mangled the answer of a request the cluster carried out.
+                drop(next.run(req).await);
+            }
+            malformed(status, body, content_type)
+        }
+        FaultAction::Huge {
+            bytes, apply: true, ..
+        } => padded(next.run(req).await, bytes).await,
+        FaultAction::Huge {
+            bytes,
+            apply: false,
+            status,
+        } => huge_error(status.unwrap_or(500), bytes),
     };
     record.status = Some(response.status().as_u16());
     state.requests().push(record);
+    response
+}
+
+fn header_text(req: &Request, name: &str) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn malformed(status: u16, body: Option<String>, content_type: Option<String>) -> Response {
+    let content_type = content_type.unwrap_or_else(|| DEFAULT_MALFORMED_CONTENT_TYPE.into());
+    let mut response = (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+        body.unwrap_or_else(|| DEFAULT_MALFORMED_BODY.into()),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&content_type) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+/// `len` bytes of `byte`, in chunks that share one buffer, so a gigabyte costs no memory.
+fn filler(len: u64, byte: u8) -> impl Iterator<Item = Bytes> {
+    const CHUNK: u64 = 64 * 1024;
+    let chunk = Bytes::from(vec![byte; CHUNK as usize]);
+    let last = chunk.slice(..(len % CHUNK) as usize);
+    std::iter::repeat_n(chunk, (len / CHUNK) as usize)
+        .chain(std::iter::once(last))
+        .filter(|c| !c.is_empty())
+}
+
+/// A body streamed without `Content-Length`: the client learns its size only by reading it.
+fn streamed(parts: impl Iterator<Item = Bytes> + Send + 'static) -> Body {
+    Body::from_stream(futures::stream::iter(
+        parts.map(Ok::<_, std::convert::Infallible>),
+    ))
+}
+
+/// The real answer, followed by whitespace up to `bytes` bytes: still the same JSON.
+async fn padded(response: Response, bytes: u64) -> Response {
+    let (mut parts, body) = response.into_parts();
+    // The mock's own answers are small; this limit only guards against a runaway.
+    let answer = match axum::body::to_bytes(body, 64 << 20).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the answer to pad");
+            Bytes::new()
+        }
+    };
+    let padding = bytes.saturating_sub(answer.len() as u64);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(
+        parts,
+        streamed(std::iter::once(answer).chain(filler(padding, b' '))),
+    )
+}
+
+/// An ONTAP error answer of `bytes` bytes, nearly all of it the message.
+fn huge_error(status: u16, bytes: u64) -> Response {
+    let head = Bytes::from(format!(
+        r#"{{"error":{{"code":"{}","message":""#,
+        codes::INTERNAL_RETRY
+    ));
+    let tail = Bytes::from_static(br#""}}"#);
+    let message = bytes.saturating_sub((head.len() + tail.len()) as u64);
+    let body = streamed(
+        std::iter::once(head)
+            .chain(filler(message, b'x'))
+            .chain(std::iter::once(tail)),
+    );
+    let mut response = Response::new(body);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 

@@ -47,6 +47,19 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
+    /// No filters, no paging, every field: all records as they are.
+    pub fn everything() -> Self {
+        ListQuery {
+            filters: Vec::new(),
+            fields: Fields::All,
+            max_records: None,
+            return_records: false,
+            start: Vec::new(),
+            passthrough: Vec::new(),
+            raw: Vec::new(),
+        }
+    }
+
     pub fn parse(pairs: Vec<(String, String)>) -> ApiResult<Self> {
         let mut query = ListQuery {
             filters: Vec::new(),
@@ -93,6 +106,14 @@ impl ListQuery {
             found = Some(f.pattern.as_str());
         }
         found
+    }
+
+    /// The `start.<key>` value of a paging cursor, if the query carries one.
+    pub fn cursor(&self, key: &str) -> Option<&str> {
+        self.start
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn matches(&self, record: &Value) -> bool {

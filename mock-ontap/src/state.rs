@@ -68,8 +68,17 @@ impl MockState {
 
     /// Same as `GET /_mock/state`.
     pub fn snapshot(&self) -> serde_json::Value {
-        let (model, now) = self.model();
-        model.snapshot(now)
+        let rows = {
+            let (model, now) = self.model();
+            model.snapshot(now)
+        };
+        rows.to_json()
+    }
+
+    /// How many `/api` requests with this method and exact path arrived since the start, the
+    /// last `reset()` or `DELETE /_mock/requests`; as `GET /_mock/requests/counts`.
+    pub fn request_count(&self, method: &str, path: &str) -> u64 {
+        self.requests().count(&method.to_ascii_uppercase(), path)
     }
 
     /// Same as `PUT /_mock/config`, e.g. `state.update_settings(|s| s.job_duration_ms = 5_000)`.

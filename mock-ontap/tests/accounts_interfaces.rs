@@ -400,3 +400,59 @@ async fn deleting_an_svm_removes_its_accounts_and_interfaces() {
     assert_eq!(state["accounts"], json!([]));
     assert_eq!(state["interfaces"], json!([]));
 }
+
+#[tokio::test]
+async fn an_account_cannot_be_renamed() {
+    let mock = Mock::start().await;
+    let svm = mock.create_svm("ren").await;
+    mock.create_account(&svm, "ops", "Password123").await;
+    let path = format!("/api/security/accounts/{svm}/ops");
+    let (status, body) = mock
+        .call(Method::PATCH, &path, Some(json!({ "name": "ops2" })))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "262179");
+    assert_eq!(body["error"]["target"], "name");
+    let (status, _) = mock.get(&path).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn passwords_never_reach_the_request_log_or_the_state() {
+    use base64::Engine;
+    let mock = Mock::start().await;
+    let svm = mock.create_svm("sec").await;
+    let (first, second) = ("Zq9first8Wx", "Zq9second8Wx");
+    mock.create_account(&svm, "ops", first).await;
+    let (status, _) = mock.as_user("ops", first, "/api/cluster").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = mock
+        .call(
+            Method::PATCH,
+            &format!("/api/security/accounts/{svm}/ops"),
+            Some(json!({ "password": second })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = mock.as_user("ops", "wrong9Password", "/api/cluster").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let log = serde_json::to_string(&mock.requests("").await).unwrap();
+    let state = mock.state().await.to_string();
+    let admin = mock.server.admin();
+    let basic = |user: &str, pw: &str| {
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pw}"))
+    };
+    for secret in [
+        first.to_owned(),
+        second.to_owned(),
+        "wrong9Password".to_owned(),
+        admin.password.clone(),
+        basic("ops", first),
+        basic(&admin.user, &admin.password),
+    ] {
+        assert!(!log.contains(&secret), "request log leaks {secret}");
+        assert!(!state.contains(&secret), "state leaks {secret}");
+    }
+    assert!(log.contains("\"user\":\"ops\""), "{log}");
+}

@@ -311,6 +311,12 @@ async fn invalid_faults_are_rejected() {
         json!({ "path": "/api/cluster", "action": { "type": "error", "status": 1000 } }),
         json!({ "action": { "type": "hang" } }),
         json!({ "path": "/x", "colour": "red", "action": { "type": "hang" } }),
+        json!({ "path": "/x", "action": { "type": "malformed", "status": 99 } }),
+        json!({ "path": "/x", "action": { "type": "malformed", "content_type": "a\nb" } }),
+        json!({ "path": "/x", "action": { "type": "malformed", "shape": "odd" } }),
+        json!({ "path": "/x", "action": { "type": "huge", "bytes": 0 } }),
+        json!({ "path": "/x", "action": { "type": "huge", "bytes": 2_000_000_000u64 } }),
+        json!({ "path": "/x", "action": { "type": "huge", "status": 1000 } }),
     ] {
         let (status, _) = mock
             .control(Method::POST, "/_mock/faults", Some(bad.clone()))
@@ -395,4 +401,206 @@ async fn faults_and_settings_can_be_set_through_the_rust_api() {
         StatusCode::BAD_REQUEST
     );
     assert_eq!(state.snapshot()["svms"][0]["name"], "one");
+}
+
+#[tokio::test]
+async fn error_action_produces_auth_failures_not_found_and_unknown_codes() {
+    let mock = Mock::start().await;
+    let cases = [
+        (401, "6", Some("Basic")),
+        (403, "6", None),
+        (404, "4", None),
+        (400, "987654321", None),
+    ];
+    for (status, code, challenge) in cases {
+        mock.add_fault(json!({
+            "path": "/api/cluster", "times": 1,
+            "action": { "type": "error", "status": status, "code": code, "message": "injected" },
+        }))
+        .await;
+        let resp = mock
+            .admin(Method::GET, "/api/cluster")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), status);
+        let www = resp
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(
+            www.as_deref().map(|v| v.split(' ').next().unwrap()),
+            challenge,
+            "{status}"
+        );
+        let (_, body) = common::read(resp).await;
+        assert_eq!(error_code(&body), code);
+        assert_eq!(body["error"]["message"], "injected");
+    }
+    assert_eq!(mock.get("/api/cluster").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_error_with_times_repeats_exactly_that_often() {
+    let mock = Mock::start().await;
+    mock.add_fault(json!({
+        "method": "POST", "path": "/api/svm/svms", "times": 3,
+        "action": { "type": "error", "status": 503 },
+    }))
+    .await;
+    for i in 0..3 {
+        let resp = post_svm(&mock, "rep").await.unwrap();
+        assert_eq!(
+            resp.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "attempt {i}"
+        );
+    }
+    assert!(svm_names(&mock).await.is_empty());
+    assert_eq!(
+        post_svm(&mock, "rep").await.unwrap().status(),
+        StatusCode::ACCEPTED
+    );
+    let (_, faults) = mock.control(Method::GET, "/_mock/faults", None).await;
+    assert_eq!(faults["records"][0]["hits"], 3);
+    assert_eq!(faults["records"][0]["matched"], 4);
+}
+
+#[tokio::test]
+async fn malformed_answers_html_and_applies_nothing_by_default() {
+    let mock = Mock::start().await;
+    mock.add_fault(json!({
+        "method": "POST", "path": "/api/svm/svms", "times": 1,
+        "action": { "type": "malformed" },
+    }))
+    .await;
+    let resp = post_svm(&mock, "m1").await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("<html>"), "{text}");
+    assert!(serde_json::from_str::<serde_json::Value>(&text).is_err());
+    assert!(svm_names(&mock).await.is_empty());
+    let log = mock.requests("?method=POST").await;
+    assert_eq!(log[0]["fault"]["action"], "malformed");
+    assert_eq!(log[0]["status"], 200);
+}
+
+#[tokio::test]
+async fn malformed_with_apply_mangles_the_answer_of_an_applied_request() {
+    let mock = Mock::start().await;
+    mock.add_fault(json!({
+        "method": "POST", "path": "/api/svm/svms", "times": 1,
+        "action": { "type": "malformed", "apply": true, "status": 502,
+                    "body": "upstream sent garbage", "content_type": "text/plain" },
+    }))
+    .await;
+    let resp = post_svm(&mock, "m2").await.unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(resp.headers()["content-type"], "text/plain");
+    assert_eq!(resp.text().await.unwrap(), "upstream sent garbage");
+    assert_eq!(svm_names(&mock).await, ["m2"]);
+}
+
+#[tokio::test]
+async fn huge_pads_the_real_answer_when_applied() {
+    let mock = Mock::start().await;
+    let bytes = 3 * 1024 * 1024 + 17;
+    mock.add_fault(json!({
+        "method": "POST", "path": "/api/svm/svms", "times": 1,
+        "action": { "type": "huge", "bytes": bytes, "apply": true },
+    }))
+    .await;
+    let resp = mock
+        .admin(Method::POST, "/api/svm/svms?return_records=true")
+        .json(&json!({ "name": "big" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    assert!(
+        resp.headers().get("content-length").is_none(),
+        "the size shows only while reading"
+    );
+    let body = resp.bytes().await.unwrap();
+    assert_eq!(body.len(), bytes);
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["records"][0]["name"], "big");
+    assert_eq!(svm_names(&mock).await, ["big"]);
+}
+
+#[tokio::test]
+async fn huge_error_fills_the_body_with_its_message_and_applies_nothing() {
+    let mock = Mock::start().await;
+    mock.add_fault(json!({
+        "method": "POST", "path": "/api/svm/svms", "times": 1,
+        "action": { "type": "huge" },
+    }))
+    .await;
+    let resp = post_svm(&mock, "nope").await.unwrap();
+    assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let body = resp.bytes().await.unwrap();
+    assert_eq!(body.len(), 8 << 20, "8 MiB by default");
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error_code(&error), "13434889");
+    assert!(svm_names(&mock).await.is_empty());
+}
+
+#[tokio::test]
+async fn request_log_keeps_trace_context_and_user_agent_and_reads_from_a_seq() {
+    let mock = Mock::start().await;
+    mock.get("/api/cluster").await;
+    let (_, body) = mock.control(Method::GET, "/_mock/requests", None).await;
+    let mark = body["next_seq"].as_u64().unwrap();
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (status, _) = common::read(
+        mock.admin(Method::GET, "/api/svm/svms")
+            .header("traceparent", traceparent)
+            .header("user-agent", "ontap-operator/test")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    post_svm(&mock, "after").await.unwrap();
+
+    let log = mock.requests(&format!("?since={mark}")).await;
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log[0]["seq"], mark);
+    assert_eq!(log[0]["traceparent"], traceparent);
+    assert_eq!(log[0]["user_agent"], "ontap-operator/test");
+    assert_eq!(log[1]["method"], "POST");
+    assert!(log[1]["traceparent"].is_null());
+    let log = mock.requests(&format!("?since={mark}&method=POST")).await;
+    assert_eq!(log.len(), 1);
+    let (status, _) = mock
+        .control(Method::GET, "/_mock/requests?since=soon", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn request_counts_per_method_and_path() {
+    let mock = Mock::start().await;
+    for name in ["c1", "c2"] {
+        post_svm(&mock, name).await.unwrap();
+    }
+    mock.get("/api/svm/svms").await;
+    let (status, body) = mock
+        .control(Method::GET, "/_mock/requests/counts", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["counts"]["POST /api/svm/svms"], 2);
+    assert_eq!(body["counts"]["GET /api/svm/svms"], 1);
+    let state = mock.server.state();
+    assert_eq!(state.request_count("post", "/api/svm/svms"), 2);
+    assert_eq!(state.request_count("DELETE", "/api/svm/svms"), 0);
+    mock.control(Method::DELETE, "/_mock/requests", None).await;
+    assert_eq!(state.request_count("POST", "/api/svm/svms"), 0);
 }

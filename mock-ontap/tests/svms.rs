@@ -480,3 +480,91 @@ async fn thousand_svms_created_at_once_are_served() {
     let state: Value = mock.state().await;
     assert_eq!(state["svms"].as_array().unwrap().len(), 1000);
 }
+
+#[tokio::test]
+async fn rename_is_a_job_and_the_new_name_is_reserved_until_it_lands() {
+    let mut config = fast_config();
+    config.settings.job_duration_ms = 1_000;
+    let mock = Mock::with(config).await;
+    let uuid = mock.create_svm("before").await;
+    mock.create_svm("taken").await;
+    let path = format!("/api/svm/svms/{uuid}");
+
+    let (status, body) = mock
+        .call(Method::PATCH, &path, Some(json!({ "name": "taken" })))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "13434908");
+    let long = "x".repeat(48);
+    let (status, body) = mock
+        .call(Method::PATCH, &path, Some(json!({ "name": long })))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "13434911");
+
+    let (status, body) = mock
+        .call(Method::PATCH, &path, Some(json!({ "name": "after" })))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let job = body["job"]["uuid"].as_str().unwrap().to_owned();
+    let (_, svm) = mock.get(&path).await;
+    assert_eq!(svm["name"], "before", "the rename lands with its job");
+    let (status, body) = mock.post("/api/svm/svms", json!({ "name": "after" })).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "13434908");
+
+    assert_eq!(mock.wait_job(&job).await["state"], "success");
+    let (_, svm) = mock.get(&path).await;
+    assert_eq!(svm["name"], "after");
+    let (_, list) = mock.get("/api/svm/svms?name=after").await;
+    assert_eq!(list["records"][0]["uuid"], uuid.as_str());
+    let (_, list) = mock.get("/api/svm/svms?name=before").await;
+    assert_eq!(list["num_records"], 0);
+    // The old name is free again.
+    mock.create_svm("before").await;
+}
+
+#[tokio::test]
+async fn a_failed_rename_keeps_the_old_name() {
+    let mock = Mock::start().await;
+    let uuid = mock.create_svm("keep").await;
+    mock.add_fault(json!({
+        "method": "PATCH", "path": "/api/svm/svms/*", "times": 1,
+        "action": { "type": "job_failure" },
+    }))
+    .await;
+    let path = format!("/api/svm/svms/{uuid}");
+    let (_, body) = mock
+        .call(Method::PATCH, &path, Some(json!({ "name": "lost" })))
+        .await;
+    let job = mock.wait_job(body["job"]["uuid"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "failure");
+    let (_, svm) = mock.get(&path).await;
+    assert_eq!(svm["name"], "keep");
+    mock.create_svm("lost").await;
+}
+
+#[tokio::test]
+async fn changing_an_svm_being_deleted_is_a_conflict() {
+    let mut config = fast_config();
+    config.settings.job_duration_ms = 30_000;
+    let mock = Mock::with(config).await;
+    mock.server
+        .state()
+        .update_settings(|s| s.job_duration_ms = 50);
+    let uuid = mock.create_svm("doomed").await;
+    mock.server
+        .state()
+        .update_settings(|s| s.job_duration_ms = 30_000);
+    let path = format!("/api/svm/svms/{uuid}");
+    let (status, body) = mock.call(Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let (status, body) = mock.call(Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "13434916");
+    let (status, body) = mock
+        .call(Method::PATCH, &path, Some(json!({ "comment": "late" })))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "13434916");
+}

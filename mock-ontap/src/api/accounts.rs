@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::{Pairs, created, ok_empty, parse_body, wants_records};
 use crate::{
     error::ApiResult,
-    model::{AccountCreate, AccountPatch, Principal},
+    model::{AccountCreate, AccountPatch, Principal, Row},
     query::{ListQuery, project_single},
     state::MockState,
 };
@@ -26,13 +26,12 @@ pub async fn list(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     let q = ListQuery::parse(query)?;
-    let (model, _) = state.model();
-    let records = model.accounts_json(&who);
+    let rows = state.model().0.account_rows(&who, &q);
     Ok(Json(q.collection(
         "/api/security/accounts",
         KEYS,
         DEFAULT_FIELDS,
-        records,
+        rows.iter().map(Row::to_json),
     )))
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{Pairs, created, ok_empty, parse_body, require_admin, wants_records};
 use crate::{
     error::ApiResult,
-    model::{InterfaceCreate, Principal},
+    model::{InterfaceCreate, Principal, Row},
     query::{ListQuery, project_single},
     state::MockState,
 };
@@ -23,13 +23,12 @@ pub async fn list(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     let q = ListQuery::parse(query)?;
-    let (model, _) = state.model();
-    let records = model.interfaces_json(&who);
+    let rows = state.model().0.interface_rows(&who, &q);
     Ok(Json(q.collection(
         "/api/network/ip/interfaces",
         KEYS,
         DEFAULT_FIELDS,
-        records,
+        rows.iter().map(Row::to_json),
     )))
 }
 

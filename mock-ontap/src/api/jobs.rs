@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::Pairs;
 use crate::{
     error::ApiResult,
+    model::Row,
     query::{ListQuery, project_single},
     state::MockState,
 };
@@ -18,9 +19,16 @@ pub async fn list(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     let q = ListQuery::parse(query)?;
-    let (model, now) = state.model();
-    let records = model.jobs_json(now);
-    Ok(Json(q.collection("/api/cluster/jobs", KEYS, KEYS, records)))
+    let rows = {
+        let (model, now) = state.model();
+        model.job_rows(&q, now)
+    };
+    Ok(Json(q.collection(
+        "/api/cluster/jobs",
+        KEYS,
+        KEYS,
+        rows.iter().map(Row::to_json),
+    )))
 }
 
 pub async fn get(

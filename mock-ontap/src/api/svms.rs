@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{Pairs, accepted, parse_body, require_admin, wants_records, with_location};
 use crate::{
     error::ApiResult,
-    model::{InjectedFailure, Principal, SvmCreate, SvmPatch},
+    model::{InjectedFailure, Principal, Row, SvmCreate, SvmPatch},
     query::{ListQuery, project_single},
     state::MockState,
 };
@@ -23,13 +23,15 @@ pub async fn list(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     let q = ListQuery::parse(query)?;
-    let (model, now) = state.model();
-    let records = model.svms_json(&who, q.exact("name"), now);
+    let rows = {
+        let (model, now) = state.model();
+        model.svm_rows(&who, &q, now)
+    };
     Ok(Json(q.collection(
         "/api/svm/svms",
         KEYS,
         DEFAULT_FIELDS,
-        records,
+        rows.iter().map(Row::to_json),
     )))
 }
 

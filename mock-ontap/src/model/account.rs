@@ -1,11 +1,14 @@
 //! SVM-scoped login accounts, keyed by (owner SVM uuid, user name), with ONTAP's default
 //! password rules. Passwords never leave the model.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Model, Principal, svm::NameRef};
+use super::{Model, Principal, Row, svm::NameRef};
 use crate::error::{ApiError, ApiResult, codes};
+use crate::query::ListQuery;
 
 const MIN_PASSWORD: usize = 8;
 const MAX_PASSWORD: usize = 128;
@@ -90,14 +93,85 @@ pub struct Account {
     pub comment: String,
 }
 
-impl Account {
-    pub fn to_json(&self, model: &Model) -> Value {
-        let owner_name = model
-            .svm(&self.owner_uuid)
-            .map(|s| s.name.clone())
-            .unwrap_or_default();
+/// Accounts keyed by (owner uuid, name), with the owners of each user name indexed: Basic
+/// auth and `name=` queries look a name up instead of scanning every account.
+#[derive(Default)]
+pub struct Accounts {
+    by_key: BTreeMap<(String, String), Account>,
+    owners_by_name: HashMap<String, BTreeSet<String>>,
+}
+
+impl Accounts {
+    fn get(&self, owner: &str, name: &str) -> Option<&Account> {
+        self.by_key.get(&(owner.to_owned(), name.to_owned()))
+    }
+
+    /// For changes to anything but the owner and name, which key the indexes.
+    fn get_mut(&mut self, owner: &str, name: &str) -> Option<&mut Account> {
+        self.by_key.get_mut(&(owner.to_owned(), name.to_owned()))
+    }
+
+    fn insert(&mut self, account: Account) {
+        self.owners_by_name
+            .entry(account.name.clone())
+            .or_default()
+            .insert(account.owner_uuid.clone());
+        self.by_key
+            .insert((account.owner_uuid.clone(), account.name.clone()), account);
+    }
+
+    fn remove(&mut self, owner: &str, name: &str) -> Option<Account> {
+        let account = self.by_key.remove(&(owner.to_owned(), name.to_owned()))?;
+        if let Some(owners) = self.owners_by_name.get_mut(name) {
+            owners.remove(owner);
+            if owners.is_empty() {
+                self.owners_by_name.remove(name);
+            }
+        }
+        Some(account)
+    }
+
+    /// The accounts of one SVM, in name order.
+    fn of_owner<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a Account> {
+        let owner = owner.to_owned();
+        self.by_key
+            .range((owner.clone(), String::new())..)
+            .take_while(move |((o, _), _)| *o == owner)
+            .map(|(_, a)| a)
+    }
+
+    pub fn remove_owner(&mut self, owner: &str) {
+        let names: Vec<String> = self.of_owner(owner).map(|a| a.name.clone()).collect();
+        for name in names {
+            self.remove(owner, &name);
+        }
+    }
+
+    /// Every account with this user name, in owner order.
+    fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Account> {
+        self.owners_by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(move |owner| self.get(owner, name))
+    }
+}
+
+/// What an account shows (never its password), with its owner's current name.
+pub struct AccountRow {
+    owner_uuid: String,
+    owner_name: String,
+    name: String,
+    role: String,
+    applications: Vec<Application>,
+    locked: bool,
+    comment: String,
+}
+
+impl Row for AccountRow {
+    fn to_json(&self) -> Value {
         json!({
-            "owner": { "uuid": self.owner_uuid, "name": owner_name,
+            "owner": { "uuid": self.owner_uuid, "name": self.owner_name,
                 "_links": { "self": { "href": format!("/api/svm/svms/{}", self.owner_uuid) } } },
             "name": self.name,
             "role": { "name": self.role },
@@ -108,7 +182,9 @@ impl Account {
             "_links": { "self": { "href": format!("/api/security/accounts/{}/{}", self.owner_uuid, self.name) } },
         })
     }
+}
 
+impl Account {
     fn accepts_http_password(&self, password: &str) -> bool {
         !self.locked
             && self.password.as_deref() == Some(password)
@@ -123,27 +199,66 @@ impl Model {
     /// the password decides between same-named accounts of different SVMs.
     pub fn authenticate(&self, user: &str, password: &str) -> Option<Principal> {
         self.accounts
-            .values()
-            .find(|a| a.name == user && a.accepts_http_password(password))
+            .named(user)
+            .find(|a| a.accepts_http_password(password))
             .map(|a| Principal::Svm {
                 user: a.name.clone(),
                 svm_uuid: a.owner_uuid.clone(),
             })
     }
 
-    pub fn accounts_json(&self, who: &Principal) -> Vec<Value> {
-        self.accounts
-            .values()
+    fn account_row(&self, account: &Account) -> AccountRow {
+        AccountRow {
+            owner_uuid: account.owner_uuid.clone(),
+            owner_name: self
+                .svm(&account.owner_uuid)
+                .map(|s| s.name.clone())
+                .unwrap_or_default(),
+            name: account.name.clone(),
+            role: account.role.clone(),
+            applications: account.applications.clone(),
+            locked: account.locked,
+            comment: account.comment.clone(),
+        }
+    }
+
+    /// The accounts the principal may see that can match the query, in (owner uuid, name)
+    /// order: one look-up when owner and name are pinned, the owner's accounts or the name's
+    /// accounts when one is, else everything from the paging cursor on.
+    pub fn account_rows(&self, who: &Principal, q: &ListQuery) -> Vec<AccountRow> {
+        let owner = who.svm_scope().or(q.exact("owner.uuid")).or_else(|| {
+            q.exact("owner.name")
+                .map(|n| self.svms.uuid_of(n).unwrap_or_default())
+        });
+        let name = q.exact("name");
+        let candidates: Vec<&Account> = match (owner, name) {
+            (Some(owner), Some(name)) => self.accounts.get(owner, name).into_iter().collect(),
+            (Some(owner), None) => self.accounts.of_owner(owner).collect(),
+            (None, Some(name)) => self.accounts.named(name).collect(),
+            (None, None) => {
+                let start = (
+                    q.cursor("owner.uuid").unwrap_or_default().to_owned(),
+                    q.cursor("name").unwrap_or_default().to_owned(),
+                );
+                self.accounts
+                    .by_key
+                    .range(start..)
+                    .map(|(_, a)| a)
+                    .collect()
+            }
+        };
+        candidates
+            .into_iter()
             .filter(|a| who.may_see(&a.owner_uuid))
-            .map(|a| a.to_json(self))
+            .map(|a| self.account_row(a))
             .collect()
     }
 
     pub fn account_json(&self, who: &Principal, owner: &str, name: &str) -> ApiResult<Value> {
         self.accounts
-            .get(&(owner.to_owned(), name.to_owned()))
+            .get(owner, name)
             .filter(|a| who.may_see(&a.owner_uuid))
-            .map(|a| a.to_json(self))
+            .map(|a| self.account_row(a).to_json())
             .ok_or_else(|| ApiError::not_found("name"))
     }
 
@@ -189,26 +304,22 @@ impl Model {
             None if wants_password => return Err(ApiError::missing_field("password")),
             None => None,
         };
-        let key = (owner_uuid.clone(), name.clone());
-        if self.accounts.contains_key(&key) {
+        if self.accounts.get(&owner_uuid, &name).is_some() {
             return Err(ApiError::conflict(
                 codes::DUPLICATE_ENTRY,
                 format!("duplicate entry: account \"{name}\" already exists in this SVM"),
             ));
         }
-        self.accounts.insert(
-            key,
-            Account {
-                owner_uuid: owner_uuid.clone(),
-                name: name.clone(),
-                role,
-                applications,
-                password,
-                history: Vec::new(),
-                locked: req.locked.unwrap_or(false),
-                comment: req.comment.unwrap_or_default(),
-            },
-        );
+        self.accounts.insert(Account {
+            owner_uuid: owner_uuid.clone(),
+            name: name.clone(),
+            role,
+            applications,
+            password,
+            history: Vec::new(),
+            locked: req.locked.unwrap_or(false),
+            comment: req.comment.unwrap_or_default(),
+        });
         Ok((owner_uuid, name))
     }
 
@@ -230,7 +341,7 @@ impl Model {
         };
         let account = self
             .accounts
-            .get_mut(&(owner.to_owned(), name.to_owned()))
+            .get_mut(owner, name)
             .filter(|a| who.may_see(&a.owner_uuid))
             .ok_or_else(not_found)?;
         if let Some(role) = patch.role.as_ref().and_then(|r| r.name.as_ref()) {
@@ -266,10 +377,9 @@ impl Model {
     }
 
     pub fn delete_account(&mut self, who: &Principal, owner: &str, name: &str) -> ApiResult<()> {
-        let key = (owner.to_owned(), name.to_owned());
-        match self.accounts.get(&key) {
+        match self.accounts.get(owner, name) {
             Some(a) if who.may_see(&a.owner_uuid) => {
-                self.accounts.remove(&key);
+                self.accounts.remove(owner, name);
                 Ok(())
             }
             _ => Err(ApiError::not_found("name")),
@@ -283,19 +393,16 @@ impl Model {
             authentication_methods: vec!["password".into()],
             second_authentication_method: no_second_method(),
         };
-        self.accounts.insert(
-            (svm_uuid.to_owned(), "vsadmin".into()),
-            Account {
-                owner_uuid: svm_uuid.to_owned(),
-                name: "vsadmin".into(),
-                role: "vsadmin".into(),
-                applications: vec![app("http"), app("ontapi"), app("ssh")],
-                password: None,
-                history: Vec::new(),
-                locked: true,
-                comment: String::new(),
-            },
-        );
+        self.accounts.insert(Account {
+            owner_uuid: svm_uuid.to_owned(),
+            name: "vsadmin".into(),
+            role: "vsadmin".into(),
+            applications: vec![app("http"), app("ontapi"), app("ssh")],
+            password: None,
+            history: Vec::new(),
+            locked: true,
+            comment: String::new(),
+        });
     }
 }
 

@@ -1,14 +1,17 @@
 //! IP interfaces (LIFs) of SVMs; created synchronously. IP addresses are unique cluster-wide
 //! (there is only the Default IPspace) and names unique per SVM.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Model, Principal, svm::NameRef};
+use super::{Model, Principal, Row, cluster::Cluster, indexed, narrowest, single, svm::NameRef};
 use crate::error::{ApiError, ApiResult, codes};
+use crate::query::ListQuery;
 
 const SERVICE_POLICIES: &[&str] = &[
     "default-data-files",
@@ -77,19 +80,92 @@ pub struct Interface {
     pub enabled: bool,
 }
 
+/// Interfaces by uuid, with indexes on IP address, SVM and name kept in step by every change.
+#[derive(Default)]
+pub struct Interfaces {
+    by_uuid: BTreeMap<String, Interface>,
+    by_ip: HashMap<String, String>,
+    by_svm: HashMap<String, BTreeSet<String>>,
+    by_name: HashMap<String, BTreeSet<String>>,
+}
+
+impl Interfaces {
+    fn insert(&mut self, interface: Interface) {
+        let uuid = &interface.uuid;
+        self.by_ip.insert(interface.ip.clone(), uuid.clone());
+        for (index, key) in [
+            (&mut self.by_svm, &interface.svm_uuid),
+            (&mut self.by_name, &interface.name),
+        ] {
+            index.entry(key.clone()).or_default().insert(uuid.clone());
+        }
+        self.by_uuid.insert(uuid.clone(), interface);
+    }
+
+    fn remove(&mut self, uuid: &str) -> Option<Interface> {
+        let interface = self.by_uuid.remove(uuid)?;
+        self.by_ip.remove(&interface.ip);
+        for (index, key) in [
+            (&mut self.by_svm, &interface.svm_uuid),
+            (&mut self.by_name, &interface.name),
+        ] {
+            if let Some(uuids) = index.get_mut(key) {
+                uuids.remove(uuid);
+                if uuids.is_empty() {
+                    index.remove(key);
+                }
+            }
+        }
+        Some(interface)
+    }
+
+    pub fn remove_svm(&mut self, svm_uuid: &str) {
+        let uuids: Vec<String> = self
+            .by_svm
+            .get(svm_uuid)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for uuid in uuids {
+            self.remove(&uuid);
+        }
+    }
+
+    fn of_svm<'a>(&'a self, svm_uuid: &str) -> impl Iterator<Item = &'a Interface> {
+        self.by_svm
+            .get(svm_uuid)
+            .into_iter()
+            .flatten()
+            .filter_map(|uuid| self.by_uuid.get(uuid))
+    }
+}
+
+/// A copy of an interface with what its JSON needs.
+pub struct InterfaceRow {
+    interface: Interface,
+    svm: Value,
+    cluster: Arc<Cluster>,
+}
+
+impl Row for InterfaceRow {
+    fn to_json(&self) -> Value {
+        let InterfaceRow {
+            interface,
+            svm,
+            cluster,
+        } = self;
+        interface.to_json(svm.clone(), cluster)
+    }
+}
+
 impl Interface {
-    pub fn to_json(&self, model: &Model) -> Value {
-        let svm = model
-            .svm(&self.svm_uuid)
-            .map(|s| s.reference())
-            .unwrap_or_else(|| json!({ "uuid": self.svm_uuid }));
-        let node = model
-            .cluster
+    fn to_json(&self, svm: Value, cluster: &Cluster) -> Value {
+        let node = cluster
             .node_by(Some(&self.node_uuid), None)
             .map(|n| n.reference())
             .unwrap_or_else(|| json!({ "uuid": self.node_uuid }));
-        let port = model
-            .cluster
+        let port = cluster
             .port(&self.node_uuid, &self.port)
             .map(|p| json!({ "name": p.name, "uuid": p.uuid, "node": { "name": p.node.name } }))
             .unwrap_or_else(|| json!({ "name": self.port }));
@@ -119,19 +195,54 @@ impl Interface {
 }
 
 impl Model {
-    pub fn interfaces_json(&self, who: &Principal) -> Vec<Value> {
-        self.interfaces
-            .values()
+    fn interface_row(&self, interface: &Interface) -> InterfaceRow {
+        InterfaceRow {
+            interface: interface.clone(),
+            svm: self
+                .svm(&interface.svm_uuid)
+                .map(|s| s.reference())
+                .unwrap_or_else(|| json!({ "uuid": interface.svm_uuid })),
+            cluster: self.cluster.clone(),
+        }
+    }
+
+    /// The interfaces the principal may see that can match the query, in uuid order: through
+    /// the narrowest of the uuid, IP address, SVM and name indexes the query pins, else from
+    /// the paging cursor on.
+    pub fn interface_rows(&self, who: &Principal, q: &ListQuery) -> Vec<InterfaceRow> {
+        let index = &self.interfaces;
+        let svm = who.svm_scope().or(q.exact("svm.uuid")).or_else(|| {
+            q.exact("svm.name")
+                .map(|n| self.svms.uuid_of(n).unwrap_or_default())
+        });
+        let pinned = narrowest([
+            q.exact("uuid").map(|u| single(Some(u))),
+            q.exact("ip.address")
+                .map(|ip| single(index.by_ip.get(ip).map(String::as_str))),
+            indexed(&index.by_svm, svm),
+            indexed(&index.by_name, q.exact("name")),
+        ]);
+        let candidates: Vec<&Interface> = match &pinned {
+            Some(uuids) => uuids.iter().filter_map(|u| index.by_uuid.get(u)).collect(),
+            None => index
+                .by_uuid
+                .range(q.cursor("uuid").unwrap_or_default().to_owned()..)
+                .map(|(_, i)| i)
+                .collect(),
+        };
+        candidates
+            .into_iter()
             .filter(|i| who.may_see(&i.svm_uuid))
-            .map(|i| i.to_json(self))
+            .map(|i| self.interface_row(i))
             .collect()
     }
 
     pub fn interface_json(&self, who: &Principal, uuid: &str) -> ApiResult<Value> {
         self.interfaces
+            .by_uuid
             .get(uuid)
             .filter(|i| who.may_see(&i.svm_uuid))
-            .map(|i| i.to_json(self))
+            .map(|i| self.interface_row(i).to_json())
             .ok_or_else(|| ApiError::not_found("uuid"))
     }
 
@@ -190,18 +301,14 @@ impl Model {
             ));
         }
         let canonical_ip = parsed.to_string();
-        if self.interface_ips.contains_key(&canonical_ip) {
+        if self.interfaces.by_ip.contains_key(&canonical_ip) {
             return Err(ApiError::conflict(
                 codes::DUPLICATE_IP,
                 format!("Duplicate IP address {canonical_ip}."),
             )
             .with_target("ip.address"));
         }
-        if self
-            .interfaces
-            .values()
-            .any(|i| i.svm_uuid == svm_uuid && i.name == name)
-        {
+        if self.interfaces.of_svm(&svm_uuid).any(|i| i.name == name) {
             return Err(ApiError::conflict(
                 codes::LIF_NAME_EXISTS,
                 format!("An interface with the name \"{name}\" already exists in this SVM."),
@@ -213,24 +320,21 @@ impl Model {
             uuid: uuid.clone(),
             name: name.clone(),
             svm_uuid,
-            ip: canonical_ip.clone(),
+            ip: canonical_ip,
             netmask,
             node_uuid: node.uuid.clone(),
             port: port.name.clone(),
             service_policy,
             enabled: req.enabled.unwrap_or(true),
         };
-        self.interface_ips.insert(canonical_ip, uuid.clone());
-        self.interfaces.insert(uuid.clone(), interface);
+        self.interfaces.insert(interface);
         Ok((uuid, name))
     }
 
     pub fn delete_interface(&mut self, who: &Principal, uuid: &str) -> ApiResult<()> {
-        match self.interfaces.get(uuid) {
+        match self.interfaces.by_uuid.get(uuid) {
             Some(i) if who.may_see(&i.svm_uuid) => {
-                if let Some(i) = self.interfaces.remove(uuid) {
-                    self.interface_ips.remove(&i.ip);
-                }
+                self.interfaces.remove(uuid);
                 Ok(())
             }
             _ => Err(ApiError::not_found("uuid")),

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Model, svm::SvmPatch};
+use super::{Clock, Model, Row, svm::SvmPatch};
 use crate::error::{ApiError, ApiResult, codes};
+use crate::query::ListQuery;
 
 /// Long jobs (tests that want to catch a job mid-way) still start running promptly.
 const MAX_QUEUED: Duration = Duration::from_secs(1);
@@ -76,7 +77,7 @@ impl Job {
         json!({ "uuid": uuid, "_links": { "self": { "href": format!("/api/cluster/jobs/{uuid}") } } })
     }
 
-    fn to_json(&self, model: &Model, now: Instant) -> Value {
+    fn to_json(&self, clock: &Clock, now: Instant) -> Value {
         let state = self.state(now);
         let mut job = json!({
             "uuid": self.uuid,
@@ -97,10 +98,10 @@ impl Job {
             obj.insert("message".into(), json!(message));
             obj.insert("code".into(), json!(code));
             if state != JobState::Queued {
-                obj.insert("start_time".into(), json!(model.timestamp(self.start_at)));
+                obj.insert("start_time".into(), json!(clock.timestamp(self.start_at)));
             }
             if matches!(state, JobState::Success | JobState::Failure) {
-                obj.insert("end_time".into(), json!(model.timestamp(self.end_at)));
+                obj.insert("end_time".into(), json!(clock.timestamp(self.end_at)));
             }
             if let (JobState::Failure, Some(f)) = (state, &self.failure) {
                 obj.insert(
@@ -146,6 +147,32 @@ impl Jobs {
 
     pub fn in_flight_count(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// The SVM a rename still in flight gives this name to: the name is reserved meanwhile.
+    pub fn renaming_to(&self, name: &str) -> Option<&str> {
+        self.in_flight
+            .iter()
+            .filter_map(|(_, uuid)| self.by_uuid.get(uuid))
+            .find_map(|job| match &job.effect {
+                SvmEffect::Modify(svm, patch) if patch.name.as_deref() == Some(name) => {
+                    Some(svm.as_str())
+                }
+                _ => None,
+            })
+    }
+}
+
+/// A copy of a job with what its JSON needs.
+pub struct JobRow {
+    job: Job,
+    clock: Clock,
+    now: Instant,
+}
+
+impl Row for JobRow {
+    fn to_json(&self) -> Value {
+        self.job.to_json(&self.clock, self.now)
     }
 }
 
@@ -204,14 +231,34 @@ impl Model {
         self.jobs
             .by_uuid
             .get(uuid)
-            .map(|j| j.to_json(self, now))
+            .map(|j| j.to_json(&self.clock, now))
             .ok_or_else(|| ApiError::not_found("uuid"))
     }
 
-    /// All known jobs sorted by uuid (the collection's cursor key).
-    pub fn jobs_json(&self, now: Instant) -> Vec<Value> {
-        let mut jobs: Vec<&Job> = self.jobs.by_uuid.values().collect();
+    /// The jobs that can match the query, sorted by uuid (the collection's cursor key); one
+    /// look-up when the query pins a uuid. Jobs live only minutes, so the rest is a scan of
+    /// the few thousand there can be at most.
+    pub fn job_rows(&self, q: &ListQuery, now: Instant) -> Vec<JobRow> {
+        let mut jobs: Vec<&Job> = match q.exact("uuid") {
+            Some(uuid) => self.jobs.by_uuid.get(uuid).into_iter().collect(),
+            None => {
+                let start = q.cursor("uuid").unwrap_or_default();
+                let svm = q.exact("svm.uuid");
+                self.jobs
+                    .by_uuid
+                    .values()
+                    .filter(|j| j.uuid.as_str() >= start)
+                    .filter(|j| svm.is_none_or(|s| s == j.svm_uuid))
+                    .collect()
+            }
+        };
         jobs.sort_by(|a, b| a.uuid.cmp(&b.uuid));
-        jobs.into_iter().map(|j| j.to_json(self, now)).collect()
+        jobs.into_iter()
+            .map(|job| JobRow {
+                job: job.clone(),
+                clock: self.clock,
+                now,
+            })
+            .collect()
     }
 }

@@ -3,6 +3,11 @@
 //! Time is passed in (`now`) rather than read inside, so jobs progress deterministically: a job's
 //! phase is a function of its timestamps, and its effect is applied by [`Model::advance`], which
 //! every request calls before it reads or writes anything.
+//!
+//! Collections answer equality filters on their key fields from indexes kept in step with every
+//! change, as ONTAP does, so a filtered GET costs what it returns rather than the cluster's size.
+//! Lists hand out [`Row`]s, copies of the records, so the caller turns them into JSON after the
+//! model's lock is released.
 
 mod account;
 pub mod cluster;
@@ -10,7 +15,9 @@ mod interface;
 mod job;
 mod svm;
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -22,7 +29,63 @@ pub use job::{InjectedFailure, Job};
 pub use svm::{SvmCreate, SvmPatch};
 
 use crate::config::{MockConfig, Settings};
+use crate::query::ListQuery;
 use cluster::Cluster;
+
+/// A record copied out of the model: its JSON (`fields=**` shape) is built without the lock.
+pub trait Row {
+    fn to_json(&self) -> Value;
+}
+
+/// Maps monotonic instants to the wall-clock times ONTAP reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    epoch: (Instant, DateTime<Utc>),
+}
+
+impl Clock {
+    fn new() -> Self {
+        Self {
+            epoch: (Instant::now(), Utc::now()),
+        }
+    }
+
+    pub fn timestamp(&self, at: Instant) -> String {
+        let offset = at.saturating_duration_since(self.epoch.0);
+        let wall = self.epoch.1 + chrono::Duration::from_std(offset).unwrap_or_default();
+        wall.to_rfc3339_opts(SecondsFormat::Secs, false)
+    }
+}
+
+/// Record keys an index yields: borrowed from the index, or owned for a single key.
+type Keys<'a> = Cow<'a, BTreeSet<String>>;
+
+/// The smallest of the key sets that indexed equality filters narrow a collection to, or
+/// `None` when no filter has an index (the caller then scans). Every other filter is still
+/// checked on the records, so any superset of the matches is a correct answer here.
+fn narrowest<'a>(candidates: impl IntoIterator<Item = Option<Keys<'a>>>) -> Option<Keys<'a>> {
+    candidates
+        .into_iter()
+        .flatten()
+        .min_by_key(|keys| keys.len())
+}
+
+/// The keys an index maps one value to (none when absent).
+fn indexed<'a>(
+    index: &'a HashMap<String, BTreeSet<String>>,
+    value: Option<&str>,
+) -> Option<Keys<'a>> {
+    value.map(|v| {
+        index
+            .get(v)
+            .map_or_else(|| Cow::Owned(BTreeSet::new()), Cow::Borrowed)
+    })
+}
+
+/// A key set of at most one key.
+fn single(key: Option<&str>) -> Keys<'static> {
+    Cow::Owned(key.map(str::to_owned).into_iter().collect())
+}
 
 /// Who is asking: the cluster admin or an account of one SVM.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,36 +110,26 @@ impl Principal {
 
 pub struct Model {
     pub settings: Settings,
-    pub cluster: Cluster,
-    svms: BTreeMap<String, svm::Svm>,
-    svm_names: HashMap<String, String>,
-    accounts: BTreeMap<(String, String), account::Account>,
-    interfaces: BTreeMap<String, interface::Interface>,
-    interface_ips: HashMap<String, String>,
+    /// Fixed after start; shared with the rows handed out.
+    pub cluster: Arc<Cluster>,
+    svms: svm::Svms,
+    accounts: account::Accounts,
+    interfaces: interface::Interfaces,
     jobs: job::Jobs,
-    /// Maps monotonic instants to wall-clock times for the timestamps ONTAP reports.
-    epoch: (Instant, DateTime<Utc>),
+    clock: Clock,
 }
 
 impl Model {
     pub fn new(config: &MockConfig) -> anyhow::Result<Self> {
         Ok(Self {
             settings: config.settings.clone(),
-            cluster: Cluster::from_spec(&config.cluster)?,
-            svms: BTreeMap::new(),
-            svm_names: HashMap::new(),
-            accounts: BTreeMap::new(),
-            interfaces: BTreeMap::new(),
-            interface_ips: HashMap::new(),
+            cluster: Arc::new(Cluster::from_spec(&config.cluster)?),
+            svms: svm::Svms::default(),
+            accounts: account::Accounts::default(),
+            interfaces: interface::Interfaces::default(),
             jobs: job::Jobs::default(),
-            epoch: (Instant::now(), Utc::now()),
+            clock: Clock::new(),
         })
-    }
-
-    pub fn timestamp(&self, at: Instant) -> String {
-        let offset = at.saturating_duration_since(self.epoch.0);
-        let wall = self.epoch.1 + chrono::Duration::from_std(offset).unwrap_or_default();
-        wall.to_rfc3339_opts(SecondsFormat::Secs, false)
     }
 
     /// Finishes every job whose end time has passed (applying or discarding its effect) and
@@ -90,15 +143,38 @@ impl Model {
     }
 
     /// Everything, as `GET …?fields=**` would show it to the admin; for `/_mock/state`.
-    pub fn snapshot(&self, now: Instant) -> Value {
-        let svms: Vec<Value> = self.svms.values().map(|s| s.to_json(self, now)).collect();
-        let accounts: Vec<Value> = self.accounts.values().map(|a| a.to_json(self)).collect();
-        let interfaces: Vec<Value> = self.interfaces.values().map(|i| i.to_json(self)).collect();
+    pub fn snapshot(&self, now: Instant) -> Snapshot {
+        let everything = ListQuery::everything();
+        let admin = Principal::Admin {
+            user: String::new(),
+        };
+        Snapshot {
+            svms: self.svm_rows(&admin, &everything, now),
+            accounts: self.account_rows(&admin, &everything),
+            interfaces: self.interface_rows(&admin, &everything),
+            jobs: self.job_rows(&everything, now),
+        }
+    }
+}
+
+/// A copy of every record, turned into JSON once the lock is released.
+pub struct Snapshot {
+    svms: Vec<svm::SvmRow>,
+    accounts: Vec<account::AccountRow>,
+    interfaces: Vec<interface::InterfaceRow>,
+    jobs: Vec<job::JobRow>,
+}
+
+impl Snapshot {
+    pub fn to_json(&self) -> Value {
+        fn all<R: Row>(rows: &[R]) -> Vec<Value> {
+            rows.iter().map(Row::to_json).collect()
+        }
         json!({
-            "svms": svms,
-            "accounts": accounts,
-            "interfaces": interfaces,
-            "jobs": self.jobs_json(now),
+            "svms": all(&self.svms),
+            "accounts": all(&self.accounts),
+            "interfaces": all(&self.interfaces),
+            "jobs": all(&self.jobs),
         })
     }
 }

@@ -1,15 +1,22 @@
 //! SVMs. Creation, modification and deletion are jobs; while its create job runs an SVM is
 //! visible in state `initializing` (its name is taken from the moment the POST is accepted), and
-//! while its delete job runs it is in state `deleting`.
+//! while its delete job runs it is in state `deleting`. A rename is a PATCH like any other: the
+//! new name is reserved when the PATCH is accepted and becomes the SVM's when its job succeeds.
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Model, Principal, job::InjectedFailure, job::Job, job::SvmEffect};
+use super::{
+    Model, Principal, Row, cluster::Cluster, job::InjectedFailure, job::Job, job::SvmEffect,
+    narrowest, single,
+};
 use crate::error::{ApiError, ApiResult, codes};
+use crate::query::ListQuery;
 
 pub const MAX_SVM_NAME: usize = 47;
 
@@ -56,6 +63,7 @@ impl SvmCreate {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct SvmPatch {
+    pub name: Option<String>,
     pub comment: Option<String>,
     pub state: Option<String>,
     pub language: Option<String>,
@@ -67,6 +75,7 @@ pub struct SvmPatch {
 
 impl SvmPatch {
     pub const FIELDS: &'static [&'static str] = &[
+        "name",
         "comment",
         "state",
         "language",
@@ -113,8 +122,70 @@ impl Svm {
             &self.state
         }
     }
+}
 
-    pub fn to_json(&self, model: &Model, now: Instant) -> Value {
+/// SVMs by uuid, with the name index kept in step by every change.
+#[derive(Default)]
+pub struct Svms {
+    by_uuid: BTreeMap<String, Svm>,
+    by_name: HashMap<String, String>,
+}
+
+impl Svms {
+    pub fn get(&self, uuid: &str) -> Option<&Svm> {
+        self.by_uuid.get(uuid)
+    }
+
+    pub fn uuid_of(&self, name: &str) -> Option<&str> {
+        self.by_name.get(name).map(String::as_str)
+    }
+
+    fn insert(&mut self, svm: Svm) {
+        self.by_name.insert(svm.name.clone(), svm.uuid.clone());
+        self.by_uuid.insert(svm.uuid.clone(), svm);
+    }
+
+    fn remove(&mut self, uuid: &str) -> Option<Svm> {
+        let svm = self.by_uuid.remove(uuid)?;
+        self.by_name.remove(&svm.name);
+        Some(svm)
+    }
+
+    /// Changes an SVM in place; a changed name moves in the index.
+    fn update(&mut self, uuid: &str, change: impl FnOnce(&mut Svm)) {
+        let Some(svm) = self.by_uuid.get_mut(uuid) else {
+            return;
+        };
+        let old_name = svm.name.clone();
+        change(svm);
+        if svm.name != old_name {
+            self.by_name.remove(&old_name);
+            self.by_name.insert(svm.name.clone(), svm.uuid.clone());
+        }
+    }
+
+    /// SVMs in uuid order, from the paging cursor on.
+    fn starting_at(&self, start: &str) -> impl Iterator<Item = &Svm> {
+        self.by_uuid.range(start.to_owned()..).map(|(_, svm)| svm)
+    }
+}
+
+/// A copy of an SVM with what its JSON needs.
+pub struct SvmRow {
+    svm: Svm,
+    cluster: Arc<Cluster>,
+    now: Instant,
+}
+
+impl Row for SvmRow {
+    fn to_json(&self) -> Value {
+        let SvmRow { svm, cluster, now } = self;
+        svm.to_json(cluster, *now)
+    }
+}
+
+impl Svm {
+    fn to_json(&self, cluster: &Cluster, now: Instant) -> Value {
         let protocol = |enabled: bool| json!({ "enabled": enabled, "allowed": true });
         let aggregates: Vec<Value> = self
             .aggregates
@@ -128,7 +199,7 @@ impl Svm {
             "state": self.state_at(now),
             "comment": self.comment,
             "language": self.language,
-            "ipspace": model.cluster.ipspace_json(),
+            "ipspace": cluster.ipspace_json(),
             "aggregates": aggregates,
             "nfs": protocol(self.nfs),
             "iscsi": protocol(self.iscsi),
@@ -147,11 +218,11 @@ impl Model {
 
     /// An SVM another object may refer to: it exists and its creation has finished.
     pub(super) fn usable_svm(&self, uuid: Option<&str>, name: Option<&str>) -> ApiResult<&Svm> {
-        let by_name = name.and_then(|n| self.svm_names.get(n));
+        let by_name = name.and_then(|n| self.svms.uuid_of(n));
         let uuid = match (uuid, by_name) {
             (Some(u), Some(by_name)) if u != by_name => None,
             (Some(u), _) => Some(u),
-            (None, Some(u)) => Some(u.as_str()),
+            (None, Some(u)) => Some(u),
             (None, None) if name.is_none() => {
                 return Err(ApiError::missing_field("svm"));
             }
@@ -173,34 +244,51 @@ impl Model {
         Ok(svm)
     }
 
-    /// Every SVM the principal may see, sorted by uuid; narrowed by name through the index
-    /// when the query pins one name.
-    pub fn svms_json(&self, who: &Principal, name: Option<&str>, now: Instant) -> Vec<Value> {
-        let visible = |s: &&Svm| who.may_see(&s.uuid);
-        match name {
-            Some(name) => self
-                .svm_names
-                .get(name)
-                .and_then(|u| self.svms.get(u))
-                .filter(visible)
-                .map(|s| s.to_json(self, now))
-                .into_iter()
-                .collect(),
+    fn svm_row(&self, svm: &Svm, now: Instant) -> SvmRow {
+        SvmRow {
+            svm: svm.clone(),
+            cluster: self.cluster.clone(),
+            now,
+        }
+    }
+
+    /// The SVMs the principal may see that can match the query, in uuid order: through the
+    /// uuid and name indexes when the query pins either, else from the paging cursor on.
+    pub fn svm_rows(&self, who: &Principal, q: &ListQuery, now: Instant) -> Vec<SvmRow> {
+        let pinned = narrowest([
+            q.exact("uuid").map(|u| single(Some(u))),
+            q.exact("name").map(|n| single(self.svms.uuid_of(n))),
+            who.svm_scope().map(|u| single(Some(u))),
+        ]);
+        let candidates: Vec<&Svm> = match &pinned {
+            Some(uuids) => uuids.iter().filter_map(|u| self.svms.get(u)).collect(),
             None => self
                 .svms
-                .values()
-                .filter(visible)
-                .map(|s| s.to_json(self, now))
+                .starting_at(q.cursor("uuid").unwrap_or_default())
                 .collect(),
-        }
+        };
+        candidates
+            .into_iter()
+            .filter(|s| who.may_see(&s.uuid))
+            .map(|s| self.svm_row(s, now))
+            .collect()
     }
 
     pub fn svm_json(&self, who: &Principal, uuid: &str, now: Instant) -> ApiResult<Value> {
         self.svms
             .get(uuid)
             .filter(|s| who.may_see(&s.uuid))
-            .map(|s| s.to_json(self, now))
+            .map(|s| self.svm_row(s, now).to_json())
             .ok_or_else(|| ApiError::not_found("uuid"))
+    }
+
+    /// A name is taken by an SVM (other than `except`) or reserved by a rename in flight.
+    fn svm_name_taken(&self, name: &str, except: Option<&str>) -> bool {
+        self.svms.uuid_of(name).is_some_and(|u| Some(u) != except)
+            || self
+                .jobs
+                .renaming_to(name)
+                .is_some_and(|u| Some(u) != except)
     }
 
     fn aggregates_of(&self, refs: &[NameRef]) -> ApiResult<Vec<(String, String)>> {
@@ -233,13 +321,7 @@ impl Model {
             .name
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::missing_field("name"))?;
-        if name.chars().count() > MAX_SVM_NAME {
-            return Err(ApiError::bad_request(
-                codes::SVM_NAME_TOO_LONG,
-                format!("The SVM name \"{name}\" is too long. The maximum supported length is {MAX_SVM_NAME} characters."),
-            )
-            .with_target("name"));
-        }
+        validate_name_length(&name)?;
         if let Some(ipspace) = &req.ipspace {
             let by_name = ipspace.name.as_deref().is_none_or(|n| n == "Default");
             let by_uuid = ipspace
@@ -254,12 +336,8 @@ impl Model {
             }
         }
         let aggregates = self.aggregates_of(req.aggregates.as_deref().unwrap_or_default())?;
-        if self.svm_names.contains_key(&name) {
-            return Err(ApiError::conflict(
-                codes::SVM_NAME_IN_USE,
-                format!("Duplicate SVM name \"{name}\". A Vserver with that name already exists."),
-            )
-            .with_target("name"));
+        if self.svm_name_taken(&name, None) {
+            return Err(name_in_use(&name));
         }
         self.check_job_slot()?;
         let uuid = Uuid::new_v4().to_string();
@@ -286,8 +364,7 @@ impl Model {
             }),
             deleting: None,
         };
-        self.svm_names.insert(name, uuid.clone());
-        self.svms.insert(uuid.clone(), svm);
+        self.svms.insert(svm);
         Ok((job, uuid))
     }
 
@@ -302,8 +379,11 @@ impl Model {
         }
         if svm.deleting.is_some() {
             return Err(ApiError::conflict(
-                codes::INVALID_FIELD,
-                format!("SVM \"{}\" is being deleted.", svm.name),
+                codes::SVM_BEING_DELETED,
+                format!(
+                    "SVM \"{}\" is being deleted. Wait a few minutes, and then try the command again.",
+                    svm.name
+                ),
             ));
         }
         Ok(svm)
@@ -324,6 +404,15 @@ impl Model {
         }
         if let Some(aggregates) = &patch.aggregates {
             self.aggregates_of(aggregates)?;
+        }
+        if let Some(new_name) = &patch.name {
+            if new_name.is_empty() {
+                return Err(ApiError::invalid_value("name", "empty"));
+            }
+            validate_name_length(new_name)?;
+            if self.svm_name_taken(new_name, Some(uuid)) {
+                return Err(name_in_use(new_name));
+            }
         }
         self.check_job_slot()?;
         Ok(self.start_job(
@@ -350,19 +439,18 @@ impl Model {
             failure,
             now,
         );
-        if let Some(svm) = self.svms.get_mut(uuid) {
-            svm.deleting = Some(Pending {
-                start_at: job.start_at,
-            });
-        }
+        let start_at = job.start_at;
+        self.svms.update(uuid, |svm| {
+            svm.deleting = Some(Pending { start_at });
+        });
         Ok(job)
     }
 
     pub(super) fn complete_svm_creation(&mut self, uuid: &str) {
-        let Some(svm) = self.svms.get_mut(uuid) else {
+        if self.svms.get(uuid).is_none() {
             return;
-        };
-        svm.creating = None;
+        }
+        self.svms.update(uuid, |svm| svm.creating = None);
         if self.settings.create_vsadmin_account {
             self.add_builtin_vsadmin(uuid);
         }
@@ -373,9 +461,28 @@ impl Model {
             .aggregates
             .as_ref()
             .and_then(|a| self.aggregates_of(a).ok());
-        let Some(svm) = self.svms.get_mut(uuid) else {
-            return;
-        };
+        self.svms.update(uuid, |svm| svm.apply(patch, aggregates));
+    }
+
+    pub(super) fn cancel_svm_deletion(&mut self, uuid: &str) {
+        self.svms.update(uuid, |svm| svm.deleting = None);
+    }
+
+    /// Removes an SVM with the accounts and interfaces that belong to it.
+    pub(super) fn remove_svm(&mut self, uuid: &str) {
+        self.svms.remove(uuid);
+        self.accounts.remove_owner(uuid);
+        self.interfaces.remove_svm(uuid);
+    }
+}
+
+impl Svm {
+    fn apply(&mut self, patch: &SvmPatch, aggregates: Option<Vec<(String, String)>>) {
+        let svm = self;
+        // The new name moves in the name index through `Svms::update`.
+        if let Some(name) = &patch.name {
+            svm.name = name.clone();
+        }
         if let Some(comment) = &patch.comment {
             svm.comment = comment.clone();
         }
@@ -397,28 +504,25 @@ impl Model {
         set(&mut svm.iscsi, &patch.iscsi);
         set(&mut svm.nvme, &patch.nvme);
     }
+}
 
-    pub(super) fn cancel_svm_deletion(&mut self, uuid: &str) {
-        if let Some(svm) = self.svms.get_mut(uuid) {
-            svm.deleting = None;
-        }
+fn validate_name_length(name: &str) -> ApiResult<()> {
+    if name.chars().count() > MAX_SVM_NAME {
+        return Err(ApiError::bad_request(
+            codes::SVM_NAME_TOO_LONG,
+            format!("The SVM name \"{name}\" is too long. The maximum supported length is {MAX_SVM_NAME} characters."),
+        )
+        .with_target("name"));
     }
+    Ok(())
+}
 
-    /// Removes an SVM with the accounts and interfaces that belong to it.
-    pub(super) fn remove_svm(&mut self, uuid: &str) {
-        if let Some(svm) = self.svms.remove(uuid) {
-            self.svm_names.remove(&svm.name);
-        }
-        self.accounts.retain(|(owner, _), _| owner != uuid);
-        let interface_ips = &mut self.interface_ips;
-        self.interfaces.retain(|_, lif| {
-            let keep = lif.svm_uuid != uuid;
-            if !keep {
-                interface_ips.remove(&lif.ip);
-            }
-            keep
-        });
-    }
+fn name_in_use(name: &str) -> ApiError {
+    ApiError::conflict(
+        codes::SVM_NAME_IN_USE,
+        format!("Duplicate SVM name \"{name}\". A Vserver with that name already exists."),
+    )
+    .with_target("name")
 }
 
 fn being_created(name: &str) -> ApiError {
