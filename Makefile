@@ -6,7 +6,7 @@ LOCAL := $(CURDIR)/.local
 
 .PHONY: run test up down crds lint bench deps build unit-test
 
-## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm (cached in ~/.cache/ontap-operator)
+## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
 	@hack/deps.sh
 
