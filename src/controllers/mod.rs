@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod extension;
 pub mod svm;
 
 use std::sync::Arc;

@@ -1,0 +1,16 @@
+//! The Gardener `Extension` controller's engine-independent parts: Gardener's resources
+//! ([`api`]), providerConfig ([`config`]), error codes ([`errors`]), what lands in the shoot
+//! ([`shoot`]), the status contract and gardenlet's health check ([`status`]), metal-stack's
+//! naming ([`naming`]) and the heartbeat Lease ([`heartbeat`]).
+//!
+//! Facts about the contract: `shared/reference/gardener-extension-facts.md`.
+
+pub mod api;
+pub mod config;
+pub mod errors;
+pub mod status;
+
+/// The extension type this controller serves by default (`--extension-type`).
+pub const EXTENSION_TYPE: &str = "ontap";
+/// The finalizer Gardener's library would put on an Extension of type `ontap`.
+pub const FINALIZER: &str = "extensions.gardener.cloud/ontap";
