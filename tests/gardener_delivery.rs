@@ -106,6 +106,13 @@ async fn deliver(g: &Gardener, name: &str, keep_objects: bool, objects: &[Value]
         .unwrap();
 }
 
+async fn exists<K>(api: &Api<K>, name: &str) -> bool
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.get_opt(name).await.unwrap().is_some()
+}
+
 fn backend_configs(g: &Gardener) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
         "trident.netapp.io",
@@ -225,4 +232,121 @@ async fn keep_objects_leaves_the_objects_in_the_shoot_when_the_managed_resource_
         shoot.secret.is_some() && shoot.backend.is_some() && shoot.class.is_some(),
         "keepObjects: the shoot's objects stay when the ManagedResource is deleted"
     );
+}
+
+/// The operator's own rendering of the shoot delivery (metal-stack's layout), applied as the
+/// controller will apply it: each Secret first, then its ManagedResource.
+#[tokio::test]
+async fn rendered_shoot_delivery_lands_in_the_shoot_and_survives_migration() {
+    use kube::api::{Patch, PatchParams};
+    use ontap_operator::controllers::extension::api::ManagedResource;
+    use ontap_operator::controllers::extension::config::{ConfigDefaults, parse_provider_config};
+    use ontap_operator::controllers::extension::shoot::{
+        KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ShootCredentials, ShootImages, ShootInputs,
+        shoot_delivery,
+    };
+    use secrecy::SecretString;
+
+    let g = Gardener::start().await;
+    let config = parse_provider_config(
+        Some(&json!({
+            "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+            "svmIpaddresses": {"managementLif": "10.130.0.10", "dataLifs": ["10.130.0.11"]}
+        })),
+        &ConfigDefaults::default(),
+    )
+    .unwrap();
+    let credentials = ShootCredentials {
+        username: "web-a".into(),
+        password: SecretString::from("q\"uo: te#d'"),
+    };
+    let images = ShootImages::default();
+    let svm = "p0b1f9c3eaaaabbbbcccc123456789abc";
+    let secret_name = format!("{svm}-test--web-a-credentials");
+    let inputs = ShootInputs {
+        config: &config,
+        svm_name: svm,
+        secret_name: &secret_name,
+        credentials: &credentials,
+        images: &images,
+    };
+    let mrs: Api<ManagedResource> = Api::namespaced(g.seed.clone(), &g.namespace);
+    for bundle in shoot_delivery(&g.namespace, &inputs, false).unwrap() {
+        Api::<Secret>::namespaced(g.seed.clone(), &g.namespace)
+            .create(&PostParams::default(), &bundle.secret)
+            .await
+            .unwrap();
+        mrs.create(&PostParams::default(), &bundle.managed_resource)
+            .await
+            .unwrap();
+    }
+
+    // The Trident operator's Deployment and DaemonSet never roll out on a control plane
+    // without nodes, so trident-init is applied but cannot be healthy; the rest is both.
+    for name in MANAGED_RESOURCE_NAMES {
+        g.eventually(&format!("{name} applied"), TIMEOUT, || async {
+            let mr = mrs.get(name).await.unwrap();
+            let status = mr.status.clone()?;
+            let applied = status.observed_generation == mr.metadata.generation
+                && status
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "ResourcesApplied" && c.status == "True");
+            let healthy = name == "trident-init" || mr.check_healthy().is_ok();
+            (applied && healthy).then_some(())
+        })
+        .await;
+    }
+
+    let secret = Api::<Secret>::namespaced(g.shoot.clone(), "kube-system")
+        .get(&secret_name)
+        .await
+        .unwrap();
+    assert_eq!(secret.data.unwrap()["password"].0, b"q\"uo: te#d'".to_vec());
+    let backend = backend_configs(&g)
+        .get(&format!("ontap-{svm}-backend"))
+        .await
+        .unwrap();
+    assert_eq!(
+        backend.data["spec"]["credentials"]["name"],
+        secret_name.as_str()
+    );
+    let classes = Api::<StorageClass>::all(g.shoot.clone());
+    let gold = classes.get("ontap-gold").await.unwrap();
+    assert_eq!(gold.parameters.unwrap()["selector"], "luks=false");
+    assert!(exists(&classes, "ontap-encrypted").await);
+    let orchestrators = Api::<DynamicObject>::all_with(
+        g.shoot.clone(),
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "trident.netapp.io",
+            "v1",
+            "TridentOrchestrator",
+        )),
+    );
+    assert_eq!(
+        orchestrators.get("trident").await.unwrap().data["spec"]["namespace"],
+        "kube-system"
+    );
+    let deployments =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(g.shoot.clone(), "kube-system");
+    assert!(exists(&deployments, "trident-operator").await);
+
+    // Migration: keepObjects first, then the ManagedResources go and the shoot keeps everything.
+    let patch: Value = serde_json::from_str(KEEP_OBJECTS_PATCH).unwrap();
+    for name in MANAGED_RESOURCE_NAMES {
+        mrs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        mrs.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in MANAGED_RESOURCE_NAMES {
+        g.eventually(&format!("{name} gone"), TIMEOUT, || async {
+            mrs.get_opt(name).await.unwrap().is_none().then_some(())
+        })
+        .await;
+    }
+    assert!(exists(&classes, "ontap-gold").await);
+    assert!(exists(&deployments, "trident-operator").await);
+    let shoot_secrets = Api::<Secret>::namespaced(g.shoot.clone(), "kube-system");
+    assert!(exists(&shoot_secrets, &secret_name).await);
 }

@@ -8,6 +8,8 @@
 pub mod api;
 pub mod config;
 pub mod errors;
+pub mod naming;
+pub mod shoot;
 pub mod status;
 
 /// The extension type this controller serves by default (`--extension-type`).
