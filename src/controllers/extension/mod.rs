@@ -8,6 +8,7 @@
 pub mod api;
 pub mod config;
 pub mod errors;
+pub mod heartbeat;
 pub mod naming;
 pub mod shoot;
 pub mod status;
