@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 LOCAL := $(CURDIR)/.local
 
-.PHONY: run test up down crds lint bench deps build unit-test
+.PHONY: run test up down crds lint bench deps build unit-test gardener-registration
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -31,6 +31,10 @@ run: up
 ## crds: regenerate crds/ from the Rust types
 crds:
 	$(CARGO) run -q --bin ontap-operator -- crds --out-dir crds
+
+## gardener-registration: regenerate deploy/gardener/ (ControllerDeployment with deploy/chart and crds/ as rawChart, ControllerRegistration)
+gardener-registration:
+	@hack/gardener-registration.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:
