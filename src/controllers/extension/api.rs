@@ -416,14 +416,22 @@ impl ManagedResource {
     }
 
     /// Gardener's `health.CheckManagedResource`: the status is current and the resources are
-    /// applied and healthy. `Err` carries why not.
+    /// applied and healthy. `Err` carries Gardener's message.
     pub fn check_healthy(&self) -> Result<(), String> {
-        let observed = self.status.as_ref().and_then(|s| s.observed_generation);
-        if observed != self.metadata.generation {
+        let id = format!(
+            "{}/{}",
+            self.metadata.namespace.as_deref().unwrap_or_default(),
+            self.metadata.name.as_deref().unwrap_or_default()
+        );
+        let observed = self
+            .status
+            .as_ref()
+            .and_then(|s| s.observed_generation)
+            .unwrap_or(0);
+        let generation = self.metadata.generation.unwrap_or(0);
+        if observed != generation {
             return Err(format!(
-                "observed generation of managed resource outdated ({}/{})",
-                observed.unwrap_or(0),
-                self.metadata.generation.unwrap_or(0)
+                "observed generation of managed resource {id} outdated ({observed}/{generation})"
             ));
         }
         for type_ in [
@@ -434,11 +442,15 @@ impl ManagedResource {
                 Some(c) if c.status == "True" => {}
                 Some(c) => {
                     return Err(format!(
-                        "condition {type_} of managed resource is {}: {}",
+                        "condition {type_} of managed resource {id} is {}: {}",
                         c.status, c.message
                     ));
                 }
-                None => return Err(format!("condition {type_} of managed resource missing")),
+                None => {
+                    return Err(format!(
+                        "condition {type_} for managed resource {id} has not been reported yet"
+                    ));
+                }
             }
         }
         Ok(())
