@@ -4,9 +4,9 @@ SHELL := /bin/bash
 CARGO ?= cargo
 LOCAL := $(CURDIR)/.local
 
-.PHONY: run test up down crds manifests lint bench deps build unit-test
+.PHONY: run test up down crds manifests lint bench deps build unit-test gardener-registration
 
-## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm (cached in ~/.cache/ontap-operator)
+## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
 	@hack/deps.sh
 
@@ -34,6 +34,10 @@ manifests:
 	$(CARGO) run -q --bin ontap-operator -- manifests --root .
 
 crds: manifests
+
+## gardener-registration: regenerate deploy/gardener/ (ControllerDeployment with deploy/chart and crds/ as rawChart, ControllerRegistration)
+gardener-registration:
+	@hack/gardener-registration.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -154,12 +154,7 @@ extendedKeyUsage=serverAuth"
 export KUBECONFIG=$dir/kubeconfig
 export KUBE_APISERVER_URL=https://127.0.0.1:$api_port
 ENV
-  if [ -n "$owner" ]; then
-    # The watchdog lives in its own session so the owner's signals do not take it along before
-    # it has cleaned up.
-    # Owned control planes live in throwaway folders, so the watchdog removes the folder too.
-    watch_owner "$owner" bash -c '"$1" down --dir "$2"; rm -rf "$2"' _ "$here/control-plane.sh" "$dir"
-  fi
+  down_when_owner_gone "$owner" "$here/control-plane.sh" "$dir"
   log "ready at https://127.0.0.1:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"
 }
 

@@ -25,3 +25,5 @@ command -v cargo >/dev/null 2>&1 || { echo "hack/deps.sh: Rust (cargo) is requir
 "$here/tools.sh" kube >/dev/null
 "$here/tools.sh" jaeger >/dev/null
 "$here/tools.sh" helm >/dev/null
+"$here/tools.sh" gardener >/dev/null
+"$here/tools.sh" gardener-crds >/dev/null

@@ -20,6 +20,10 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$dir" ] || die "--dir is required"
 
+jaeger_ready() { # QUERY_PORT OTLP_HTTP_PORT
+  curl -sf "http://127.0.0.1:$1/api/services" >/dev/null 2>&1 && port_in_use "$2"
+}
+
 up() {
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   [ ! -f "$dir/pid" ] || die "$dir already runs a Jaeger (hack/jaeger.sh down --dir $dir)"
@@ -32,21 +36,16 @@ up() {
       "$jaeger" --config "file:$here/jaeger.yaml" </dev/null >"$dir/jaeger.log" 2>&1 &
     pid=$!
     echo "$pid" >"$dir/pid"
-    for _ in $(seq 1 100); do
-      alive "$pid" || break
-      curl -sf "http://127.0.0.1:$query/api/services" >/dev/null 2>&1 && port_in_use "$otlp_http" && {
-        cat >"$dir/env" <<ENV
+    if await_ready "$pid" jaeger_ready "$query" "$otlp_http"; then
+      cat >"$dir/env" <<ENV
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$otlp_http
 export JAEGER_QUERY_URL=http://127.0.0.1:$query
 ENV
-        [ -z "$owner" ] || watch_owner "$owner" bash -c '"$1" down --dir "$2"; rm -rf "$2"' _ "$here/jaeger.sh" "$dir"
-        log "ready: query http://127.0.0.1:$query, OTLP/HTTP http://127.0.0.1:$otlp_http"
-        return 0
-      }
-      sleep 0.2
-    done
-    log "attempt $attempt failed; last log lines:"; tail -n 5 "$dir/jaeger.log" >&2 || true
-    stop_pids "$dir/pid"
+      down_when_owner_gone "$owner" "$here/jaeger.sh" "$dir"
+      log "ready: query http://127.0.0.1:$query, OTLP/HTTP http://127.0.0.1:$otlp_http"
+      return 0
+    fi
+    attempt_failed "$attempt" "$dir/jaeger.log" "$dir/pid"
   done
   die "Jaeger did not start; log in $dir/jaeger.log"
 }

@@ -47,3 +47,28 @@ watch_owner() {
   setsid bash -c 'owner=$1; shift; while kill -0 "$owner" 2>/dev/null; do sleep 1; done; "$@"' \
     _ "$owner" "$@" </dev/null >/dev/null 2>&1 &
 }
+
+# down_when_owner_gone OWNER SCRIPT DIR: once process OWNER is gone, runs `SCRIPT down --dir DIR`
+# and removes DIR (owned instances live in throwaway folders). No-op when OWNER is empty.
+down_when_owner_gone() {
+  [ -n "$1" ] || return 0
+  watch_owner "$1" bash -c '"$1" down --dir "$2"; rm -rf "$2"' _ "$2" "$3"
+}
+
+# await_ready PID CHECK...: polls CHECK every 0.2 s for up to 60 s while PID runs; fails when PID
+# exits or time is up.
+await_ready() {
+  local pid=$1; shift
+  for _ in $(seq 1 300); do
+    alive "$pid" || return 1
+    "$@" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# attempt_failed N LOG PIDFILE: reports a failed start with the log's last lines and stops it.
+attempt_failed() {
+  log "attempt $1 failed; last log lines:"; tail -n 5 "$2" >&2 || true
+  stop_pids "$3"
+}

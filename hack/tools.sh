@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds (once) and prints the folder holding kube-apiserver and etcd, envtest style.
-# Usage: hack/tools.sh kube   -> prints a folder with kube-apiserver and etcd
-#        hack/tools.sh jaeger -> prints the path of the jaeger binary
-#        hack/tools.sh helm   -> prints the path of the helm binary
+# Usage: hack/tools.sh kube          -> prints a folder with kube-apiserver and etcd
+#        hack/tools.sh jaeger        -> prints the path of the jaeger binary
+#        hack/tools.sh helm          -> prints the path of the helm binary
+#        hack/tools.sh gardener      -> prints the path of the gardener-resource-manager binary
+#        hack/tools.sh gardener-crds -> prints a folder with Gardener's CRDs for Extension, Cluster
+#                                       and ManagedResource, copied from the gardener module
 # Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
 # Everything is built from the Go module proxy with the machine's Go toolchain and cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator, outside the repository, so fresh clones reuse it.
@@ -27,12 +30,17 @@ gomod_of() {
   gobuild_env go mod download -json "$1" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
 }
 
+# dir_of MODULE@VERSION: that module's folder in the module cache (downloaded if missing).
+dir_of() {
+  gobuild_env go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
+}
+
 # gosum_of MODULE@VERSION: that module's own go.sum. Seeding a tools module with it verifies the
 # dependencies against the checksums upstream committed, where the checksum database that the
 # module proxy mirrors has no entry for some of them.
 gosum_of() {
   local dir
-  dir=$(gobuild_env go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  dir=$(dir_of "$1")
   [ -f "$dir/go.sum" ] && cat "$dir/go.sum"
 }
 
@@ -104,6 +112,64 @@ build_helm() {
   mv "$out.tmp" "$out"
 }
 
+build_gardener() {
+  local out=$1 src=$cache/src/gardener-$GARDENER_VERSION
+  rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  local gmod
+  gmod=$(gomod_of "github.com/gardener/gardener@$GARDENER_VERSION")
+  [ -f "$gmod" ] || { log "cannot download github.com/gardener/gardener@$GARDENER_VERSION go.mod"; exit 1; }
+  if grep -Eq '^(replace|exclude)[[:space:]]*\($' "$gmod"; then
+    log "gardener $GARDENER_VERSION's go.mod has replace/exclude blocks, which this builder does not carry over"
+    exit 1
+  fi
+  {
+    echo "module ontap-operator.local/tools/gardener-resource-manager"
+    echo "go 1.24"
+    echo "require github.com/gardener/gardener $GARDENER_VERSION"
+    echo "tool github.com/gardener/gardener/cmd/gardener-resource-manager"
+    # gardener replaces its own API module (required at v0.0.0) with ./pkg/apis; outside its
+    # repository that has to be the published nested module, tagged pkg/apis/<same version>.
+    # Its exclude lines, like replace lines, only apply in the main module: carry them over.
+    awk -v v="$GARDENER_VERSION" '
+      $1=="replace" && $4 ~ /^\.\// { printf "replace %s => %s %s\n", $2, $2, v; next }
+      $1=="replace" || $1=="exclude" { print }' "$gmod"
+  } >"$src/go.mod"
+  gosum_of "github.com/gardener/gardener@$GARDENER_VERSION" >"$src/go.sum"
+  # gardener uses the newest language features; Debian's golang-go is far older, and with
+  # GOTOOLCHAIN=local an old toolchain fails deep inside the build.
+  local need have
+  need=$(awk '$1=="go"{print $2; exit}' "$gmod")
+  have=$(go env GOVERSION | sed 's/^go//')
+  if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
+    log "gardener $GARDENER_VERSION needs Go >= $need, this machine has $have"
+    exit 1
+  fi
+  (cd "$src" && gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "-s -w \
+      -X k8s.io/component-base/version.gitVersion=$GARDENER_VERSION \
+      -X k8s.io/component-base/version.gitTreeState=clean \
+      -X k8s.io/component-base/version/verflag.programName=gardener-resource-manager" \
+      -o "$out.tmp/gardener-resource-manager" github.com/gardener/gardener/cmd/gardener-resource-manager >&2)
+  mv "$out.tmp" "$out"
+}
+
+# Gardener's own CRDs, never hand-written copies: the files gardener ships for seeds.
+gardener_crds() {
+  local out=$1 gdir
+  gdir=$(dir_of "github.com/gardener/gardener@$GARDENER_VERSION")
+  [ -d "$gdir/example/seed-crds" ] || { log "no example/seed-crds in github.com/gardener/gardener@$GARDENER_VERSION"; exit 1; }
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  local f
+  for f in 10-crd-extensions.gardener.cloud_extensions.yaml \
+    10-crd-extensions.gardener.cloud_clusters.yaml \
+    10-crd-resources.gardener.cloud_managedresources.yaml; do
+    [ -f "$gdir/example/seed-crds/$f" ] || { log "$f is missing from gardener $GARDENER_VERSION's example/seed-crds"; exit 1; }
+    cp "$gdir/example/seed-crds/$f" "$out.tmp/$f"
+  done
+  chmod 644 "$out.tmp"/*
+  mv "$out.tmp" "$out"
+}
+
 # One build at a time per tool: parallel test binaries and make targets may all ask at once.
 locked() {
   local name=$1; shift
@@ -151,5 +217,25 @@ case "${1:-kube}" in
       }
     fi
     echo "$dir/helm" ;;
-  *) log "usage: $0 kube|jaeger|helm"; exit 2 ;;
+  gardener)
+    dir=$cache/bin/gardener-$GARDENER_VERSION
+    if [ ! -x "$dir/gardener-resource-manager" ]; then
+      ensure_go
+      locked gardener sh -c '[ -x "$1/gardener-resource-manager" ]' _ "$dir" || {
+        log "building gardener-resource-manager $GARDENER_VERSION into $dir (takes a few minutes once)"
+        build_gardener "$dir"
+      }
+    fi
+    echo "$dir/gardener-resource-manager" ;;
+  gardener-crds)
+    dir=$cache/crds/gardener-$GARDENER_VERSION
+    if [ ! -f "$dir/10-crd-extensions.gardener.cloud_extensions.yaml" ]; then
+      ensure_go
+      locked gardener-crds sh -c '[ -f "$1/10-crd-extensions.gardener.cloud_extensions.yaml" ]' _ "$dir" || {
+        rm -rf "$dir"
+        gardener_crds "$dir"
+      }
+    fi
+    echo "$dir" ;;
+  *) log "usage: $0 kube|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
 esac

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod extension;
 pub mod svm;
 
 use kube::Client;

@@ -17,6 +17,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod gardener;
 pub mod jaeger;
 pub mod ontap;
 pub mod operator;
@@ -73,12 +74,22 @@ fn start_or_attach() -> ControlPlane {
             kubeconfig,
         };
     }
+    let dir = start_owned_control_plane("test");
+    ControlPlane {
+        kubeconfig: dir.join("kubeconfig"),
+        dir: Some(dir),
+    }
+}
+
+/// Starts a control plane in a fresh temporary folder owned by this process (its watchdog stops
+/// it when the process is gone) and returns that folder, which holds `kubeconfig`.
+pub fn start_owned_control_plane(label: &str) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
     let dir = std::env::temp_dir().join(format!(
-        "ontap-operator-test-{}-{nanos}",
+        "ontap-operator-{label}-{}-{nanos}",
         std::process::id()
     ));
     let status = Command::new(repo_root().join("hack/control-plane.sh"))
@@ -91,10 +102,7 @@ fn start_or_attach() -> ControlPlane {
         status.success(),
         "hack/control-plane.sh up failed: {status}"
     );
-    ControlPlane {
-        kubeconfig: dir.join("kubeconfig"),
-        dir: Some(dir),
-    }
+    dir
 }
 
 pub async fn client_for(kubeconfig: &Path) -> Client {
@@ -109,7 +117,12 @@ pub async fn client_for(kubeconfig: &Path) -> Client {
 
 /// The CRDs under `crds/`, the files `make crds` generates and users apply.
 pub fn project_crds() -> Vec<CustomResourceDefinition> {
-    let mut files: Vec<_> = std::fs::read_dir(repo_root().join("crds"))
+    crds_in(&repo_root().join("crds"))
+}
+
+/// The CRDs of every `.yaml` file in `dir`, one per file, in file-name order.
+pub fn crds_in(dir: &Path) -> Vec<CustomResourceDefinition> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))

@@ -33,26 +33,45 @@ pub async fn apply_deploy_files(client: &Client, files: &[&str]) {
             if value.is_null() {
                 continue;
             }
-            let object: DynamicObject = serde_json::from_value(value).unwrap();
-            let types = object.types.clone().unwrap();
-            let gvk = GroupVersionKind::try_from(&types).unwrap();
-            let (resource, caps) = pinned_kind(client, &gvk).await.unwrap();
-            let name = object.metadata.name.clone().unwrap();
-            let api: Api<DynamicObject> = match (&object.metadata.namespace, caps.scope) {
-                (Some(ns), kube::discovery::Scope::Namespaced) => {
-                    Api::namespaced_with(client.clone(), ns, &resource)
-                }
-                _ => Api::all_with(client.clone(), &resource),
-            };
-            api.patch(
-                &name,
+            apply_object(
+                client,
+                value,
                 &PatchParams::apply("ontap-operator-tests").force(),
-                &Patch::Apply(&object),
             )
             .await
-            .unwrap_or_else(|e| panic!("applying {file} {name}: {e}"));
+            .unwrap_or_else(|e| panic!("applying {file}: {e}"));
         }
     }
+}
+
+/// Server-side applies one object of any kind the API server serves, in its own namespace.
+pub async fn apply_object(
+    client: &Client,
+    value: serde_json::Value,
+    params: &PatchParams,
+) -> Result<(), String> {
+    let object: DynamicObject = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let types = object
+        .types
+        .clone()
+        .ok_or("an object without apiVersion/kind")?;
+    let gvk = GroupVersionKind::try_from(&types).map_err(|e| e.to_string())?;
+    let (resource, caps) = pinned_kind(client, &gvk).await.map_err(|e| e.to_string())?;
+    let name = object
+        .metadata
+        .name
+        .clone()
+        .ok_or("an object without a name")?;
+    let api: Api<DynamicObject> = match (&object.metadata.namespace, caps.scope) {
+        (Some(ns), kube::discovery::Scope::Namespaced) => {
+            Api::namespaced_with(client.clone(), ns, &resource)
+        }
+        _ => Api::all_with(client.clone(), &resource),
+    };
+    api.patch(&name, params, &Patch::Apply(&object))
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("{} {name}: {e}", gvk.kind))
 }
 
 /// A kubeconfig for the operator's ServiceAccount, bound by exactly the RBAC in `deploy/`

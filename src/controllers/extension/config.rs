@@ -1,0 +1,855 @@
+//! `Extension.spec.providerConfig`: what a shoot asks of the ontap extension.
+//!
+//! Two kinds are accepted and resolved into one [`ExtensionConfig`]:
+//!
+//! - metal-stack's `ontap.metal.extensions.gardener.cloud/v1alpha1` `TridentConfig`, unchanged,
+//!   so a shoot manifest written for metal-stack's extension works as it is. It carries only the
+//!   SVM's addresses; everything else is what metal-stack's extension does: one SVM per
+//!   metal-stack project, NVMe/TCP, all aggregates, the StorageClasses `ontap-gold` and
+//!   `ontap-encrypted`. Like metal-stack's decoder, fields it does not know are ignored.
+//! - this project's `ontap.extensions.storage.dev/v1alpha1` `OntapConfig`, with what the SVM API
+//!   offers (cluster, sharing, protocols, aggregates, StorageClasses, Trident image, deletion
+//!   policy). Unknown fields are errors here: a typo must not silently fall back to a default.
+//!
+//! Every problem is a [`ConfigError`] naming the field, which the controller reports as
+//! `ERR_CONFIGURATION_PROBLEM` and does not retry until the Extension changes.
+//!
+//! ```yaml
+//! apiVersion: ontap.extensions.storage.dev/v1alpha1
+//! kind: OntapConfig
+//! cluster: lab                 # OntapCluster; default: the operator's default cluster
+//! svm:
+//!   sharing: PerShoot          # or PerProject (metal-stack's layout)
+//!   managementLif: {ip: 192.0.2.10, prefixLength: 24}
+//!   dataLifs: [{ip: 192.0.2.11, prefixLength: 24}]
+//!   aggregates: [aggr1]        # default: all data aggregates
+//!   protocols: [nvme]          # nvme, iscsi, nfs; default [nvme]
+//!   deletionPolicy: Delete     # or Retain: leave the SVM in ONTAP when the shoot goes
+//! storageClasses:              # default: ontap-gold and ontap-encrypted (SAN) or ontap-nas
+//! - name: ontap-gold
+//!   encrypted: false
+//!   default: false
+//!   reclaimPolicy: Delete
+//!   protocol: nvme             # default: the first protocol
+//! trident:
+//!   operatorImage: docker.io/netapp/trident-operator:25.06.3
+//! ```
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::api::DeletionPolicy;
+use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
+
+/// metal-stack's providerConfig group/version.
+pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
+/// metal-stack's providerConfig kind.
+pub const METAL_STACK_KIND: &str = "TridentConfig";
+/// This project's providerConfig group/version.
+pub const API_VERSION: &str = "ontap.extensions.storage.dev/v1alpha1";
+/// This project's providerConfig kind.
+pub const KIND: &str = "OntapConfig";
+
+/// The most data LIFs an SVM takes (the StorageVirtualMachine CRD's bound).
+const MAX_DATA_LIFS: usize = 16;
+
+/// Why a providerConfig cannot be used. The message names the field as the shoot owner wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "providerConfig is missing: the ontap extension needs a {METAL_STACK_KIND} ({METAL_STACK_API_VERSION}) or an {KIND} ({API_VERSION})"
+    )]
+    Missing,
+    #[error(
+        "providerConfig has apiVersion {api_version:?} and kind {kind:?}; expected {KIND} ({API_VERSION}) or {METAL_STACK_KIND} ({METAL_STACK_API_VERSION})"
+    )]
+    UnknownKind { api_version: String, kind: String },
+    /// The document does not decode: a wrong type, an unknown or missing field.
+    #[error("providerConfig.{field}: {message}")]
+    Malformed { field: String, message: String },
+    /// It decodes, but a value is not acceptable.
+    #[error("providerConfig.{field}: {message}")]
+    Invalid { field: String, message: String },
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Where the SVM comes from and who shares it.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub enum SvmSharing {
+    /// An SVM of the shoot's own.
+    #[default]
+    PerShoot,
+    /// One SVM per metal-stack project (the shoot's `cluster.metal-stack.io/project`
+    /// annotation), shared by that project's shoots, one ONTAP account per shoot: metal-stack's
+    /// layout, so an installation can switch without re-provisioning.
+    PerProject,
+}
+
+/// A storage protocol of the SVM, and with it the Trident driver the shoot uses.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// NVMe over TCP: Trident `ontap-san` with `sanType: nvme`.
+    Nvme,
+    /// iSCSI: Trident `ontap-san` with `sanType: iscsi`.
+    Iscsi,
+    /// NFS: Trident `ontap-nas`.
+    Nfs,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Nvme => "nvme",
+            Protocol::Iscsi => "iscsi",
+            Protocol::Nfs => "nfs",
+        }
+    }
+
+    /// Block protocols, whose volumes Trident can LUKS-encrypt.
+    pub fn is_san(self) -> bool {
+        matches!(self, Protocol::Nvme | Protocol::Iscsi)
+    }
+}
+
+/// A StorageClass's `reclaimPolicy`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub enum ReclaimPolicy {
+    #[default]
+    Delete,
+    Retain,
+}
+
+/// An address with its subnet, resolved and checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lif {
+    pub ip: IpAddr,
+    pub prefix_length: u8,
+}
+
+/// A StorageClass the shoot gets.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StorageClassConfig {
+    pub name: String,
+    /// LUKS-encrypted volumes (SAN only); the key comes from the Secret `storage-encryption-key`
+    /// in the PVC's namespace, as with metal-stack's `ontap-encrypted`.
+    #[serde(default)]
+    pub encrypted: bool,
+    /// The shoot's default StorageClass.
+    #[serde(default)]
+    pub default: bool,
+    #[serde(default)]
+    pub reclaim_policy: ReclaimPolicy,
+    /// Which protocol's backend it provisions from. Default: the first protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+}
+
+impl StorageClassConfig {
+    fn named(name: &str, encrypted: bool) -> Self {
+        Self {
+            name: name.to_string(),
+            encrypted,
+            default: false,
+            reclaim_policy: ReclaimPolicy::Delete,
+            protocol: None,
+        }
+    }
+}
+
+/// Which kind of providerConfig a configuration came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    MetalStack,
+    Ontap,
+}
+
+/// The providerConfig, resolved: defaults filled in, every value checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtensionConfig {
+    pub source: ConfigSource,
+    /// The OntapCluster to provision on; `None`: the operator's default.
+    pub cluster: Option<String>,
+    pub sharing: SvmSharing,
+    pub management_lif: Lif,
+    pub data_lifs: Vec<Lif>,
+    /// Empty: all data aggregates.
+    pub aggregates: Vec<String>,
+    /// At least one, each once, in the order given.
+    pub protocols: Vec<Protocol>,
+    /// Each with its protocol resolved.
+    pub storage_classes: Vec<StorageClassConfig>,
+    /// `None`: the operator's default image.
+    pub trident_operator_image: Option<String>,
+    pub deletion_policy: DeletionPolicy,
+}
+
+impl ExtensionConfig {
+    /// The protocol a StorageClass provisions from.
+    pub fn protocol_of(&self, class: &StorageClassConfig) -> Protocol {
+        class
+            .protocol
+            .or_else(|| self.protocols.first().copied())
+            .unwrap_or(Protocol::Nvme)
+    }
+}
+
+/// Settings the operator's flags give and providerConfig cannot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigDefaults {
+    /// Prefix length of metal-stack's LIF addresses, which carry none. metal-stack's extension
+    /// uses /24, or /32 when the cluster routes with BGP.
+    pub metal_stack_prefix_length_v4: u8,
+    pub metal_stack_prefix_length_v6: u8,
+}
+
+impl Default for ConfigDefaults {
+    fn default() -> Self {
+        Self {
+            metal_stack_prefix_length_v4: 24,
+            metal_stack_prefix_length_v6: 64,
+        }
+    }
+}
+
+/// metal-stack's `TridentConfig`. Decoded leniently, as metal-stack's extension decodes it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TridentConfig {
+    #[serde(default)]
+    svm_ipaddresses: SvmIpAddresses,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SvmIpAddresses {
+    #[serde(default)]
+    management_lif: String,
+    /// Earlier releases of metal-stack's extension called it `dataLif`, as one address or a list.
+    #[serde(default, alias = "dataLif", deserialize_with = "one_or_many")]
+    data_lifs: Vec<String>,
+}
+
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OntapConfig {
+    #[allow(dead_code)]
+    api_version: String,
+    #[allow(dead_code)]
+    kind: String,
+    #[serde(default)]
+    cluster: Option<String>,
+    svm: SvmConfig,
+    #[serde(default)]
+    storage_classes: Option<Vec<StorageClassConfig>>,
+    #[serde(default)]
+    trident: TridentSettings,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SvmConfig {
+    #[serde(default)]
+    sharing: SvmSharing,
+    management_lif: LifConfig,
+    data_lifs: Vec<LifConfig>,
+    #[serde(default)]
+    aggregates: Vec<String>,
+    #[serde(default)]
+    protocols: Vec<Protocol>,
+    #[serde(default)]
+    deletion_policy: DeletionPolicy,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LifConfig {
+    ip: String,
+    prefix_length: u8,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TridentSettings {
+    #[serde(default)]
+    operator_image: Option<String>,
+}
+
+/// Parses and checks `Extension.spec.providerConfig`.
+pub fn parse_provider_config(
+    raw: Option<&Value>,
+    defaults: &ConfigDefaults,
+) -> Result<ExtensionConfig, ConfigError> {
+    let raw = match raw {
+        None | Some(Value::Null) => return Err(ConfigError::Missing),
+        Some(raw) => raw,
+    };
+    let text = |key: &str| {
+        raw.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    match (text("apiVersion").as_str(), text("kind").as_str()) {
+        (METAL_STACK_API_VERSION, METAL_STACK_KIND) => {
+            resolve_metal_stack(decode::<TridentConfig>(raw)?, defaults)
+        }
+        (API_VERSION, KIND) => resolve_ontap(decode::<OntapConfig>(raw)?),
+        _ => Err(ConfigError::UnknownKind {
+            api_version: text("apiVersion"),
+            kind: text("kind"),
+        }),
+    }
+}
+
+/// Decodes with the path of the offending field in the error.
+fn decode<T: for<'de> Deserialize<'de>>(raw: &Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(raw).map_err(|e| {
+        let field = e.path().to_string();
+        ConfigError::Malformed {
+            // serde_path_to_error says "." for the document itself.
+            field: if field == "." {
+                "(document)".into()
+            } else {
+                field
+            },
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+fn resolve_metal_stack(
+    config: TridentConfig,
+    defaults: &ConfigDefaults,
+) -> Result<ExtensionConfig, ConfigError> {
+    let addresses = config.svm_ipaddresses;
+    let with_prefix = |ip: IpAddr| Lif {
+        ip,
+        prefix_length: if ip.is_ipv4() {
+            defaults.metal_stack_prefix_length_v4
+        } else {
+            defaults.metal_stack_prefix_length_v6
+        },
+    };
+    if addresses.management_lif.is_empty() {
+        return Err(invalid(
+            "svmIpaddresses.managementLif",
+            "the SVM's management LIF address is required",
+        ));
+    }
+    let management_lif = with_prefix(parse_ip(
+        "svmIpaddresses.managementLif",
+        &addresses.management_lif,
+    )?);
+    if addresses.data_lifs.is_empty() {
+        return Err(invalid(
+            "svmIpaddresses.dataLifs",
+            "at least one data LIF address is required",
+        ));
+    }
+    let data_lifs = addresses
+        .data_lifs
+        .iter()
+        .enumerate()
+        .map(|(i, ip)| {
+            Ok(with_prefix(parse_ip(
+                &format!("svmIpaddresses.dataLifs[{i}]"),
+                ip,
+            )?))
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    check_lifs("svmIpaddresses.dataLifs", &management_lif, &data_lifs)?;
+    Ok(ExtensionConfig {
+        source: ConfigSource::MetalStack,
+        cluster: None,
+        sharing: SvmSharing::PerProject,
+        management_lif,
+        data_lifs,
+        aggregates: Vec::new(),
+        protocols: vec![Protocol::Nvme],
+        storage_classes: metal_stack_storage_classes(),
+        trident_operator_image: None,
+        deletion_policy: DeletionPolicy::Retain,
+    })
+}
+
+/// metal-stack's two classes: plain and LUKS-encrypted, on the NVMe backend, neither the default.
+pub fn metal_stack_storage_classes() -> Vec<StorageClassConfig> {
+    vec![
+        StorageClassConfig::named("ontap-gold", false),
+        StorageClassConfig::named("ontap-encrypted", true),
+    ]
+}
+
+fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
+    let svm = config.svm;
+    let lif = |field: &str, l: &LifConfig| -> Result<Lif, ConfigError> {
+        let ip = parse_ip(&format!("{field}.ip"), &l.ip)?;
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        if !(1..=max).contains(&l.prefix_length) {
+            return Err(invalid(
+                format!("{field}.prefixLength"),
+                format!("must be 1 to {max} for {ip}"),
+            ));
+        }
+        Ok(Lif {
+            ip,
+            prefix_length: l.prefix_length,
+        })
+    };
+    let management_lif = lif("svm.managementLif", &svm.management_lif)?;
+    if svm.data_lifs.is_empty() {
+        return Err(invalid("svm.dataLifs", "at least one data LIF is required"));
+    }
+    let data_lifs = svm
+        .data_lifs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| lif(&format!("svm.dataLifs[{i}]"), l))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_lifs("svm.dataLifs", &management_lif, &data_lifs)?;
+
+    let mut seen = BTreeSet::new();
+    for (i, aggregate) in svm.aggregates.iter().enumerate() {
+        let field = format!("svm.aggregates[{i}]");
+        let valid = aggregate
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && aggregate.len() <= 255
+            && aggregate
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(invalid(
+                field,
+                format!("{aggregate:?}: {AGGREGATE_NAMES_MESSAGE}"),
+            ));
+        }
+        if !seen.insert(aggregate.as_str()) {
+            return Err(invalid(field, format!("{aggregate:?} is listed twice")));
+        }
+    }
+
+    let protocols = if svm.protocols.is_empty() {
+        vec![Protocol::Nvme]
+    } else {
+        svm.protocols.clone()
+    };
+    let mut seen = BTreeSet::new();
+    for (i, p) in protocols.iter().enumerate() {
+        if !seen.insert(*p) {
+            return Err(invalid(
+                format!("svm.protocols[{i}]"),
+                format!("{} is listed twice", p.as_str()),
+            ));
+        }
+    }
+
+    let storage_classes = match config.storage_classes {
+        Some(classes) => classes,
+        None if protocols[0].is_san() => metal_stack_storage_classes(),
+        None => vec![StorageClassConfig::named("ontap-nas", false)],
+    };
+    check_storage_classes(&storage_classes, &protocols)?;
+
+    if let Some(cluster) = &config.cluster {
+        check_dns_subdomain("cluster", cluster)?;
+    }
+    if let Some(image) = &config.trident.operator_image
+        && (image.is_empty() || image.chars().any(char::is_whitespace))
+    {
+        return Err(invalid(
+            "trident.operatorImage",
+            format!("{image:?} is not an image reference"),
+        ));
+    }
+
+    Ok(ExtensionConfig {
+        source: ConfigSource::Ontap,
+        cluster: config.cluster,
+        sharing: svm.sharing,
+        management_lif,
+        data_lifs,
+        aggregates: svm.aggregates,
+        protocols,
+        storage_classes,
+        trident_operator_image: config.trident.operator_image,
+        deletion_policy: svm.deletion_policy,
+    })
+}
+
+fn parse_ip(field: &str, text: &str) -> Result<IpAddr, ConfigError> {
+    let ip: IpAddr = text
+        .parse()
+        .map_err(|_| invalid(field, format!("{text:?} is not an IPv4 or IPv6 address")))?;
+    let unusable = ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || match ip {
+            IpAddr::V4(v4) => v4.is_broadcast() || v4.is_link_local(),
+            IpAddr::V6(v6) => v6.is_unicast_link_local(),
+        };
+    if unusable {
+        return Err(invalid(
+            field,
+            format!("{ip} is not a unicast address a LIF can use"),
+        ));
+    }
+    Ok(ip)
+}
+
+/// The checks the StorageVirtualMachine CRD would make later, made here so the shoot owner sees
+/// them on the Extension.
+fn check_lifs(field: &str, management: &Lif, data: &[Lif]) -> Result<(), ConfigError> {
+    if data.len() > MAX_DATA_LIFS {
+        return Err(invalid(
+            field,
+            format!("{} data LIFs; at most {MAX_DATA_LIFS}", data.len()),
+        ));
+    }
+    let mut seen = BTreeSet::from([management.ip]);
+    for (i, lif) in data.iter().enumerate() {
+        if !seen.insert(lif.ip) {
+            return Err(invalid(
+                format!("{field}[{i}]"),
+                format!(
+                    "{} is used twice (each LIF needs an address of its own)",
+                    lif.ip
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_dns_subdomain(field: &str, name: &str) -> Result<(), ConfigError> {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if name.len() > DNS_SUBDOMAIN_MAX || !name.split('.').all(label_ok) {
+        return Err(invalid(field, format!("{name:?} {DNS_SUBDOMAIN_MESSAGE}")));
+    }
+    Ok(())
+}
+
+fn check_storage_classes(
+    classes: &[StorageClassConfig],
+    protocols: &[Protocol],
+) -> Result<(), ConfigError> {
+    let mut names = BTreeSet::new();
+    for (i, class) in classes.iter().enumerate() {
+        let field = format!("storageClasses[{i}]");
+        check_dns_subdomain(&format!("{field}.name"), &class.name)?;
+        if !names.insert(class.name.as_str()) {
+            return Err(invalid(
+                format!("{field}.name"),
+                format!("{:?} is listed twice", class.name),
+            ));
+        }
+        let protocol = class.protocol.unwrap_or(protocols[0]);
+        if !protocols.contains(&protocol) {
+            return Err(invalid(
+                format!("{field}.protocol"),
+                format!("{} is not among svm.protocols", protocol.as_str()),
+            ));
+        }
+        if class.encrypted && !protocol.is_san() {
+            return Err(invalid(
+                format!("{field}.encrypted"),
+                format!(
+                    "encryption (LUKS) needs a block protocol (nvme or iscsi), not {}",
+                    protocol.as_str()
+                ),
+            ));
+        }
+    }
+    if classes.iter().filter(|c| c.default).count() > 1 {
+        return Err(invalid(
+            "storageClasses",
+            "at most one StorageClass can be the default",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<ExtensionConfig, ConfigError> {
+        parse_provider_config(Some(&v), &ConfigDefaults::default())
+    }
+
+    fn message(v: Value) -> String {
+        parse(v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn metal_stack_manifest_is_accepted_unchanged() {
+        // As in a shoot manifest written for metal-stack's extension, with a field of an older
+        // release that metal-stack's lenient decoder ignores too.
+        let config = parse(json!({
+            "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1",
+            "kind": "TridentConfig",
+            "svmIpaddresses": {"managementLif": "10.130.0.10", "dataLifs": ["10.130.0.11", "10.130.0.12"]},
+            "protocols": ["nvme"]
+        }))
+        .unwrap();
+        assert_eq!(config.source, ConfigSource::MetalStack);
+        assert_eq!(config.sharing, SvmSharing::PerProject);
+        assert_eq!(config.protocols, vec![Protocol::Nvme]);
+        assert_eq!(config.management_lif.ip.to_string(), "10.130.0.10");
+        assert_eq!(config.management_lif.prefix_length, 24);
+        assert_eq!(config.data_lifs.len(), 2);
+        let names: Vec<_> = config
+            .storage_classes
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["ontap-gold", "ontap-encrypted"]);
+        assert!(config.storage_classes[1].encrypted);
+        assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
+    }
+
+    #[test]
+    fn metal_stack_older_data_lif_spelling_is_accepted() {
+        let config = parse(json!({
+            "apiVersion": METAL_STACK_API_VERSION, "kind": METAL_STACK_KIND,
+            "svmIpaddresses": {"managementLif": "2001:db8::10", "dataLif": "2001:db8::11"}
+        }))
+        .unwrap();
+        assert_eq!(config.data_lifs.len(), 1);
+        assert_eq!(config.data_lifs[0].prefix_length, 64);
+    }
+
+    #[test]
+    fn metal_stack_errors_name_the_field() {
+        let base = |addresses: Value| json!({"apiVersion": METAL_STACK_API_VERSION, "kind": METAL_STACK_KIND, "svmIpaddresses": addresses});
+        assert_eq!(
+            message(base(json!({"dataLifs": ["10.0.0.2"]}))),
+            "providerConfig.svmIpaddresses.managementLif: the SVM's management LIF address is required"
+        );
+        assert_eq!(
+            message(base(json!({"managementLif": "10.0.0.1"}))),
+            "providerConfig.svmIpaddresses.dataLifs: at least one data LIF address is required"
+        );
+        assert_eq!(
+            message(base(
+                json!({"managementLif": "10.0.0.1", "dataLifs": ["10.0.0.2", "10.0.0.256"]})
+            )),
+            "providerConfig.svmIpaddresses.dataLifs[1]: \"10.0.0.256\" is not an IPv4 or IPv6 address"
+        );
+        assert_eq!(
+            message(base(
+                json!({"managementLif": "10.0.0.1", "dataLifs": ["10.0.0.1"]})
+            )),
+            "providerConfig.svmIpaddresses.dataLifs[0]: 10.0.0.1 is used twice (each LIF needs an address of its own)"
+        );
+        assert_eq!(
+            message(base(json!({"managementLif": 7}))),
+            "providerConfig.svmIpaddresses.managementLif: invalid type: integer `7`, expected a string"
+        );
+    }
+
+    fn ontap(svm: Value) -> Value {
+        json!({"apiVersion": API_VERSION, "kind": KIND, "svm": svm})
+    }
+
+    fn minimal_svm() -> Value {
+        json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
+               "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}]})
+    }
+
+    #[test]
+    fn own_config_defaults() {
+        let config = parse(ontap(minimal_svm())).unwrap();
+        assert_eq!(config.source, ConfigSource::Ontap);
+        assert_eq!(config.sharing, SvmSharing::PerShoot);
+        assert_eq!(config.protocols, vec![Protocol::Nvme]);
+        assert_eq!(config.storage_classes, metal_stack_storage_classes());
+        assert_eq!(config.deletion_policy, DeletionPolicy::Delete);
+        assert_eq!(config.cluster, None);
+    }
+
+    #[test]
+    fn own_config_in_full() {
+        let config = parse(json!({
+            "apiVersion": API_VERSION, "kind": KIND, "cluster": "lab",
+            "svm": {"sharing": "PerProject",
+                "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
+                "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}],
+                "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain"},
+            "storageClasses": [
+                {"name": "files", "default": true, "reclaimPolicy": "Retain"},
+                {"name": "blocks", "protocol": "nvme", "encrypted": true}],
+            "trident": {"operatorImage": "registry.example/trident-operator:25.06.3"}
+        }))
+        .unwrap();
+        assert_eq!(config.cluster.as_deref(), Some("lab"));
+        assert_eq!(config.protocols, vec![Protocol::Nfs, Protocol::Nvme]);
+        assert_eq!(
+            config.protocol_of(&config.storage_classes[0]),
+            Protocol::Nfs
+        );
+        assert_eq!(
+            config.protocol_of(&config.storage_classes[1]),
+            Protocol::Nvme
+        );
+        assert_eq!(
+            config.storage_classes[0].reclaim_policy,
+            ReclaimPolicy::Retain
+        );
+        assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
+        assert_eq!(
+            config.trident_operator_image.as_deref(),
+            Some("registry.example/trident-operator:25.06.3")
+        );
+    }
+
+    #[test]
+    fn nfs_only_gets_a_nas_class() {
+        let mut svm = minimal_svm();
+        svm["protocols"] = json!(["nfs"]);
+        let config = parse(ontap(svm)).unwrap();
+        assert_eq!(config.storage_classes[0].name, "ontap-nas");
+    }
+
+    #[test]
+    fn own_config_errors_name_the_field() {
+        let cases = [
+            (
+                json!({"apiVersion": API_VERSION, "kind": KIND, "svm": minimal_svm(), "storageclasses": []}),
+                "providerConfig.storageclasses: unknown field `storageclasses`, expected one of",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 24}, "dataLifs": [{"ip": "192.0.2.11"}]}),
+                ),
+                "providerConfig.svm.dataLifs[0]: missing field `prefixLength`",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 33}, "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}]}),
+                ),
+                "providerConfig.svm.managementLif.prefixLength: must be 1 to 32 for 192.0.2.10",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "127.0.0.1", "prefixLength": 8}, "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}]}),
+                ),
+                "providerConfig.svm.managementLif.ip: 127.0.0.1 is not a unicast address a LIF can use",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 24}, "dataLifs": []}),
+                ),
+                "providerConfig.svm.dataLifs: at least one data LIF is required",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 24}, "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}], "protocols": ["smb"]}),
+                ),
+                "providerConfig.svm.protocols[0]: unknown variant `smb`, expected one of `nvme`, `iscsi`, `nfs`",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 24}, "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}], "aggregates": ["aggr-1"]}),
+                ),
+                "providerConfig.svm.aggregates[0]: \"aggr-1\": aggregate names start with a letter or '_' and contain only letters, digits and '_'",
+            ),
+            (
+                ontap(
+                    json!({"managementLif": {"ip": "192.0.2.10", "prefixLength": 24}, "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}], "sharing": "PerTenant"}),
+                ),
+                "providerConfig.svm.sharing: unknown variant `PerTenant`, expected `PerShoot` or `PerProject`",
+            ),
+        ];
+        for (input, expected) in cases {
+            let got = message(input);
+            assert!(
+                got.starts_with(expected),
+                "{got:?} does not start with {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn storage_class_errors_name_the_field() {
+        let with = |classes: Value, protocols: Value| {
+            let mut svm = minimal_svm();
+            svm["protocols"] = protocols;
+            json!({"apiVersion": API_VERSION, "kind": KIND, "svm": svm, "storageClasses": classes})
+        };
+        assert_eq!(
+            message(with(json!([{"name": "Gold"}]), json!(["nvme"]))),
+            "providerConfig.storageClasses[0].name: \"Gold\" must be a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+        );
+        assert_eq!(
+            message(with(json!([{"name": "a"}, {"name": "a"}]), json!(["nvme"]))),
+            "providerConfig.storageClasses[1].name: \"a\" is listed twice"
+        );
+        assert_eq!(
+            message(with(
+                json!([{"name": "a", "protocol": "nfs"}]),
+                json!(["nvme"])
+            )),
+            "providerConfig.storageClasses[0].protocol: nfs is not among svm.protocols"
+        );
+        assert_eq!(
+            message(with(
+                json!([{"name": "a", "encrypted": true}]),
+                json!(["nfs"])
+            )),
+            "providerConfig.storageClasses[0].encrypted: encryption (LUKS) needs a block protocol (nvme or iscsi), not nfs"
+        );
+        assert_eq!(
+            message(with(
+                json!([{"name": "a", "default": true}, {"name": "b", "default": true}]),
+                json!(["nvme"])
+            )),
+            "providerConfig.storageClasses: at most one StorageClass can be the default"
+        );
+    }
+
+    #[test]
+    fn missing_or_foreign_config() {
+        assert_eq!(
+            parse_provider_config(None, &ConfigDefaults::default()),
+            Err(ConfigError::Missing)
+        );
+        assert_eq!(
+            message(json!({"apiVersion": "v1", "kind": "ConfigMap"})),
+            "providerConfig has apiVersion \"v1\" and kind \"ConfigMap\"; expected OntapConfig (ontap.extensions.storage.dev/v1alpha1) or TridentConfig (ontap.metal.extensions.gardener.cloud/v1alpha1)"
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! Gardener around a test: the binary's control plane plays the seed (with Gardener's own CRDs
+//! for Extension, Cluster and ManagedResource), a second control plane plays the shoot (with
+//! Trident's TridentBackendConfig CRD, as a shoot with Trident installed has it), and the real
+//! gardener-resource-manager applies the seed's ManagedResources to the shoot.
+//!
+//! Each [`Gardener`] gets its own shoot and its own resource manager, limited to its own shoot
+//! namespace in the seed, so tests run in parallel. Everything is stopped on drop, and by the
+//! scripts' watchdogs when the test binary dies.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+
+use super::{
+    client_for, control_plane, crds_in, install_crd, install_crypto_provider, repo_root,
+    start_owned_control_plane,
+};
+
+pub struct Gardener {
+    /// The seed (the binary's shared control plane).
+    pub seed: Client,
+    pub seed_kubeconfig: PathBuf,
+    /// The shoot's control-plane namespace in the seed, named and labelled as gardenlet does.
+    pub namespace: String,
+    pub shoot: Client,
+    pub shoot_kubeconfig: PathBuf,
+    shoot_dir: PathBuf,
+    grm_dir: PathBuf,
+}
+
+/// The folder `hack/tools.sh gardener-crds` fills from the gardener Go module.
+pub fn gardener_crds() -> Vec<CustomResourceDefinition> {
+    let out = Command::new(repo_root().join("hack/tools.sh"))
+        .arg("gardener-crds")
+        .output()
+        .expect("running hack/tools.sh gardener-crds");
+    assert!(
+        out.status.success(),
+        "hack/tools.sh gardener-crds failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    crds_in(Path::new(String::from_utf8(out.stdout).unwrap().trim()))
+}
+
+/// The Trident CRDs a shoot with Trident installed serves (see the fixture's header for where
+/// they come from).
+pub fn trident_crds() -> Vec<CustomResourceDefinition> {
+    crds_in(&repo_root().join("tests/fixtures/trident"))
+}
+
+impl Gardener {
+    pub async fn start() -> Self {
+        install_crypto_provider();
+        let seed_plane = tokio::task::spawn_blocking(control_plane).await.unwrap();
+        let seed = client_for(&seed_plane.kubeconfig).await;
+        for crd in gardener_crds() {
+            install_crd(&seed, crd).await;
+        }
+        let namespace = format!(
+            "shoot--test--{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        );
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": namespace,
+                "labels": { "gardener.cloud/role": "shoot" }
+            }
+        }))
+        .unwrap();
+        Api::<Namespace>::all(seed.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+
+        let shoot_dir = tokio::task::spawn_blocking(|| start_owned_control_plane("shoot"))
+            .await
+            .unwrap();
+        let shoot_kubeconfig = shoot_dir.join("kubeconfig");
+        let shoot = client_for(&shoot_kubeconfig).await;
+        for crd in trident_crds() {
+            install_crd(&shoot, crd).await;
+        }
+
+        let grm_dir = shoot_dir.with_extension("grm");
+        let status = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
+            .args(["up", "--dir"])
+            .arg(&grm_dir)
+            .arg("--seed-kubeconfig")
+            .arg(&seed_plane.kubeconfig)
+            .arg("--shoot-kubeconfig")
+            .arg(&shoot_kubeconfig)
+            .args(["--namespace", &namespace])
+            .args(["--owner-pid", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "hack/gardener-resource-manager.sh up failed"
+        );
+        Self {
+            seed,
+            seed_kubeconfig: seed_plane.kubeconfig.clone(),
+            namespace,
+            shoot,
+            shoot_kubeconfig,
+            shoot_dir,
+            grm_dir,
+        }
+    }
+
+    /// The resource manager's log, for failure messages.
+    pub fn grm_log(&self) -> String {
+        std::fs::read_to_string(self.grm_dir.join("gardener-resource-manager.log"))
+            .unwrap_or_default()
+    }
+
+    /// ManagedResources of the shoot namespace.
+    pub fn managed_resources(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "resources.gardener.cloud",
+            "v1alpha1",
+            "ManagedResource",
+        ));
+        Api::namespaced_with(self.seed.clone(), &self.namespace, &resource)
+    }
+
+    /// Polls `check` until it yields a value; on timeout fails with `what` and the tail of the
+    /// resource manager's log.
+    pub async fn eventually<T, F, Fut>(&self, what: &str, timeout: Duration, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let start = Instant::now();
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            if start.elapsed() > timeout {
+                let log = self.grm_log();
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                panic!(
+                    "{what}: not within {timeout:?}\n--- gardener-resource-manager log (tail) ---\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Gardener {
+    fn drop(&mut self) {
+        // The resource manager first: the shoot it writes to goes next.
+        let _ = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
+            .args(["down", "--dir"])
+            .arg(&self.grm_dir)
+            .status();
+        let _ = Command::new(repo_root().join("hack/control-plane.sh"))
+            .args(["down", "--dir"])
+            .arg(&self.shoot_dir)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.grm_dir);
+        let _ = std::fs::remove_dir_all(&self.shoot_dir);
+    }
+}
