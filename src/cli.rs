@@ -102,6 +102,24 @@ pub struct RunArgs {
     /// timeouts allow (ONTAP requests, job waits), so it is stuck and a restart is the way out.
     #[arg(long, env = "ONTAP_OPERATOR_STUCK_RECONCILE_AFTER", value_parser = humantime::parse_duration, default_value = "10m")]
     pub stuck_reconcile_after: Duration,
+    /// Run the Gardener Extension controller for Extensions of this type (e.g. `ontap`), with
+    /// the heartbeat Lease. Off by default: Extension, Cluster and ManagedResource exist only in
+    /// a Gardener seed.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_TYPE")]
+    pub extension_type: Option<String>,
+    /// The OntapCluster of shoots whose providerConfig names none; default: the only one there is.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_DEFAULT_CLUSTER")]
+    pub extension_default_cluster: Option<String>,
+    /// The Trident operator image of shoots whose providerConfig names none.
+    #[arg(long, env = "ONTAP_OPERATOR_TRIDENT_OPERATOR_IMAGE")]
+    pub trident_operator_image: Option<String>,
+    /// Namespace of the `gardener-extension-heartbeat` Lease (the extension's own); default: the
+    /// pod's namespace (POD_NAMESPACE), else `ontap-operator-system`.
+    #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_NAMESPACE")]
+    pub heartbeat_namespace: Option<String>,
+    /// How often the heartbeat Lease is renewed.
+    #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_RENEW_INTERVAL", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub heartbeat_renew_interval: Duration,
     /// Scheduling, concurrency and client rate limits of the reconcile engine.
     #[command(flatten)]
     pub engine: crate::runtime::engine_flags::EngineArgs,

@@ -1,4 +1,5 @@
-//! The generated manifests: `crds/`, `deploy/rbac.yaml` and the chart's ClusterRole rules,
+//! The generated manifests: `crds/`, `deploy/rbac.yaml` and the chart's ClusterRole rules (the
+//! operator's, and the Gardener Extension controller's for `extension.enabled`),
 //! derived from the controllers' registrations so that a controller declares its CRD and the
 //! permissions it needs in one place. `make manifests` writes them; tests fail when the files
 //! drift from what this module generates.
@@ -13,9 +14,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
-use crate::controllers::connections::ClientSettings;
+use crate::controllers::connections::{ClientSettings, ClusterConnections};
 use crate::controllers::{self, ControllerContext, Scope};
-use crate::engine::{Manager, ManagerConfig, Metrics, NoProbes, offline_client};
+use kube::Client;
+
+use crate::engine::{Manager, ManagerConfig, ManagerError, Metrics, NoProbes, offline_client};
 use crate::runtime::health::Health;
 
 /// The name of the operator's ServiceAccount, ClusterRole and bindings.
@@ -31,8 +34,11 @@ pub struct Declarations {
     pub rules: Vec<PolicyRule>,
 }
 
-/// Registers every controller with a manager that never connects, and reads its declarations.
-pub fn declarations() -> Result<Declarations, ManifestError> {
+/// Runs `register` on a manager that never connects, and returns what `read` takes from it.
+fn offline<T>(
+    register: impl FnOnce(&mut Manager, Client, ClientSettings) -> Result<(), ManagerError>,
+    read: impl FnOnce(&Manager) -> T,
+) -> Result<T, ManifestError> {
     // The offline client's buffer is a task: outside a runtime, a runtime of our own hosts it for
     // as long as the declarations are read (it never runs: nothing is ever sent).
     let own_runtime = match tokio::runtime::Handle::try_current() {
@@ -57,22 +63,49 @@ pub fn declarations() -> Result<Declarations, ManifestError> {
         Arc::new(Metrics::unregistered()),
         Arc::new(NoProbes),
     );
-    controllers::register_all(
-        &mut manager,
-        &ControllerContext {
-            client,
-            ontap: ClientSettings {
-                request_timeout: std::time::Duration::from_secs(30),
-                metrics: None,
-            },
-            health: Health::new(),
-            scope: Scope::default(),
+    let settings = ClientSettings {
+        request_timeout: std::time::Duration::from_secs(30),
+        metrics: None,
+    };
+    register(&mut manager, client, settings)?;
+    Ok(read(&manager))
+}
+
+/// Registers every controller with a manager that never connects, and reads its declarations.
+pub fn declarations() -> Result<Declarations, ManifestError> {
+    offline(
+        |manager, client, ontap| {
+            controllers::register_all(
+                manager,
+                &ControllerContext {
+                    client,
+                    ontap,
+                    health: Health::new(),
+                    scope: Scope::default(),
+                    extension: None,
+                },
+            )
         },
-    )?;
-    Ok(Declarations {
-        crds: manager.crds(),
-        rules: manager.rbac_rules(),
-    })
+        |manager| Declarations {
+            crds: manager.crds(),
+            rules: manager.rbac_rules(),
+        },
+    )
+}
+
+/// The ClusterRole rules the Gardener Extension controller needs, read from its registration
+/// alone: the chart adds them when `extension.enabled`.
+pub fn extension_rules() -> Result<Vec<PolicyRule>, ManifestError> {
+    offline(
+        |manager, client, ontap| {
+            controllers::extension::controller::register(
+                manager,
+                ClusterConnections::new(client, ontap),
+                controllers::extension::controller::ExtensionSettings::default(),
+            )
+        },
+        Manager::rbac_rules,
+    )
 }
 
 /// Every CRD this operator owns, in a stable order.
@@ -206,6 +239,14 @@ pub fn chart_rules_yaml() -> Result<String, ManifestError> {
     Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
 }
 
+/// The Extension controller's ClusterRole rules
+/// (`deploy/chart/files/clusterrole-rules-extension.yaml`), which the chart adds when
+/// `extension.enabled`.
+pub fn chart_extension_rules_yaml() -> Result<String, ManifestError> {
+    let rules = extension_rules()?;
+    Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
+}
+
 /// Leader election only needs its own Lease, in its own namespace.
 fn leader_election_rules() -> Vec<PolicyRule> {
     vec![PolicyRule {
@@ -229,6 +270,10 @@ pub fn files() -> Result<Vec<(String, String)>, ManifestError> {
     files.push((
         "deploy/chart/files/clusterrole-rules.yaml".to_owned(),
         chart_rules_yaml()?,
+    ));
+    files.push((
+        "deploy/chart/files/clusterrole-rules-extension.yaml".to_owned(),
+        chart_extension_rules_yaml()?,
     ));
     Ok(files)
 }

@@ -103,6 +103,24 @@ pub trait Reconciler: Send + Sync + 'static {
     /// needs no work of this controller.
     const FINALIZER: Option<&'static str> = None;
 
+    /// Whether the engine writes the status: the conditions (one per step and `Ready`),
+    /// `observedGeneration` and `halted`, as a diff after each pass. `false` for kinds whose
+    /// status belongs to a contract of someone else's (Gardener's `Extension`, whose
+    /// `lastOperation`/`lastError`/conditions gardenlet reads): the reconciler then writes the
+    /// status itself, the engine never touches it, and only Events and metrics come from the
+    /// step records. The status type still implements [`ConditionedStatus`]; its setters are
+    /// never called.
+    const MANAGES_STATUS: bool = true;
+
+    /// Whether this controller acts on `obj` in this pass at all, like controller-runtime's
+    /// predicates: when `false` the engine neither adds nor removes the finalizer, nor calls
+    /// `reconcile` or `cleanup`, nor writes anything; the object's next change asks again.
+    /// Decided from the object and caches only (no requests). Default: every object.
+    fn admits(&self, obj: &Self::Resource) -> bool {
+        let _ = obj;
+        true
+    }
+
     /// Makes the world match `obj`. Return the [`Halt`] of a failed or waiting step with `?`.
     fn reconcile(
         &self,
@@ -376,6 +394,8 @@ enum PassEnd<S> {
     Engine(ErrorCategory),
     /// The object is gone, or going without us: nothing to look at again.
     Gone,
+    /// The reconciler does not act on the object now ([`Reconciler::admits`]).
+    NotAdmitted,
 }
 
 impl<R: Reconciler> Shared<R> {
@@ -409,6 +429,9 @@ impl<R: Reconciler> Shared<R> {
         obj: &R::Resource,
         trace_id: Option<String>,
     ) -> Next {
+        if !self.reconciler.admits(obj) {
+            return self.end(PassEnd::NotAdmitted);
+        }
         let current = obj.status();
         let before = current.cloned().unwrap_or_default();
         let mut status = before.clone();
@@ -552,6 +575,11 @@ impl<R: Reconciler> Shared<R> {
         resource_version: Option<String>,
         trace_id: Option<String>,
     ) -> StatusWrite {
+        if !R::MANAGES_STATUS {
+            self.publish_events(obj, before, records, trace_id.as_deref())
+                .await;
+            return StatusWrite::Unchanged;
+        }
         let generation = obj.meta().generation;
         let now = Time(Timestamp::now());
         status.set_conditions(compute_conditions(
@@ -718,7 +746,7 @@ impl<R: Reconciler> Shared<R> {
     fn end(&self, end: PassEnd<R::Step>) -> Next {
         let sync = jittered(self.config.sync_period, self.config.sync_jitter);
         let (result, next) = match end {
-            PassEnd::Gone => ("success", Next::Forget),
+            PassEnd::Gone | PassEnd::NotAdmitted => ("success", Next::Forget),
             PassEnd::Steps(Summary::Done { .. }) => ("success", Next::After(sync)),
             PassEnd::Steps(Summary::Waiting { wait, .. }) => {
                 ("requeue_after", Next::After(wait.after.min(sync)))

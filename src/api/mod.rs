@@ -17,4 +17,11 @@ pub use svm::{
 crate::engine::conditioned_status!(OntapClusterStatus, StorageVirtualMachineStatus);
 
 pub const GROUP: &str = "ontap.storage.dev";
+
+/// Annotation on a StorageVirtualMachine naming the UUID of an SVM in ONTAP that another
+/// StorageVirtualMachine object created and that this object takes over (a Gardener restore on
+/// another seed: the object is new, the SVM is not). The controller adopts that SVM, and only
+/// that one, once the object's seed Secret exists — it carries the account's working password,
+/// which adoption keeps instead of rotating.
+pub const ADOPT_SVM_UUID_ANNOTATION: &str = "ontap.storage.dev/adopt-svm-uuid";
 pub const VERSION: &str = "v1alpha1";

@@ -26,6 +26,11 @@ crate::engine::steps! {
 /// The controller's name: its metrics label, queue name and Events' reporter.
 pub const CONTROLLER: &str = "ontapcluster";
 
+/// `Connected` reason: ONTAP refused the administrator credentials.
+pub const UNAUTHENTICATED: &str = "Unauthenticated";
+/// `Connected` reason: ONTAP did not answer as it should.
+pub const UNREACHABLE: &str = "ClusterUnreachable";
+
 /// Registers the OntapCluster controller: every cluster (of those `watch` selects) is
 /// re-verified every [`REVERIFY_EVERY`]; it reads the credential Secrets the clusters name.
 pub fn register(
@@ -121,10 +126,16 @@ impl Reconciler for ClusterReconciler {
                         Ok(client) => client,
                         Err(e) => return e.into_step_result(),
                     };
-                    let info = client
-                        .cluster()
-                        .await
-                        .map_err(|e| ontap_error("ClusterUnreachable", e))?;
+                    let info = client.cluster().await.map_err(|e| {
+                        // Told apart for whoever maps this condition to an error code (the
+                        // Gardener Extension: ERR_INFRA_UNAUTHENTICATED).
+                        let reason = if e.class() == crate::ontap::ErrorClass::Unauthenticated {
+                            UNAUTHENTICATED
+                        } else {
+                            UNREACHABLE
+                        };
+                        ontap_error(reason, e)
+                    })?;
                     Ok(Outcome::Unchanged(info))
                 }
                 .await;

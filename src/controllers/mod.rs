@@ -1,6 +1,7 @@
 //! The controllers, each on the reconcile engine: OntapCluster (connectivity) and
 //! StorageVirtualMachine (SVM, LIFs, account, verified seed Secret). Each module declares its
-//! registration; [`register_all`] is the one list of them.
+//! registration; [`register_all`] is the one list of them. The Gardener Extension controller
+//! ([`extension`]) joins them when enabled.
 
 pub mod cluster;
 pub mod connections;
@@ -30,6 +31,9 @@ pub struct ControllerContext {
     pub ontap: ClientSettings,
     pub health: Health,
     pub scope: Scope,
+    /// The Gardener Extension controller's settings; `None`: not running (its kinds exist only
+    /// in a Gardener seed).
+    pub extension: Option<extension::controller::ExtensionSettings>,
 }
 
 /// Registers every controller of the operator with `manager`.
@@ -48,6 +52,9 @@ pub fn register_all(
         ClusterProbes::new(context.health.clone()),
         clusters,
     )?;
-    svm::reconcile::register(manager, connections)?;
+    svm::reconcile::register(manager, connections.clone())?;
+    if let Some(settings) = &context.extension {
+        extension::controller::register(manager, connections, settings.clone())?;
+    }
     Ok(())
 }

@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::controllers::connections::ClientSettings;
+use crate::controllers::extension::controller::ExtensionSettings;
+use crate::controllers::extension::heartbeat::{self, HeartbeatConfig};
 use crate::controllers::{self, ControllerContext, Scope};
 use crate::engine::{
     ClientLimits, EngineConfig, Identity, Manager, ManagerConfig, Metrics, build_client,
@@ -70,6 +72,20 @@ pub async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result
 }
 
 /// Resolves on the first SIGTERM or SIGINT.
+/// The Extension controller's settings, when `--extension-type` enables it.
+fn extension_settings(args: &RunArgs) -> Option<ExtensionSettings> {
+    let extension_type = args.extension_type.clone()?;
+    let mut settings = ExtensionSettings {
+        extension_type,
+        default_cluster: args.extension_default_cluster.clone(),
+        ..ExtensionSettings::default()
+    };
+    if let Some(image) = &args.trident_operator_image {
+        settings.images.trident_operator = image.clone();
+    }
+    Some(settings)
+}
+
 pub async fn shutdown_signal() -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
@@ -200,9 +216,23 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
             },
             health: health.clone(),
             scope,
+            extension: extension_settings(&args),
         },
     )
     .context("wiring the controllers")?;
+    if let Some(settings) = extension_settings(&args) {
+        let config = HeartbeatConfig {
+            namespace: args
+                .heartbeat_namespace
+                .clone()
+                .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                .unwrap_or_else(|| crate::manifests::NAMESPACE.into()),
+            holder_identity: format!("extension-{}", settings.extension_type),
+            renew_interval: args.heartbeat_renew_interval,
+        };
+        // Every replica renews it: it says the process lives, not that it leads.
+        tokio::spawn(heartbeat::run(client.clone(), config, stop.clone()));
+    }
     // Before leadership is known, so that a standby that takes over has warm caches.
     manager.start_caches();
 

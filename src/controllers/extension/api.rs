@@ -86,6 +86,26 @@ pub struct ExtensionStatus {
     pub resources: Vec<NamedResourceReference>,
 }
 
+/// The engine never manages this status (the Extension controller sets
+/// [`Reconciler::MANAGES_STATUS`](crate::engine::Reconciler::MANAGES_STATUS) to `false` and
+/// writes Gardener's fields itself): Gardener's conditions are not Kubernetes conditions, and
+/// `observedGeneration` follows Gardener's rules. These methods only satisfy the engine's bound.
+impl crate::engine::ConditionedStatus for ExtensionStatus {
+    fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
+        &[]
+    }
+    fn set_conditions(
+        &mut self,
+        _conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    ) {
+    }
+    fn set_observed_generation(&mut self, _generation: Option<i64>) {}
+    fn halted(&self) -> Option<&crate::engine::Halted> {
+        None
+    }
+    fn set_halted(&mut self, _halted: Option<crate::engine::Halted>) {}
+}
+
 /// The operation an extension controller ran last, and how it went.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -5,10 +5,13 @@
 //! ([`health`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]) and
 //! the heartbeat Lease ([`heartbeat`]).
 //!
+//! The controller on the engine that uses them: [`controller`].
+//!
 //! Facts about the contract: `shared/reference/gardener-extension-facts.md`.
 
 pub mod api;
 pub mod config;
+pub mod controller;
 pub mod errors;
 pub mod filter;
 pub mod health;

@@ -19,7 +19,8 @@ use super::{
     protocol_patch, seed_secret_name, svm_create,
 };
 use crate::api::{
-    DeletionPolicy, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmPhase,
+    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, OntapCluster, StorageVirtualMachine,
+    StorageVirtualMachineStatus, SvmPhase,
 };
 use crate::controllers::connections::{ClusterConnections, missing, ontap_error};
 use crate::engine::{
@@ -163,6 +164,11 @@ impl Reconciler for SvmReconciler {
             (Lifecycle::Live, _) => SvmPhase::Provisioning,
         });
     }
+}
+
+/// Whether `svm` asks to take over `found` ([`ADOPT_SVM_UUID_ANNOTATION`]).
+fn adopts(svm: &StorageVirtualMachine, found: &Svm) -> bool {
+    svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION) == Some(&found.uuid)
 }
 
 fn kube_error(reason: &'static str) -> impl FnOnce(kube::Error) -> StepError {
@@ -328,6 +334,34 @@ impl SvmReconciler {
         };
         match owned_by(found.comment.as_deref(), &names.uid) {
             Ownership::Ours => {}
+            Ownership::Foreign(_) if adopts(svm, &found) => {
+                if matches!(
+                    self.seed_state(svm, names, &found).await?,
+                    SeedSecretState::Missing
+                ) {
+                    return Ok(Outcome::waiting(
+                        "AdoptionAwaitsSecret",
+                        format!(
+                            "adopting the SVM {} waits for the seed Secret {} with its account's password",
+                            names.svm, names.secret
+                        ),
+                        ONTAP_SETTLING,
+                    ));
+                }
+                let mark = SvmPatch {
+                    comment: Some(super::ownership_comment(
+                        &names.uid,
+                        &names.namespace,
+                        &svm.name_any(),
+                    )),
+                    ..SvmPatch::default()
+                };
+                client
+                    .patch_svm(&found.uuid, &mark)
+                    .await
+                    .map_err(|e| ontap_error("SVMAdoptFailed", e))?;
+                changed = true;
+            }
             Ownership::Foreign(other) => {
                 return Err(StepError::invalid(
                     "SVMNameInUse",

@@ -1,0 +1,1458 @@
+//! The `Extension` controller on the reconcile engine: a Gardener `Extension` of our type
+//! becomes a StorageVirtualMachine in the shoot namespace and, once its credentials are verified
+//! against ONTAP, the ManagedResources that install Trident in the shoot.
+//!
+//! Gardener's generic Extension reconciler, mapped onto the engine:
+//!
+//! - **Which objects**: [`Reconciler::admits`] is the predicate chain — the type, class `shoot`
+//!   (also when unset), not `wait-for-state`, not already migrated (`ShouldSkipOperation`), and
+//!   not a shoot whose last operation failed (read from the `Cluster`). Nothing is written for
+//!   an object that is not admitted, not even the finalizer.
+//! - **Operations**: a pass runs an *operation* when gardenlet asked for one (the operation
+//!   annotation, removed first when it is `reconcile`) or the last one has not succeeded yet —
+//!   the events Gardener's default filter lets through. Only operation passes write
+//!   `lastOperation`/`lastError`/`observedGeneration`, with the texts Gardener's library writes
+//!   (module [`super::status`]). Every other pass (an SVM, Secret or ManagedResource changed, the
+//!   sync period) runs the same idempotent steps — so a rotated password still reaches the shoot
+//!   at once — and reports what it found only in the `SystemComponentsHealthy` condition,
+//!   which gardenlet copies into the Shoot.
+//! - **Status**: the engine does not manage it ([`Reconciler::MANAGES_STATUS`] is `false`); each
+//!   write is a JSON merge patch on `/status`, as Gardener's `statusUpdater` sends.
+//! - **Create/Reconcile**: `ShootRead` → `ConfigValid` → `SvmDeclared` → `SvmReady` →
+//!   `CredentialsVerified` → `DeliveryApplied` → `DeliveryHealthy`. `Succeeded` means the seed
+//!   Secret's credentials authenticated against ONTAP in this very pass and the shoot delivery is
+//!   applied. Waits are requeues, never a blocked worker.
+//! - **Migrate**: the state (SVM, account, a Secret with the credentials) goes into
+//!   `status.state`/`status.resources`; the ManagedResources are deleted with `keepObjects`;
+//!   the StorageVirtualMachine object is deleted with `deletionPolicy: Retain` (ONTAP untouched);
+//!   then all finalizers and the annotation go, as Gardener's `migrate()` does.
+//! - **Restore**: from `status.state`, a new StorageVirtualMachine object adopts the SVM in ONTAP
+//!   by UUID ([`crate::api::ADOPT_SVM_UUID_ANNOTATION`]) with its seed Secret pre-filled from the
+//!   restored credentials: no second SVM, no password rotation. Then it reconciles.
+//! - **Delete**: the delivery goes (objects removed from the shoot), then the
+//!   StorageVirtualMachine object, whose controller deletes the account and the SVM unless the
+//!   policy retains them. **ForceDelete** (the Shoot's force-deletion annotation) waits for
+//!   nothing outside the seed: it deletes the ManagedResources and the StorageVirtualMachine
+//!   object and removes the latter's finalizer, orphaning what ONTAP holds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use super::api::{
+    Cluster, Extension, ExtensionStatus, GardenerCondition, LastOperationState, LastOperationType,
+    ManagedResource, ShootView,
+};
+use super::config::{ConfigDefaults, ExtensionConfig, Protocol, SvmSharing, parse_provider_config};
+use super::errors::ExtensionFailure;
+use super::filter::{self, AnnotationAction, REMOVE_OPERATION_ANNOTATION_PATCH};
+use super::health::{SYSTEM_COMPONENTS_HEALTHY, system_components_condition};
+use super::shoot::{
+    INIT_MANAGED_RESOURCE, KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ORIGIN, ShootCredentials,
+    ShootImages, ShootInputs, shoot_delivery,
+};
+use super::state::{ExtensionState, migration_status_patch, restored_state};
+use super::status::{
+    compute_operation, error_patch, processing_patch, should_skip_operation, success_patch,
+};
+use super::{EXTENSION_TYPE, FINALIZER, naming};
+use crate::api::{
+    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, OntapCluster, StorageVirtualMachine,
+    StorageVirtualMachineSpec,
+};
+use crate::controllers::cluster::UNAUTHENTICATED;
+use crate::controllers::connections::ClusterConnections;
+use crate::controllers::svm::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
+use crate::controllers::svm::{SeedFields, build_seed_secret, default_svm_name};
+use crate::engine::manager::resource_rule;
+use crate::engine::{
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
+    StepRunner, StepState,
+};
+
+crate::engine::steps! {
+    /// The steps of the Extension controller: reconcile, restore, migrate, delete.
+    pub enum ExtensionStep {
+        /// The operation annotation was acted on (a `reconcile` request is removed first).
+        OperationAccepted,
+        /// The shoot's `Cluster` was read.
+        ShootRead,
+        /// providerConfig is valid and resolved.
+        ConfigValid,
+        /// Restore: the SVM object adopts the SVM of `status.state`, its Secret pre-filled.
+        SvmAdopted,
+        /// The StorageVirtualMachine object matches the configuration.
+        SvmDeclared,
+        /// The StorageVirtualMachine is Ready, at its generation, with a verified Secret.
+        SvmReady,
+        /// The seed Secret's credentials authenticate against ONTAP, now.
+        CredentialsVerified,
+        /// The ManagedResources (Secrets first) are written.
+        DeliveryApplied,
+        /// The resource manager applied them to the shoot.
+        DeliveryHealthy,
+        /// Migrate: what a restore needs is in `status.state`.
+        StateSaved,
+        /// Migrate: the ManagedResources are gone, their objects kept in the shoot.
+        DeliveryReleased,
+        /// Migrate: the StorageVirtualMachine object is gone, ONTAP untouched.
+        SvmReleased,
+        /// Delete: the ManagedResources and what they put into the shoot are gone.
+        DeliveryDeleted,
+        /// Delete: the StorageVirtualMachine object is gone (with it, per its policy, the SVM).
+        SvmDeleted,
+    }
+}
+
+/// The controller's name: its metrics label, queue name and Events' reporter.
+pub const CONTROLLER: &str = "extension";
+/// The Secret that carries the account's credentials through a migration (`status.resources`).
+pub const STATE_SECRET: &str = "extension-ontap-state";
+/// The label gardener puts on a ManagedResource of an extension, here with [`ORIGIN`].
+const ORIGIN_LABEL: &str = "origin";
+
+/// Step reasons the status mapping turns into Gardener error codes.
+mod reason {
+    pub const CONFIGURATION: &str = "ConfigurationProblem";
+    pub const SHOOT: &str = "ShootProblem";
+    pub const UNAUTHENTICATED: &str = "OntapUnauthenticated";
+    pub const UNREACHABLE: &str = "OntapUnreachable";
+    pub const DEPLETED: &str = "ResourcesDepleted";
+}
+
+/// How soon to look again at something converging in the seed or the shoot.
+const CONVERGING: Duration = Duration::from_secs(2);
+
+/// What the flags decide for every Extension.
+#[derive(Clone, Debug)]
+pub struct ExtensionSettings {
+    /// `spec.type` served (`--extension-type`).
+    pub extension_type: String,
+    /// The OntapCluster for a providerConfig that names none; `None`: the only one there is.
+    pub default_cluster: Option<String>,
+    pub images: ShootImages,
+    pub config_defaults: ConfigDefaults,
+}
+
+impl Default for ExtensionSettings {
+    fn default() -> Self {
+        Self {
+            extension_type: EXTENSION_TYPE.to_string(),
+            default_cluster: None,
+            images: ShootImages::default(),
+            config_defaults: ConfigDefaults::default(),
+        }
+    }
+}
+
+/// Registers the Extension controller. Call only when the extension is enabled: it caches
+/// Extensions, Clusters and ManagedResources, which exist only in a Gardener seed. Register
+/// it after the StorageVirtualMachine controller, whose label-restricted Secret cache (seed
+/// Secrets) it shares.
+pub fn register(
+    manager: &mut Manager,
+    connections: ClusterConnections,
+    settings: ExtensionSettings,
+) -> Result<(), ManagerError> {
+    let managed_resources = manager.cache_with::<ManagedResource>(
+        watcher::Config::default().labels(&format!("{ORIGIN_LABEL}={ORIGIN}")),
+    )?;
+    let reconciler = ExtensionReconciler {
+        kube: manager.client().clone(),
+        clusters: manager.cache::<Cluster>()?,
+        ontap_clusters: manager.cache::<OntapCluster>()?,
+        svms: manager.cache::<StorageVirtualMachine>()?,
+        secrets: manager.cache::<Secret>()?,
+        managed_resources,
+        connections,
+        settings,
+    };
+    let write = |verbs: &[&str]| verbs.iter().map(|v| (*v).to_string()).collect::<Vec<_>>();
+    manager.register(
+        Registration::new(CONTROLLER, reconciler)
+            .owns::<StorageVirtualMachine>(
+                watcher::Config::default(),
+                &["create", "patch", "delete"],
+            )
+            .watches::<ManagedResource>(same_namespace)
+            .watches::<Secret>(same_namespace)
+            .watches::<Cluster>(|cluster, extensions| in_namespace(&cluster.name_any(), extensions))
+            .rule(resource_rule(
+                "resources.gardener.cloud",
+                "managedresources",
+                &write(&["create", "patch", "delete"]),
+            ))
+            // The ManagedResources' Secrets and the migration's state Secret; the seed Secret
+            // of a restored SVM.
+            .rule(resource_rule(
+                "",
+                "secrets",
+                &write(&["get", "create", "patch", "delete"]),
+            )),
+    )
+}
+
+fn same_namespace<K: Resource>(
+    changed: &K,
+    extensions: &SharedCache<Extension>,
+) -> Vec<ObjectRef<Extension>> {
+    changed
+        .meta()
+        .namespace
+        .as_deref()
+        .map(|ns| in_namespace(ns, extensions))
+        .unwrap_or_default()
+}
+
+fn in_namespace(namespace: &str, extensions: &SharedCache<Extension>) -> Vec<ObjectRef<Extension>> {
+    extensions
+        .store()
+        .state()
+        .iter()
+        .filter(|e| e.namespace().as_deref() == Some(namespace))
+        .map(|e| ObjectRef::from_obj(&**e))
+        .collect()
+}
+
+pub struct ExtensionReconciler {
+    kube: Client,
+    clusters: SharedCache<Cluster>,
+    ontap_clusters: SharedCache<OntapCluster>,
+    svms: SharedCache<StorageVirtualMachine>,
+    secrets: SharedCache<Secret>,
+    managed_resources: SharedCache<ManagedResource>,
+    connections: ClusterConnections,
+    settings: ExtensionSettings,
+}
+
+/// Where a shoot's SVM and credentials live: in ONTAP and in the seed.
+#[derive(Clone, Debug)]
+struct Plan {
+    /// The StorageVirtualMachine object in the shoot namespace (named like the Extension).
+    object: String,
+    cluster: String,
+    svm_name: String,
+    account: String,
+    /// The seed Secret, and the credentials Secret's name in the shoot.
+    secret: String,
+}
+
+/// The outcome of a pass, for the status.
+struct PassReport {
+    op: LastOperationType,
+    /// gardenlet asked for this operation, or it is unfinished: `lastOperation` is written.
+    operation: bool,
+    hibernated: bool,
+    cluster: Option<String>,
+}
+
+impl Reconciler for ExtensionReconciler {
+    type Resource = Extension;
+    type Step = ExtensionStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+    const MANAGES_STATUS: bool = false;
+
+    fn admits(&self, ext: &Extension) -> bool {
+        let class_shoot = ext.spec.class.as_deref().is_none_or(|c| c == "shoot");
+        ext.spec.type_ == self.settings.extension_type
+            && class_shoot
+            && filter::annotation_action(ext) != AnnotationAction::Skip
+            && !should_skip_operation(ext, compute_operation(ext))
+            && !self.shoot(ext).is_some_and(|s| s.is_failed())
+    }
+
+    async fn reconcile(
+        &self,
+        ext: &Extension,
+        _status: &mut ExtensionStatus,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let op = compute_operation(ext);
+        let operation = filter::admits_create(ext);
+        let mut report = PassReport {
+            op,
+            operation,
+            hibernated: self.shoot(ext).is_some_and(|s| s.hibernation_enabled()),
+            cluster: None,
+        };
+        steps
+            .step(ExtensionStep::OperationAccepted, || async {
+                if filter::annotation_action(ext) != AnnotationAction::RemoveThenReconcile {
+                    return Ok(Outcome::unchanged());
+                }
+                self.patch_extension(ext, REMOVE_OPERATION_ANNOTATION_PATCH)
+                    .await
+                    .map_err(|e| StepError::from_kube("AnnotationRemoveFailed", e))?;
+                Ok(Outcome::changed())
+            })
+            .await?;
+        let result = match op {
+            LastOperationType::Migrate => self.migrate(ext, steps).await,
+            _ => self.deliver(ext, op, &mut report, steps).await,
+        };
+        self.report(ext, &report, steps).await;
+        result?;
+        match op {
+            LastOperationType::Migrate => {
+                // Gardener's migrate(): every finalizer goes, so the old seed's namespace can
+                // be deleted; admits() keeps the engine from adding ours back.
+                self.finish(ext, r#"{"metadata":{"finalizers":null}}"#)
+                    .await;
+                self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
+            }
+            LastOperationType::Restore => {
+                self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn cleanup(
+        &self,
+        ext: &Extension,
+        _status: &mut ExtensionStatus,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let report = PassReport {
+            op: LastOperationType::Delete,
+            operation: true,
+            hibernated: false,
+            cluster: None,
+        };
+        let force = self.shoot(ext).is_some_and(|s| s.needs_force_deletion());
+        let result = self.delete(ext, force, steps).await;
+        self.report(ext, &report, steps).await;
+        result
+    }
+}
+
+fn kube_error(reason: &'static str) -> impl FnOnce(kube::Error) -> StepError {
+    move |e| StepError::from_kube(reason, e)
+}
+
+fn namespace_of(ext: &Extension) -> String {
+    ext.namespace().unwrap_or_default()
+}
+
+impl ExtensionReconciler {
+    fn shoot(&self, ext: &Extension) -> Option<ShootView> {
+        let cluster = self.clusters.get(&ObjectRef::new(&namespace_of(ext)))?;
+        cluster.shoot().ok()
+    }
+
+    async fn patch_extension(&self, ext: &Extension, patch: &str) -> Result<(), kube::Error> {
+        let patch: Value = serde_json::from_str(patch).map_err(kube::Error::SerdeError)?;
+        Api::<Extension>::namespaced(self.kube.clone(), &namespace_of(ext))
+            .patch(
+                &ext.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// A metadata write after a successful operation; a failure leaves the annotation, so the
+    /// operation runs again (and succeeds again).
+    async fn finish(&self, ext: &Extension, patch: &str) {
+        if let Err(error) = self.patch_extension(ext, patch).await {
+            tracing::warn!(%error, "finishing the Extension's operation failed");
+        }
+    }
+
+    async fn patch_status(&self, ext: &Extension, patch: &Value) {
+        let api = Api::<Extension>::namespaced(self.kube.clone(), &namespace_of(ext));
+        if let Err(error) = api
+            .patch_status(
+                &ext.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await
+        {
+            // As Gardener's library: the next pass writes the status again.
+            tracing::warn!(%error, "writing the Extension's status failed");
+        }
+    }
+
+    // ---------------------------------------------------------------- create / reconcile
+
+    async fn deliver(
+        &self,
+        ext: &Extension,
+        op: LastOperationType,
+        report: &mut PassReport,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let namespace = namespace_of(ext);
+        let shoot = steps
+            .step(ExtensionStep::ShootRead, || async {
+                match self.shoot(ext) {
+                    Some(shoot) => Ok(Outcome::Unchanged(shoot)),
+                    None => Ok(Outcome::waiting(
+                        "ClusterNotFound",
+                        format!("the Cluster {namespace} is not readable yet"),
+                        CONVERGING,
+                    )),
+                }
+            })
+            .await?;
+        let state = restored_state(ext)
+            .map_err(|e| e.to_string())
+            .and_then(|s| s.ok_or_else(String::new));
+        let (config, plan) = steps
+            .step(ExtensionStep::ConfigValid, || async {
+                let config = parse_provider_config(
+                    ext.spec.provider_config.as_ref(),
+                    &self.settings.config_defaults,
+                )
+                .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
+                let plan = self.plan(ext, &config, &shoot, state.as_ref().ok())?;
+                Ok(Outcome::Unchanged((config, plan)))
+            })
+            .await?;
+        report.cluster = Some(plan.cluster.clone());
+        if op == LastOperationType::Restore
+            && let Ok(state) = &state
+        {
+            steps
+                .step(ExtensionStep::SvmAdopted, || {
+                    self.adopt(ext, &config, &plan, state)
+                })
+                .await?;
+        }
+        steps
+            .step(ExtensionStep::SvmDeclared, || {
+                self.declare_svm(ext, &config, &plan, None)
+            })
+            .await?;
+        let svm_uuid = steps
+            .step(ExtensionStep::SvmReady, || {
+                self.svm_ready(&namespace, &plan)
+            })
+            .await?;
+        let credentials = steps
+            .step(ExtensionStep::CredentialsVerified, || {
+                self.verify_credentials(&namespace, &plan)
+            })
+            .await?;
+        let _ = svm_uuid;
+        steps
+            .step(ExtensionStep::DeliveryApplied, || {
+                self.apply_delivery(&namespace, &config, &plan, &credentials)
+            })
+            .await?;
+        let hibernated = report.hibernated;
+        steps
+            .step(ExtensionStep::DeliveryHealthy, || async {
+                // A hibernated shoot's resource manager cannot apply: waiting for it would keep
+                // the operation from finishing until the shoot wakes up.
+                if hibernated {
+                    return Ok(Outcome::unchanged());
+                }
+                self.delivery_applied(&namespace)
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Names and cluster of the shoot's SVM: from `status.state` after a restore (so nothing
+    /// new is made in ONTAP), else from the configuration.
+    fn plan(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        shoot: &ShootView,
+        state: Option<&ExtensionState>,
+    ) -> Result<Plan, StepError> {
+        let namespace = namespace_of(ext);
+        let object = ext.name_any();
+        let cluster = match state {
+            Some(state) => state.cluster.clone(),
+            None => self.cluster_name(config)?,
+        };
+        let (svm_name, account) = match (state, config.sharing) {
+            (Some(state), _) => (state.svm_name.clone(), state.account.clone()),
+            (None, SvmSharing::PerShoot) => (
+                default_svm_name(&namespace, &object),
+                naming::account_name(&namespace).unwrap_or_else(|| {
+                    crate::controllers::svm::default_account_name(&namespace, &object)
+                }),
+            ),
+            (None, SvmSharing::PerProject) => {
+                let project = shoot.metal_project().ok_or_else(|| {
+                    StepError::invalid(
+                        reason::SHOOT,
+                        format!(
+                            "a per-project SVM needs the Shoot annotation {}",
+                            super::api::METAL_PROJECT_ANNOTATION
+                        ),
+                    )
+                })?;
+                let account = naming::account_name(&namespace).ok_or_else(|| {
+                    StepError::invalid(
+                        reason::SHOOT,
+                        format!("{namespace} is not a shoot namespace (shoot--<project>--<name>)"),
+                    )
+                })?;
+                (naming::project_svm_name(project), account)
+            }
+        };
+        let secret = naming::credentials_secret_name(&svm_name, &namespace)
+            .unwrap_or_else(|| format!("{object}-ontap-credentials"));
+        Ok(Plan {
+            object,
+            cluster,
+            svm_name,
+            account,
+            secret,
+        })
+    }
+
+    fn cluster_name(&self, config: &ExtensionConfig) -> Result<String, StepError> {
+        if let Some(name) = config
+            .cluster
+            .clone()
+            .or(self.settings.default_cluster.clone())
+        {
+            return Ok(name);
+        }
+        let all = self.ontap_clusters.store().state();
+        match all.as_slice() {
+            [only] => Ok(only.name_any()),
+            _ => Err(StepError::invalid(
+                reason::CONFIGURATION,
+                format!(
+                    "providerConfig names no cluster and the operator has no default (--extension-default-cluster) among {} OntapClusters",
+                    all.len()
+                ),
+            )),
+        }
+    }
+
+    fn desired_svm(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        adopt: Option<&str>,
+    ) -> Result<StorageVirtualMachine, StepError> {
+        let lif = |l: &super::config::Lif| json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
+        // A shared SVM is never deleted by one of its shoots.
+        let deletion_policy = match config.sharing {
+            SvmSharing::PerProject => DeletionPolicy::Retain,
+            SvmSharing::PerShoot => config.deletion_policy,
+        };
+        let spec: StorageVirtualMachineSpec = serde_json::from_value(json!({
+            "clusterRef": {"name": plan.cluster},
+            "svmName": plan.svm_name,
+            "aggregates": config.aggregates,
+            "protocols": {
+                "nvme": config.protocols.contains(&Protocol::Nvme),
+                "iscsi": config.protocols.contains(&Protocol::Iscsi),
+                "nfs": config.protocols.contains(&Protocol::Nfs),
+            },
+            "managementLif": lif(&config.management_lif),
+            "dataLifs": config.data_lifs.iter().map(lif).collect::<Vec<_>>(),
+            "account": {"name": plan.account},
+            "secretName": plan.secret,
+            "deletionPolicy": deletion_policy,
+        }))
+        .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
+        let owner = ext.controller_owner_ref(&()).ok_or_else(|| {
+            StepError::transient_msg("ExtensionUnstored", "the Extension has no uid yet")
+        })?;
+        let mut svm = StorageVirtualMachine::new(&plan.object, spec);
+        svm.metadata.namespace = Some(namespace_of(ext));
+        svm.metadata.owner_references = Some(vec![owner]);
+        if let Some(uuid) = adopt {
+            svm.metadata.annotations = Some(BTreeMap::from([(
+                ADOPT_SVM_UUID_ANNOTATION.to_string(),
+                uuid.to_string(),
+            )]));
+        }
+        Ok(svm)
+    }
+
+    /// Step `SvmDeclared`: the StorageVirtualMachine object exists with the desired spec.
+    async fn declare_svm(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        adopt: Option<&str>,
+    ) -> Result<Outcome<StorageVirtualMachine>, StepError> {
+        let desired = self.desired_svm(ext, config, plan, adopt)?;
+        let namespace = namespace_of(ext);
+        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
+        let current = match self
+            .svms
+            .get(&ObjectRef::new(&plan.object).within(&namespace))
+        {
+            Some(cached) => Some((*cached).clone()),
+            None => api
+                .get_opt(&plan.object)
+                .await
+                .map_err(kube_error("SVMReadFailed"))?,
+        };
+        let Some(current) = current else {
+            let created = api
+                .create(&PostParams::default(), &desired)
+                .await
+                .map_err(kube_error("SVMCreateFailed"))?;
+            return Ok(Outcome::Changed(created));
+        };
+        if current
+            .owner_references()
+            .iter()
+            .all(|o| Some(&o.uid) != ext.uid().as_ref())
+        {
+            return Err(StepError::invalid(
+                reason::CONFIGURATION,
+                format!(
+                    "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
+                    plan.object
+                ),
+            ));
+        }
+        if current.spec == desired.spec {
+            return Ok(Outcome::Unchanged(current));
+        }
+        let patched = api
+            .patch(
+                &plan.object,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": desired.spec})),
+            )
+            .await
+            .map_err(|e| match &e {
+                // The SVM API's validation (immutable fields, address rules) speaks to the
+                // providerConfig's author.
+                kube::Error::Api(s) if s.code == 422 => {
+                    StepError::invalid(reason::CONFIGURATION, s.message.clone())
+                }
+                _ => StepError::from_kube("SVMPatchFailed", e),
+            })?;
+        Ok(Outcome::Changed(patched))
+    }
+
+    /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
+    /// Failures of the OntapCluster or the SVM become the failures gardenlet reads codes from.
+    async fn svm_ready(&self, namespace: &str, plan: &Plan) -> Result<Outcome<String>, StepError> {
+        if let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) {
+            let conditions = cluster
+                .status
+                .as_ref()
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default();
+            let connected = conditions.iter().find(|c| c.type_ == "Connected");
+            if let Some(c) = connected.filter(|c| c.status == "False") {
+                let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
+                return Err(if c.reason == UNAUTHENTICATED {
+                    StepError::transient_msg(reason::UNAUTHENTICATED, detail)
+                } else {
+                    StepError::transient_msg(reason::UNREACHABLE, detail)
+                });
+            }
+        } else {
+            return Err(StepError::invalid(
+                reason::CONFIGURATION,
+                format!("the OntapCluster {} does not exist", plan.cluster),
+            ));
+        }
+        let Some(svm) = self
+            .svms
+            .get(&ObjectRef::new(&plan.object).within(namespace))
+        else {
+            return Ok(Outcome::waiting(
+                "SVMNotCached",
+                "the StorageVirtualMachine was just created",
+                CONVERGING,
+            ));
+        };
+        let generation = svm.metadata.generation;
+        let status = svm.status.clone().unwrap_or_default();
+        let condition = |type_: &str| {
+            status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == type_ && c.observed_generation == generation)
+                .cloned()
+        };
+        let ready = condition("Ready");
+        let secret_ready = condition("SecretReady");
+        if status.observed_generation == generation
+            && ready.as_ref().is_some_and(|c| c.status == "True")
+            && secret_ready.as_ref().is_some_and(|c| c.status == "True")
+        {
+            return Ok(Outcome::Unchanged(status.uuid.unwrap_or_default()));
+        }
+        let why = ready
+            .map(|c| format!("{}: {}", c.reason, c.message))
+            .unwrap_or_else(|| "not reconciled at its generation yet".to_string());
+        let message = format!("StorageVirtualMachine {}: {why}", plan.object);
+        if let Some(halted) = status.halted.as_ref().filter(|h| h.attempts > 0) {
+            return Err(classify_svm_failure(&halted.reason, &message));
+        }
+        if status.phase == Some(crate::api::SvmPhase::Failed) {
+            return Err(StepError::invalid(reason::CONFIGURATION, message));
+        }
+        Ok(Outcome::waiting("SVMNotReady", message, CONVERGING))
+    }
+
+    /// Step `CredentialsVerified`: the seed Secret's credentials authenticate against ONTAP.
+    async fn verify_credentials(
+        &self,
+        namespace: &str,
+        plan: &Plan,
+    ) -> Result<Outcome<ShootCredentials>, StepError> {
+        let waiting = |message: String| {
+            Ok(Outcome::waiting(
+                "CredentialsNotVerified",
+                message,
+                CONVERGING,
+            ))
+        };
+        let Some(secret) = self
+            .secrets
+            .get(&ObjectRef::new(&plan.secret).within(namespace))
+        else {
+            return waiting(format!(
+                "the seed Secret {} does not exist yet",
+                plan.secret
+            ));
+        };
+        let (Some(username), Some(password)) = (
+            secret_text(&secret, USERNAME_KEY),
+            secret_text(&secret, PASSWORD_KEY),
+        ) else {
+            return waiting(format!("the seed Secret {} is incomplete", plan.secret));
+        };
+        let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
+            return waiting(format!(
+                "the OntapCluster {} is not cached yet",
+                plan.cluster
+            ));
+        };
+        let client = match self.connections.connect(&cluster).await {
+            Ok(client) => client,
+            Err(e) => return e.into_step_result(),
+        };
+        let password = SecretString::from(password);
+        let check = client
+            .verify_credentials(&username, &password, &plan.svm_name)
+            .await
+            .map_err(|e| StepError::transient(reason::UNREACHABLE, e))?;
+        if !check.is_valid() {
+            // The SVM's controller repairs it; the Secret's change brings us back.
+            return waiting(format!(
+                "the credentials in {} do not authenticate against ONTAP ({check:?})",
+                plan.secret
+            ));
+        }
+        Ok(Outcome::Unchanged(ShootCredentials { username, password }))
+    }
+
+    /// Step `DeliveryApplied`: each ManagedResource's Secret, then the ManagedResource.
+    async fn apply_delivery(
+        &self,
+        namespace: &str,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        credentials: &ShootCredentials,
+    ) -> Result<Outcome, StepError> {
+        let images = ShootImages {
+            trident_operator: config
+                .trident_operator_image
+                .clone()
+                .unwrap_or_else(|| self.settings.images.trident_operator.clone()),
+            ..self.settings.images.clone()
+        };
+        let inputs = ShootInputs {
+            config,
+            svm_name: &plan.svm_name,
+            secret_name: &plan.secret,
+            credentials,
+            images: &images,
+        };
+        let bundles = shoot_delivery(namespace, &inputs, false)
+            .map_err(|e| StepError::transient_msg("RenderFailed", e.to_string()))?;
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
+        let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
+        let mut changed = false;
+        for bundle in bundles {
+            let name = bundle.managed_resource.name_any();
+            let current = mrs
+                .get_opt(&name)
+                .await
+                .map_err(kube_error("MRReadFailed"))?;
+            let same = current.as_ref().is_some_and(|c| {
+                c.spec == bundle.managed_resource.spec
+                    && c.labels().get(ORIGIN_LABEL).map(String::as_str) == Some(ORIGIN)
+            });
+            if same {
+                continue;
+            }
+            match secrets.create(&PostParams::default(), &bundle.secret).await {
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                other => {
+                    other.map_err(kube_error("MRSecretWriteFailed"))?;
+                }
+            }
+            let patch = json!({
+                "apiVersion": "resources.gardener.cloud/v1alpha1",
+                "kind": "ManagedResource",
+                "metadata": {"name": name, "labels": bundle.managed_resource.metadata.labels},
+                "spec": bundle.managed_resource.spec,
+            });
+            mrs.patch(
+                &name,
+                &PatchParams::apply(CONTROLLER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(kube_error("MRWriteFailed"))?;
+            // The previous content's Secret; Gardener's garbage collector would remove it too.
+            for old in current.iter().flat_map(|c| c.spec.secret_refs.iter()) {
+                if !bundle.managed_resource.spec.secret_refs.contains(old) {
+                    delete_ignoring_missing(&secrets, &old.name).await?;
+                }
+            }
+            changed = true;
+        }
+        Ok(if changed {
+            Outcome::changed()
+        } else {
+            Outcome::unchanged()
+        })
+    }
+
+    /// Step `DeliveryHealthy`: applied at their generation; all but the Trident operator's
+    /// workloads healthy (those need the shoot's nodes; the condition reports them).
+    fn delivery_applied(&self, namespace: &str) -> Result<Outcome, StepError> {
+        let mut pending = Vec::new();
+        for name in MANAGED_RESOURCE_NAMES {
+            let mr = self
+                .managed_resources
+                .get(&ObjectRef::new(name).within(namespace));
+            let check = match &mr {
+                None => Err(format!("managed resource {name} not found")),
+                Some(mr) if name == INIT_MANAGED_RESOURCE => applied(mr),
+                Some(mr) => mr.check_healthy(),
+            };
+            if let Err(why) = check {
+                pending.push(why);
+            }
+        }
+        if pending.is_empty() {
+            Ok(Outcome::unchanged())
+        } else {
+            Ok(Outcome::waiting(
+                "DeliveryPending",
+                pending.join("; "),
+                CONVERGING,
+            ))
+        }
+    }
+
+    // ---------------------------------------------------------------- restore
+
+    /// Step `SvmAdopted`: a StorageVirtualMachine object for the restored SVM, with its seed
+    /// Secret holding the restored credentials, so its controller adopts the SVM and keeps the
+    /// password.
+    async fn adopt(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        state: &ExtensionState,
+    ) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        let svms: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+        let existing = svms
+            .get_opt(&plan.object)
+            .await
+            .map_err(kube_error("SVMReadFailed"))?;
+        let svm = match existing {
+            Some(svm) => svm,
+            None => {
+                let restored = secrets
+                    .get_opt(&state.credentials_secret)
+                    .await
+                    .map_err(kube_error("StateSecretReadFailed"))?
+                    .ok_or_else(|| {
+                        StepError::transient_msg(
+                            "StateSecretMissing",
+                            format!(
+                                "the Secret {} named in status.resources was not restored",
+                                state.credentials_secret
+                            ),
+                        )
+                    })?;
+                let _ = restored;
+                let desired = self.desired_svm(ext, config, plan, state.svm_uuid.as_deref())?;
+                svms.create(&PostParams::default(), &desired)
+                    .await
+                    .map_err(kube_error("SVMCreateFailed"))?
+            }
+        };
+        if secrets
+            .get_opt(&plan.secret)
+            .await
+            .map_err(kube_error("SecretReadFailed"))?
+            .is_some()
+        {
+            return Ok(Outcome::unchanged());
+        }
+        let restored = secrets
+            .get_opt(&state.credentials_secret)
+            .await
+            .map_err(kube_error("StateSecretReadFailed"))?;
+        let Some((username, password)) = restored
+            .as_ref()
+            .and_then(|s| Some((secret_text(s, USERNAME_KEY)?, secret_text(s, PASSWORD_KEY)?)))
+        else {
+            return Err(StepError::invalid(
+                reason::CONFIGURATION,
+                format!(
+                    "the restored Secret {} has no credentials",
+                    state.credentials_secret
+                ),
+            ));
+        };
+        let fields = SeedFields {
+            username,
+            password: SecretString::from(password),
+            management_lif: config.management_lif.ip.to_string(),
+            svm_name: state.svm_name.clone(),
+            svm_uuid: state.svm_uuid.clone().unwrap_or_default(),
+        };
+        let seed = build_seed_secret(&svm, &fields)
+            .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
+        match secrets.create(&PostParams::default(), &seed).await {
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::unchanged()),
+            other => other
+                .map(|_| Outcome::changed())
+                .map_err(kube_error("SecretWriteFailed")),
+        }
+    }
+
+    // ---------------------------------------------------------------- migrate
+
+    async fn migrate(
+        &self,
+        ext: &Extension,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let namespace = namespace_of(ext);
+        steps
+            .step(ExtensionStep::StateSaved, || self.save_state(ext))
+            .await?;
+        steps
+            .step(ExtensionStep::DeliveryReleased, || {
+                self.remove_delivery(&namespace, true, true)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::SvmReleased, || {
+                self.remove_svm(ext, true, false)
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Step `StateSaved`: the SVM's identity in `status.state`, its credentials in
+    /// [`STATE_SECRET`] named by `status.resources`, so gardenlet carries both to the new seed.
+    async fn save_state(&self, ext: &Extension) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        let Some(svm) = self
+            .svms
+            .get(&ObjectRef::new(&ext.name_any()).within(&namespace))
+        else {
+            // Nothing provisioned here (or released by an earlier pass): whatever state was
+            // saved stays.
+            return Ok(Outcome::unchanged());
+        };
+        let status = svm.status.clone().unwrap_or_default();
+        let secret_name = crate::controllers::svm::seed_secret_name(&svm);
+        let Some(seed) = self
+            .secrets
+            .get(&ObjectRef::new(&secret_name).within(&namespace))
+        else {
+            return Ok(Outcome::waiting(
+                "SeedSecretMissing",
+                format!("the seed Secret {secret_name} is being repaired"),
+                CONVERGING,
+            ));
+        };
+        let state = ExtensionState {
+            cluster: svm.spec.cluster_ref.name.clone(),
+            svm_name: status
+                .svm_name
+                .clone()
+                .or(svm.spec.svm_name.clone())
+                .unwrap_or_default(),
+            svm_uuid: status.uuid.clone(),
+            account: svm
+                .spec
+                .account
+                .as_ref()
+                .and_then(|a| a.name.clone())
+                .unwrap_or_default(),
+            credentials_secret: STATE_SECRET.to_string(),
+        };
+        let data: BTreeMap<String, ByteString> = [USERNAME_KEY, PASSWORD_KEY]
+            .into_iter()
+            .filter_map(|k| Some((k.to_string(), seed.data.as_ref()?.get(k)?.clone())))
+            .collect();
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(STATE_SECRET.to_string()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            type_: Some("Opaque".into()),
+            data: Some(data),
+            ..Secret::default()
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+        secrets
+            .patch(
+                STATE_SECRET,
+                &PatchParams::apply(CONTROLLER).force(),
+                &Patch::Apply(&secret),
+            )
+            .await
+            .map_err(kube_error("StateSecretWriteFailed"))?;
+        Api::<Extension>::namespaced(self.kube.clone(), &namespace)
+            .patch_status(
+                &ext.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(migration_status_patch(&state)),
+            )
+            .await
+            .map_err(kube_error("StateWriteFailed"))?;
+        Ok(Outcome::changed())
+    }
+
+    // ---------------------------------------------------------------- delete
+
+    async fn delete(
+        &self,
+        ext: &Extension,
+        force: bool,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let namespace = namespace_of(ext);
+        steps
+            .step(ExtensionStep::DeliveryDeleted, || {
+                self.remove_delivery(&namespace, false, !force)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::SvmDeleted, || {
+                self.remove_svm(ext, false, force)
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the ManagedResources (first setting `keepObjects` when `keep`), waits until the
+    /// resource manager released them when `wait`, then deletes their Secrets.
+    async fn remove_delivery(
+        &self,
+        namespace: &str,
+        keep: bool,
+        wait: bool,
+    ) -> Result<Outcome, StepError> {
+        let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
+        let mut remaining = Vec::new();
+        for name in MANAGED_RESOURCE_NAMES {
+            let Some(mr) = mrs
+                .get_opt(name)
+                .await
+                .map_err(kube_error("MRReadFailed"))?
+            else {
+                continue;
+            };
+            if keep && mr.spec.keep_objects != Some(true) {
+                let patch: Value = serde_json::from_str(KEEP_OBJECTS_PATCH)
+                    .map_err(|e| StepError::transient_msg("PatchBuildFailed", e.to_string()))?;
+                mrs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(kube_error("MRPatchFailed"))?;
+            }
+            if mr.metadata.deletion_timestamp.is_none() {
+                delete_ignoring_missing(&mrs, name).await?;
+            }
+            if wait {
+                remaining.push(name);
+            } else {
+                for secret in &mr.spec.secret_refs {
+                    delete_ignoring_missing(&secrets, &secret.name).await?;
+                }
+            }
+        }
+        if !remaining.is_empty() {
+            return Ok(Outcome::waiting(
+                "DeliveryDeleting",
+                format!(
+                    "the resource manager is removing {} from the shoot",
+                    remaining.join(", ")
+                ),
+                CONVERGING,
+            ));
+        }
+        // Gone: their Secrets may go now (and any left by an interrupted earlier pass).
+        let list = secrets
+            .list(&Default::default())
+            .await
+            .map_err(kube_error("SecretListFailed"))?;
+        for secret in list {
+            let name = secret.name_any();
+            if MANAGED_RESOURCE_NAMES
+                .iter()
+                .any(|mr| name.starts_with(&format!("managedresource-{mr}-")))
+            {
+                delete_ignoring_missing(&secrets, &name).await?;
+            }
+        }
+        Ok(Outcome::unchanged())
+    }
+
+    /// Deletes the StorageVirtualMachine object. `retain` first sets `deletionPolicy: Retain`
+    /// (a migration: ONTAP must stay as it is); `orphan` removes its finalizer instead of waiting
+    /// for ONTAP (force-deletion).
+    async fn remove_svm(
+        &self,
+        ext: &Extension,
+        retain: bool,
+        orphan: bool,
+    ) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
+        let name = ext.name_any();
+        let Some(svm) = api
+            .get_opt(&name)
+            .await
+            .map_err(kube_error("SVMReadFailed"))?
+        else {
+            return Ok(Outcome::unchanged());
+        };
+        if svm
+            .owner_references()
+            .iter()
+            .all(|o| Some(&o.uid) != ext.uid().as_ref())
+        {
+            return Ok(Outcome::unchanged());
+        }
+        if retain && svm.spec.deletion_policy != DeletionPolicy::Retain {
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"deletionPolicy": "Retain"}})),
+            )
+            .await
+            .map_err(kube_error("SVMPatchFailed"))?;
+        }
+        if svm.metadata.deletion_timestamp.is_none() {
+            delete_ignoring_missing(&api, &name).await?;
+        }
+        if orphan {
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+            .or_else(|e| {
+                if is_not_found(&e) {
+                    Ok(svm.clone())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(kube_error("SVMFinalizerRemoveFailed"))?;
+            return Ok(Outcome::changed());
+        }
+        Ok(Outcome::waiting(
+            "SVMDeleting",
+            format!("the StorageVirtualMachine {name} is being deleted"),
+            CONVERGING,
+        ))
+    }
+
+    // ---------------------------------------------------------------- status
+
+    /// Writes what this pass found: `lastOperation`/`lastError`/`observedGeneration` on an
+    /// operation pass, the `SystemComponentsHealthy` condition always — each only when it
+    /// differs from what the object shows.
+    async fn report(&self, ext: &Extension, pass: &PassReport, steps: &StepRunner<ExtensionStep>) {
+        let now = Time(Timestamp::now());
+        let status = ext.status.clone().unwrap_or_default();
+        let halted = steps.records().iter().find(|r| !r.state.is_done());
+        let previous = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == SYSTEM_COMPONENTS_HEALTHY);
+        let mut patch = match halted.map(|r| &r.state) {
+            None => {
+                if pass.operation {
+                    success_patch(ext.metadata.generation, pass.op, &now)
+                } else {
+                    json!({"status": {}})
+                }
+            }
+            Some(StepState::Waiting(wait)) => {
+                let unchanged = status.last_operation.as_ref().is_some_and(|last| {
+                    last.state == LastOperationState::Processing
+                        && last.type_ == pass.op
+                        && last.description.ends_with(&wait.message)
+                });
+                if pass.operation && !unchanged {
+                    let step = halted.map(|r| r.name).unwrap_or_default();
+                    processing_patch(
+                        pass.op,
+                        Some(&format!("{step}: {}", wait.message)),
+                        progress(step),
+                        &now,
+                    )
+                } else {
+                    json!({"status": {}})
+                }
+            }
+            Some(StepState::Failed(err)) => {
+                let failure = self.failure(ext, pass, err.reason(), err.message());
+                if pass.operation {
+                    error_patch(ext.metadata.generation, pass.op, &failure, &now)
+                } else {
+                    json!({"status": {}})
+                }
+            }
+            Some(_) => json!({"status": {}}),
+        };
+        if pass.op != LastOperationType::Delete && pass.op != LastOperationType::Migrate {
+            let condition =
+                self.health_condition(ext, pass, halted.map(|r| &r.state), previous, &now);
+            if previous.is_none_or(|p| !same_condition(p, &condition)) {
+                patch["status"]["conditions"] = json!([condition]);
+            }
+        }
+        if patch["status"].as_object().is_some_and(|m| !m.is_empty()) {
+            self.patch_status(ext, &patch).await;
+        }
+    }
+
+    fn failure(
+        &self,
+        ext: &Extension,
+        pass: &PassReport,
+        reason: &str,
+        message: &str,
+    ) -> ExtensionFailure {
+        let cluster = pass.cluster.clone().unwrap_or_default();
+        let detail = message.to_string();
+        match reason {
+            // The providerConfig's own error when it has one; else the configuration is valid
+            // but does not fit (the SVM API refused it, the OntapCluster does not exist).
+            reason::CONFIGURATION => match parse_provider_config(
+                ext.spec.provider_config.as_ref(),
+                &self.settings.config_defaults,
+            ) {
+                Err(e) => ExtensionFailure::Configuration(e),
+                Ok(_) => ExtensionFailure::Shoot(detail),
+            },
+            reason::SHOOT => ExtensionFailure::Shoot(detail),
+            reason::UNAUTHENTICATED => ExtensionFailure::OntapUnauthenticated { cluster, detail },
+            reason::UNREACHABLE => ExtensionFailure::OntapUnreachable { cluster, detail },
+            reason::DEPLETED => ExtensionFailure::ResourcesDepleted { cluster, detail },
+            _ => ExtensionFailure::Other(detail),
+        }
+    }
+
+    fn health_condition(
+        &self,
+        ext: &Extension,
+        pass: &PassReport,
+        halted: Option<&StepState>,
+        previous: Option<&GardenerCondition>,
+        now: &Time,
+    ) -> GardenerCondition {
+        let namespace = namespace_of(ext);
+        let found: Vec<(&str, Option<ManagedResource>)> = MANAGED_RESOURCE_NAMES
+            .iter()
+            .map(|name| {
+                (
+                    *name,
+                    self.managed_resources
+                        .get(&ObjectRef::new(name).within(&namespace))
+                        .map(|m| (*m).clone()),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, Option<&ManagedResource>)> =
+            found.iter().map(|(n, m)| (*n, m.as_ref())).collect();
+        let mut condition = system_components_condition(&refs, pass.hibernated, previous, now);
+        if pass.hibernated {
+            return condition;
+        }
+        let (status, reason, message, codes) = match halted {
+            Some(StepState::Failed(err)) => {
+                let failure = self.failure(ext, pass, err.reason(), err.message());
+                (
+                    "False",
+                    "HealthCheckUnsuccessful",
+                    failure.to_string(),
+                    failure.codes(),
+                )
+            }
+            Some(StepState::Waiting(wait)) => (
+                "Progressing",
+                "HealthCheckProgressing",
+                wait.message.clone(),
+                Vec::new(),
+            ),
+            _ => return condition,
+        };
+        if previous.is_none_or(|p| p.status != status) {
+            condition.last_transition_time = now.clone();
+        }
+        condition.status = status.to_string();
+        condition.reason = reason.to_string();
+        condition.message = crate::engine::text::bounded(&message);
+        condition.codes = codes;
+        condition
+    }
+}
+
+fn same_condition(a: &GardenerCondition, b: &GardenerCondition) -> bool {
+    a.status == b.status && a.reason == b.reason && a.message == b.message && a.codes == b.codes
+}
+
+/// A rough share of the reconcile done when `step` waits, as `lastOperation.progress`.
+fn progress(step: &str) -> i32 {
+    const ORDER: [ExtensionStep; 7] = [
+        ExtensionStep::ShootRead,
+        ExtensionStep::ConfigValid,
+        ExtensionStep::SvmDeclared,
+        ExtensionStep::SvmReady,
+        ExtensionStep::CredentialsVerified,
+        ExtensionStep::DeliveryApplied,
+        ExtensionStep::DeliveryHealthy,
+    ];
+    use crate::engine::StepName;
+    let index = ORDER.iter().position(|s| s.as_str() == step).unwrap_or(0);
+    i32::try_from(1 + index * 90 / ORDER.len()).unwrap_or(1)
+}
+
+/// What an SVM that keeps failing says, as the failure gardenlet reads codes from.
+fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
+    let lower = message.to_lowercase();
+    let depleted = [
+        "insufficient",
+        "no space",
+        "not enough space",
+        "out of space",
+        "limit reached",
+        "maximum number",
+    ]
+    .iter()
+    .any(|p| lower.contains(p));
+    if depleted {
+        return StepError::transient_msg(reason::DEPLETED, message.to_string());
+    }
+    match svm_reason {
+        "InvalidSpec"
+        | "SVMNameInUse"
+        | "SecretNameInUse"
+        | "AccountRoleMismatch"
+        | "SVMNameChanged"
+        | "AggregateNotFound" => StepError::invalid(reason::CONFIGURATION, message.to_string()),
+        _ => StepError::transient_msg("SVMFailing", message.to_string()),
+    }
+}
+
+fn applied(mr: &ManagedResource) -> Result<(), String> {
+    let status = mr.status.clone().unwrap_or_default();
+    if status.observed_generation != mr.metadata.generation {
+        return Err(format!(
+            "managed resource {} is not observed at its generation yet",
+            mr.name_any()
+        ));
+    }
+    match status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == super::api::mr_condition::RESOURCES_APPLIED)
+    {
+        Some(c) if c.status == "True" => Ok(()),
+        Some(c) => Err(format!(
+            "managed resource {} is not applied: {}",
+            mr.name_any(),
+            c.message
+        )),
+        None => Err(format!(
+            "managed resource {} is not applied yet",
+            mr.name_any()
+        )),
+    }
+}
+
+fn secret_text(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    String::from_utf8(bytes.0.clone())
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+async fn delete_ignoring_missing<K>(api: &Api<K>, name: &str) -> Result<(), StepError>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Err(e) if !is_not_found(&e) => Err(StepError::from_kube("DeleteFailed", e)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_svms_map_to_gardener_codes() {
+        let code = |reason: &str, message: &str| {
+            classify_svm_failure(reason, message).reason().to_string()
+        };
+        assert_eq!(
+            code("SVMCreateFailed", "aggregate aggr1: insufficient space"),
+            reason::DEPLETED
+        );
+        assert_eq!(code("SVMNameInUse", "taken"), reason::CONFIGURATION);
+        assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
+    }
+
+    #[test]
+    fn progress_grows_with_the_steps() {
+        assert_eq!(progress("ShootRead"), 1);
+        assert!(progress("DeliveryHealthy") > progress("SvmReady"));
+        assert!(progress("DeliveryHealthy") < 100);
+    }
+}
