@@ -341,6 +341,17 @@ fn kube_error(reason: &'static str) -> impl FnOnce(kube::Error) -> StepError {
     move |e| StepError::from_kube(reason, e)
 }
 
+/// The SVM API's validation (immutable fields, address rules) speaks to the providerConfig's
+/// author: a 422 is a configuration problem, anything else what the API server says it is.
+fn rejected(reason: &'static str, e: kube::Error) -> StepError {
+    match &e {
+        kube::Error::Api(s) if s.code == 422 => {
+            StepError::invalid(self::reason::CONFIGURATION, s.message.clone())
+        }
+        _ => StepError::from_kube(reason, e),
+    }
+}
+
 fn namespace_of(ext: &Extension) -> String {
     ext.namespace().unwrap_or_default()
 }
@@ -509,8 +520,13 @@ impl ExtensionReconciler {
                 (naming::project_svm_name(project), account)
             }
         };
-        let secret = naming::credentials_secret_name(&svm_name, &namespace)
-            .unwrap_or_else(|| format!("{object}-ontap-credentials"));
+        // metal-stack's name where a switch must find its Secrets; an SVM name may hold
+        // characters a Secret name cannot.
+        let secret = match config.sharing {
+            SvmSharing::PerProject => naming::credentials_secret_name(&svm_name, &namespace),
+            SvmSharing::PerShoot => None,
+        }
+        .unwrap_or_else(|| format!("{object}-svm-credentials"));
         Ok(Plan {
             object,
             cluster,
@@ -531,6 +547,11 @@ impl ExtensionReconciler {
         let all = self.ontap_clusters.store().state();
         match all.as_slice() {
             [only] => Ok(only.name_any()),
+            // Not cached yet, or not created yet: a missing reference is waited for.
+            [] => Err(StepError::transient_msg(
+                "OntapClusterMissing",
+                "providerConfig names no cluster and there is no OntapCluster yet",
+            )),
             _ => Err(StepError::invalid(
                 reason::CONFIGURATION,
                 format!(
@@ -610,7 +631,7 @@ impl ExtensionReconciler {
             let created = api
                 .create(&PostParams::default(), &desired)
                 .await
-                .map_err(kube_error("SVMCreateFailed"))?;
+                .map_err(|e| rejected("SVMCreateFailed", e))?;
             return Ok(Outcome::Changed(created));
         };
         if current
@@ -636,14 +657,7 @@ impl ExtensionReconciler {
                 &Patch::Merge(json!({"spec": desired.spec})),
             )
             .await
-            .map_err(|e| match &e {
-                // The SVM API's validation (immutable fields, address rules) speaks to the
-                // providerConfig's author.
-                kube::Error::Api(s) if s.code == 422 => {
-                    StepError::invalid(reason::CONFIGURATION, s.message.clone())
-                }
-                _ => StepError::from_kube("SVMPatchFailed", e),
-            })?;
+            .map_err(|e| rejected("SVMPatchFailed", e))?;
         Ok(Outcome::Changed(patched))
     }
 
@@ -905,7 +919,7 @@ impl ExtensionReconciler {
                 let desired = self.desired_svm(ext, config, plan, state.svm_uuid.as_deref())?;
                 svms.create(&PostParams::default(), &desired)
                     .await
-                    .map_err(kube_error("SVMCreateFailed"))?
+                    .map_err(|e| rejected("SVMCreateFailed", e))?
             }
         };
         if secrets
@@ -1079,8 +1093,9 @@ impl ExtensionReconciler {
     ) -> Result<Outcome, StepError> {
         let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
-        let mut remaining = Vec::new();
-        for name in MANAGED_RESOURCE_NAMES {
+        // In reverse: the CRDs go last, or the resource manager could no longer delete the
+        // TridentOrchestrator whose kind they define.
+        for name in MANAGED_RESOURCE_NAMES.iter().rev().copied() {
             let Some(mr) = mrs
                 .get_opt(name)
                 .await
@@ -1099,22 +1114,15 @@ impl ExtensionReconciler {
                 delete_ignoring_missing(&mrs, name).await?;
             }
             if wait {
-                remaining.push(name);
-            } else {
-                for secret in &mr.spec.secret_refs {
-                    delete_ignoring_missing(&secrets, &secret.name).await?;
-                }
+                return Ok(Outcome::waiting(
+                    "DeliveryDeleting",
+                    format!("the resource manager is removing {name} from the shoot"),
+                    CONVERGING,
+                ));
             }
-        }
-        if !remaining.is_empty() {
-            return Ok(Outcome::waiting(
-                "DeliveryDeleting",
-                format!(
-                    "the resource manager is removing {} from the shoot",
-                    remaining.join(", ")
-                ),
-                CONVERGING,
-            ));
+            for secret in &mr.spec.secret_refs {
+                delete_ignoring_missing(&secrets, &secret.name).await?;
+            }
         }
         // Gone: their Secrets may go now (and any left by an interrupted earlier pass).
         let list = secrets

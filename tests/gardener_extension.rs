@@ -1,0 +1,625 @@
+//! The Extension controller end to end: the real operator binary (running as the ServiceAccount
+//! of `deploy/rbac.yaml` plus the chart's generated extension rules) against mock ONTAP, Gardener's
+//! own CRDs in the seed, and the real gardener-resource-manager delivering into a second control
+//! plane playing the shoot. The test plays gardenlet: it writes the Cluster and the Extension and
+//! asks for operations with the annotations gardenlet writes, and judges readiness with
+//! gardenlet's own health function ([`ready_for_gardenlet`]).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use ontap_operator::controllers::extension::api::{
+    Cluster, ErrorCode, Extension, LastOperationState, LastOperationType,
+};
+use ontap_operator::controllers::extension::status::ready_for_gardenlet;
+use serde_json::{Value, json};
+use support::gardener::Gardener;
+use support::operator::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorProcess};
+use support::repo_root;
+use support::svm::{SvmWorld, fast_mock, tail};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Binds the operator's ServiceAccount to the chart's generated extension rules.
+async fn bind_extension_rules(client: &kube::Client) {
+    let text = std::fs::read_to_string(
+        repo_root().join("deploy/chart/files/clusterrole-rules-extension.yaml"),
+    )
+    .unwrap();
+    let rules: Vec<PolicyRule> = serde_yaml::from_str(&text).unwrap();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "ontap-operator-extension"}, "rules": rules
+    }))
+    .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "ontap-operator-extension"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "ontap-operator-extension"},
+        "subjects": [{"kind": "ServiceAccount", "name": OPERATOR_SERVICE_ACCOUNT, "namespace": OPERATOR_NAMESPACE}]
+    }))
+    .unwrap();
+    let params = PatchParams::apply("gardener-extension-test").force();
+    Api::<ClusterRole>::all(client.clone())
+        .patch("ontap-operator-extension", &params, &Patch::Apply(&role))
+        .await
+        .unwrap();
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch("ontap-operator-extension", &params, &Patch::Apply(&binding))
+        .await
+        .unwrap();
+}
+
+fn operator_args(namespace: &str) -> Vec<String> {
+    vec![
+        format!("--namespace={namespace}"),
+        "--extension-type=ontap".into(),
+        format!("--heartbeat-namespace={OPERATOR_NAMESPACE}"),
+        "--heartbeat-renew-interval=5s".into(),
+    ]
+}
+
+/// The world of one shoot: Gardener around it, an ONTAP, and the operator watching the shoot's
+/// control-plane namespace.
+async fn world(g: &Gardener) -> SvmWorld {
+    let args = operator_args(&g.namespace);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let w = SvmWorld::with(fast_mock(), &args).await;
+    bind_extension_rules(&w.env.client).await;
+    w
+}
+
+/// Restarts the operator for another namespace: a migration moves the shoot to a new seed, with
+/// an extension of its own.
+fn respawn_operator(w: &mut SvmWorld, namespace: &str) {
+    w.operator.kill();
+    let kubeconfig = support::control_plane()
+        .dir
+        .as_ref()
+        .unwrap()
+        .join("operator.kubeconfig");
+    let mut args = operator_args(namespace);
+    args.extend([
+        format!("--ontap-cluster-selector=ontap-test={}", w.env.namespace),
+        "--ontap-request-timeout=2s".into(),
+        "--backoff-max=5s".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    w.operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
+}
+
+async fn create_cluster(g: &Gardener, namespace: &str, annotations: Value) {
+    let cluster: Cluster = serde_json::from_value(json!({
+        "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Cluster",
+        "metadata": {"name": namespace},
+        "spec": {
+            "cloudProfile": {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "CloudProfile"},
+            "seed": {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed"},
+            "shoot": {
+                "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+                "metadata": {"name": "web-a", "namespace": "garden-test", "annotations": annotations},
+                "status": {"lastOperation": {"type": "Reconcile", "state": "Succeeded"}}
+            }
+        }
+    }))
+    .unwrap();
+    Api::<Cluster>::all(g.seed.clone())
+        .create(&PostParams::default(), &cluster)
+        .await
+        .unwrap();
+}
+
+fn extensions(g: &Gardener, namespace: &str) -> Api<Extension> {
+    Api::namespaced(g.seed.clone(), namespace)
+}
+
+fn now() -> String {
+    Timestamp::now().to_string()
+}
+
+/// gardenlet's deploy: the Extension (created or its spec updated), annotated with an operation
+/// and a timestamp. Returns the timestamp, which gardenlet's wait compares.
+async fn request(g: &Gardener, namespace: &str, operation: &str) -> String {
+    let timestamp = now();
+    extensions(g, namespace)
+        .patch(
+            "ontap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "gardener.cloud/operation": operation,
+                "gardener.cloud/timestamp": timestamp,
+            }}})),
+        )
+        .await
+        .unwrap();
+    timestamp
+}
+
+async fn create_extension(g: &Gardener, namespace: &str, config: Value, operation: &str) -> String {
+    let timestamp = now();
+    let ext: Extension = serde_json::from_value(json!({
+        "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Extension",
+        "metadata": {"name": "ontap", "namespace": namespace, "annotations": {
+            "gardener.cloud/operation": operation,
+            "gardener.cloud/timestamp": timestamp,
+        }},
+        "spec": {"type": "ontap", "providerConfig": config}
+    }))
+    .unwrap();
+    extensions(g, namespace)
+        .create(&PostParams::default(), &ext)
+        .await
+        .unwrap();
+    timestamp
+}
+
+/// gardenlet's `WaitUntilExtensionObjectReady`: polls until its health function passes.
+async fn wait_ready(g: &Gardener, w: &SvmWorld, namespace: &str, timestamp: &str) -> Duration {
+    let start = Instant::now();
+    loop {
+        let ext = extensions(g, namespace).get("ontap").await.unwrap();
+        match ready_for_gardenlet(&ext, Some(timestamp)) {
+            Ok(()) => return start.elapsed(),
+            Err(why) if start.elapsed() > TIMEOUT => panic!(
+                "Extension {namespace}/ontap not ready for gardenlet: {why}\nstatus: {}\n--- operator log ---\n{}\n--- GRM log ---\n{}",
+                serde_json::to_string_pretty(&ext.status).unwrap(),
+                tail(&w.operator.logs(), 80),
+                tail(&g.grm_log(), 20),
+            ),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+async fn wait_for(
+    w: &SvmWorld,
+    what: &str,
+    mut check: impl AsyncFnMut() -> Option<()>,
+) -> Duration {
+    let start = Instant::now();
+    loop {
+        if check().await.is_some() {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < TIMEOUT,
+            "{what}: not within {TIMEOUT:?}\n--- operator log ---\n{}",
+            tail(&w.operator.logs(), 80)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn svms_in_ontap(w: &SvmWorld) -> Vec<Value> {
+    w.state()["svms"].as_array().cloned().unwrap_or_default()
+}
+
+/// The credentials Secret in the shoot: username and password.
+async fn shoot_credentials(g: &Gardener, name: &str) -> Option<(String, String)> {
+    let secret = Api::<Secret>::namespaced(g.shoot.clone(), "kube-system")
+        .get_opt(name)
+        .await
+        .unwrap()?;
+    let data = secret.data?;
+    let text = |k: &str| String::from_utf8(data.get(k)?.0.clone()).ok();
+    Some((text("username")?, text("password")?))
+}
+
+fn backend_configs(g: &Gardener) -> Api<DynamicObject> {
+    Api::all_with(
+        g.shoot.clone(),
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "trident.netapp.io",
+            "v1",
+            "TridentBackendConfig",
+        )),
+    )
+}
+
+/// A second resource manager for another namespace of the same seed, writing to the same shoot.
+struct ExtraGrm(PathBuf);
+
+impl ExtraGrm {
+    fn start(g: &Gardener, namespace: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("grm-{namespace}"));
+        let status = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
+            .args(["up", "--dir"])
+            .arg(&dir)
+            .arg("--seed-kubeconfig")
+            .arg(&g.seed_kubeconfig)
+            .arg("--shoot-kubeconfig")
+            .arg(&g.shoot_kubeconfig)
+            .args(["--namespace", namespace])
+            .args(["--owner-pid", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Self(dir)
+    }
+}
+
+impl Drop for ExtraGrm {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
+            .args(["down", "--dir"])
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The shoot control plane runs no kube-controller-manager, so no garbage collector finishes the
+/// foreground deletions the resource manager asks for: this plays its part for objects without
+/// dependents (the GC's own shortcut), for the kinds `trident-init` delivers.
+fn garbage_collector_stand_in(shoot: kube::Client) -> tokio::task::JoinHandle<()> {
+    let kinds = [
+        ("apps", "v1", "Deployment"),
+        ("apps", "v1", "DaemonSet"),
+        ("", "v1", "ServiceAccount"),
+        ("networking.k8s.io", "v1", "NetworkPolicy"),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+        ("trident.netapp.io", "v1", "TridentOrchestrator"),
+    ];
+    tokio::spawn(async move {
+        loop {
+            for (group, version, kind) in kinds {
+                let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+                let api: Api<DynamicObject> = Api::all_with(shoot.clone(), &resource);
+                let Ok(list) = api.list(&Default::default()).await else {
+                    continue;
+                };
+                for obj in list.items {
+                    if obj.metadata.deletion_timestamp.is_none()
+                        || !obj.finalizers().iter().any(|f| f == "foregroundDeletion")
+                    {
+                        continue;
+                    }
+                    let api: Api<DynamicObject> = match obj.metadata.namespace.as_deref() {
+                        Some(ns) => Api::namespaced_with(shoot.clone(), ns, &resource),
+                        None => Api::all_with(shoot.clone(), &resource),
+                    };
+                    let _ = api
+                        .patch(
+                            &obj.name_any(),
+                            &PatchParams::default(),
+                            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+                        )
+                        .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+}
+
+async fn set_admin_password(w: &SvmWorld, password: &str) {
+    w.secrets()
+        .patch(
+            "ontap-admin",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"password": password}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// create → Succeeded; reconcile again; broken admin credentials → ERR_INFRA_UNAUTHENTICATED and
+/// back; a deleted seed Secret repaired and re-delivered; migrate → restore on another namespace
+/// with one SVM throughout and the same password; delete → nothing left in ONTAP or the shoot.
+#[tokio::test]
+async fn extension_lifecycle_on_gardener_with_the_real_resource_manager() {
+    let g = Gardener::start().await;
+    let mut w = world(&g).await;
+    let ns = g.namespace.clone();
+    create_cluster(&g, &ns, json!({})).await;
+    let config = json!({
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": w.cluster,
+        "svm": {
+            "managementLif": {"ip": "192.0.2.20", "prefixLength": 24},
+            "dataLifs": [{"ip": "192.0.2.21", "prefixLength": 24}],
+            "protocols": ["nfs"]
+        }
+    });
+
+    // Create.
+    let ts = create_extension(&g, &ns, config, "reconcile").await;
+    let created = wait_ready(&g, &w, &ns, &ts).await;
+    let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+    assert!(
+        ext.finalizers()
+            .contains(&"extensions.gardener.cloud/ontap".to_string())
+    );
+    let status = ext.status.clone().unwrap();
+    assert_eq!(
+        status.last_operation.as_ref().unwrap().type_,
+        LastOperationType::Create
+    );
+    assert_eq!(svms_in_ontap(&w).len(), 1);
+    let svm_name = svms_in_ontap(&w)[0]["name"].as_str().unwrap().to_string();
+    let svm_uuid = svms_in_ontap(&w)[0]["uuid"].as_str().unwrap().to_string();
+    let secret_name = "ontap-svm-credentials".to_string();
+    let (user, password) = shoot_credentials(&g, &secret_name).await.unwrap();
+    assert!(
+        w.authenticates(&user, &password, &svm_name).await,
+        "the shoot's credentials work"
+    );
+    assert!(
+        !backend_configs(&g)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        !Api::<StorageClass>::all(g.shoot.clone())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    println!("create → Succeeded: {created:?}");
+
+    // Reconcile on request: the annotation goes, Succeeded again.
+    let ts = request(&g, &ns, "reconcile").await;
+    let reconciled = wait_ready(&g, &w, &ns, &ts).await;
+    println!("reconcile → Succeeded: {reconciled:?}");
+
+    // Broken administrator credentials: Error with ERR_INFRA_UNAUTHENTICATED; fixed: Succeeded.
+    let admin = w.mock.admin();
+    set_admin_password(&w, "wrong-password").await;
+    // The OntapCluster notices first; meanwhile the Shoot learns it from the condition.
+    wait_for(
+        &w,
+        "SystemComponentsHealthy False with the code",
+        async || {
+            let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+            let status = ext.status?;
+            let condition = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "SystemComponentsHealthy")?;
+            (condition.status == "False"
+                && condition.codes.contains(&ErrorCode::InfraUnauthenticated))
+            .then_some(())
+        },
+    )
+    .await;
+    let ts = request(&g, &ns, "reconcile").await;
+    let broke = wait_for(&w, "Error with ERR_INFRA_UNAUTHENTICATED", async || {
+        let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+        let status = ext.status?;
+        let error = status.last_error?;
+        (status.last_operation?.state == LastOperationState::Error
+            && error.codes.contains(&ErrorCode::InfraUnauthenticated))
+        .then_some(())
+    })
+    .await;
+    println!("broken credentials → ERR_INFRA_UNAUTHENTICATED: {broke:?}");
+    set_admin_password(&w, &admin.password).await;
+    let fixed = wait_ready(&g, &w, &ns, &ts).await;
+    println!("fixed credentials → Succeeded: {fixed:?}");
+
+    // The seed Secret deleted in the seed: repaired, and the shoot's copy follows.
+    let seed_secrets: Api<Secret> = Api::namespaced(g.seed.clone(), &ns);
+    seed_secrets
+        .delete(&secret_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let repaired = wait_for(
+        &w,
+        "the shoot's credentials follow the repaired seed Secret",
+        async || {
+            let (u, p) = shoot_credentials(&g, &secret_name).await?;
+            (p != password && w.authenticates(&u, &p, &svm_name).await).then_some(())
+        },
+    )
+    .await;
+    println!("seed Secret deleted → shoot updated: {repaired:?}");
+    let (_, password) = shoot_credentials(&g, &secret_name).await.unwrap();
+
+    // Migrate: the seed side goes, ONTAP and the shoot stay.
+    let ts = request(&g, &ns, "migrate").await;
+    let _ = ts;
+    let migrated = wait_for(&w, "Migrate Succeeded", async || {
+        let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+        let last = ext.status.as_ref()?.last_operation.clone()?;
+        (last.type_ == LastOperationType::Migrate
+            && last.state == LastOperationState::Succeeded
+            && ext.finalizers().is_empty()
+            && !ext.annotations().contains_key("gardener.cloud/operation"))
+        .then_some(())
+    })
+    .await;
+    println!("migrate → Succeeded: {migrated:?}");
+    let old = extensions(&g, &ns).get("ontap").await.unwrap();
+    let old_status = old.status.clone().unwrap();
+    assert!(old_status.state.is_some(), "status.state saved");
+    assert!(
+        g.managed_resources()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(svms_in_ontap(&w).len(), 1, "ONTAP untouched by migrate");
+    assert_eq!(
+        shoot_credentials(&g, &secret_name).await.unwrap().1,
+        password,
+        "shoot kept"
+    );
+
+    // Restore on a "new seed": another namespace, another operator, gardenlet's restore dance.
+    let ns2 = format!("{ns}x");
+    let namespace: Namespace = serde_json::from_value(json!({
+        "metadata": {"name": ns2, "labels": {"gardener.cloud/role": "shoot"}}
+    }))
+    .unwrap();
+    Api::<Namespace>::all(g.seed.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    create_cluster(&g, &ns2, json!({})).await;
+    for reference in &old_status.resources {
+        let mut secret = seed_secrets
+            .get(&reference.resource_ref.name)
+            .await
+            .unwrap();
+        secret.metadata = kube::api::ObjectMeta {
+            name: secret.metadata.name,
+            ..Default::default()
+        };
+        Api::<Secret>::namespaced(g.seed.clone(), &ns2)
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    let _grm = ExtraGrm::start(&g, &ns2);
+    respawn_operator(&mut w, &ns2);
+    let config = old.spec.provider_config.clone().unwrap();
+    create_extension(&g, &ns2, config, "wait-for-state").await;
+    extensions(&g, &ns2)
+        .patch_status(
+            "ontap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "state": old_status.state, "resources": old_status.resources
+            }})),
+        )
+        .await
+        .unwrap();
+    let ts = request(&g, &ns2, "restore").await;
+    let restored = wait_ready(&g, &w, &ns2, &ts).await;
+    println!("restore → Succeeded: {restored:?}");
+    let ext = extensions(&g, &ns2).get("ontap").await.unwrap();
+    assert_eq!(
+        ext.status.unwrap().last_operation.unwrap().type_,
+        LastOperationType::Restore
+    );
+    let after = svms_in_ontap(&w);
+    assert_eq!(after.len(), 1, "no second SVM");
+    assert_eq!(after[0]["uuid"], svm_uuid.as_str());
+    let restored_secret = secret_name.clone();
+    let (u, p) = shoot_credentials(&g, &restored_secret).await.unwrap();
+    assert_eq!(p, password, "the working password was not rotated");
+    assert!(w.authenticates(&u, &p, &svm_name).await);
+    // gardenlet removes the migrated Extension from the old seed.
+    extensions(&g, &ns)
+        .delete("ontap", &DeleteParams::default())
+        .await
+        .unwrap();
+
+    // Delete.
+    let gc = garbage_collector_stand_in(g.shoot.clone());
+    request(&g, &ns2, "reconcile").await;
+    extensions(&g, &ns2)
+        .patch(
+            "ontap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "confirmation.gardener.cloud/deletion": "true"
+            }}})),
+        )
+        .await
+        .unwrap();
+    extensions(&g, &ns2)
+        .delete("ontap", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = wait_for(&w, "Extension gone", async || {
+        extensions(&g, &ns2)
+            .get_opt("ontap")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    println!("delete → gone: {deleted:?}");
+    gc.abort();
+    assert!(
+        svms_in_ontap(&w).is_empty(),
+        "nothing left in ONTAP: {:?}",
+        w.state()
+    );
+    assert!(
+        w.state()["accounts"]
+            .as_array()
+            .is_none_or(|a| a.iter().all(|x| x["name"] != u.as_str()))
+    );
+    assert!(
+        shoot_credentials(&g, &restored_secret).await.is_none(),
+        "credentials gone from the shoot"
+    );
+    assert!(
+        backend_configs(&g)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+/// A shoot manifest written for metal-stack's extension, its providerConfig used verbatim: the
+/// SVM and account get metal-stack's names and the shoot metal-stack's StorageClasses.
+#[tokio::test]
+async fn metal_stack_trident_config_works_verbatim() {
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    let ns = g.namespace.clone();
+    let project = "0b1f9c3e-aaaa-bbbb-cccc-123456789abc";
+    create_cluster(&g, &ns, json!({"cluster.metal-stack.io/project": project})).await;
+    let shoot_manifest: Value = serde_yaml::from_str(
+        r#"
+apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata:
+  name: web-a
+  annotations:
+    cluster.metal-stack.io/project: 0b1f9c3e-aaaa-bbbb-cccc-123456789abc
+spec:
+  extensions:
+    - type: ontap
+      providerConfig:
+        apiVersion: ontap.metal.extensions.gardener.cloud/v1alpha1
+        kind: TridentConfig
+        svmIpaddresses:
+          managementLif: 192.0.2.30
+          dataLifs:
+            - 192.0.2.31
+"#,
+    )
+    .unwrap();
+    let config = shoot_manifest["spec"]["extensions"][0]["providerConfig"].clone();
+    let ts = create_extension(&g, &ns, config, "reconcile").await;
+    let took = wait_ready(&g, &w, &ns, &ts).await;
+    println!("metal-stack TridentConfig → Succeeded: {took:?}");
+    let svm = "p0b1f9c3eaaaabbbbcccc123456789abc";
+    assert_eq!(svms_in_ontap(&w)[0]["name"], svm);
+    let shoot = ns.rsplit("--").next().unwrap();
+    let (user, password) = shoot_credentials(&g, &format!("{svm}-test--{shoot}-credentials"))
+        .await
+        .unwrap();
+    assert_eq!(
+        Some(user.clone()),
+        ontap_operator::controllers::extension::naming::account_name(&ns)
+    );
+    assert!(w.authenticates(&user, &password, svm).await);
+    let classes = Api::<StorageClass>::all(g.shoot.clone());
+    assert!(classes.get_opt("ontap-gold").await.unwrap().is_some());
+    assert!(classes.get_opt("ontap-encrypted").await.unwrap().is_some());
+}
