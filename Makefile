@@ -22,11 +22,14 @@ down:
 	@hack/local-env.sh down
 
 ## run: the operator in the foreground against the local control plane, mock ONTAP and Jaeger,
-## with the samples of deploy/samples applied (`kubectl get svm -A` in another shell)
+## with the samples of deploy/samples applied (`kubectl get svm -A` in another shell); GARDENER=1
+## adds a shoot: Gardener's CRDs, a shoot control plane, gardener-resource-manager, the Extension
+## controller and deploy/samples/gardener (`kubectl get extension -A`)
 run: up
 	@hack/local-env.sh samples
 	@source $(LOCAL)/env && target/debug/ontap-operator run \
-		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
+		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081 \
+		$(if $(filter 1,$(GARDENER)),--extension-type ontap --heartbeat-namespace ontap-operator-system)
 
 ## manifests: regenerate crds/, deploy/rbac.yaml and the chart's ClusterRole rules from the
 ## controllers' registrations (tests/crds_generated.rs fails when they drift)

@@ -27,6 +27,28 @@ start_mock_ontap() {
   die "mock-ontap did not start; see $dir/mock-ontap.log"
 }
 
+# GARDENER=1: the seed gets Gardener's CRDs, a second control plane plays the shoot, and the
+# real gardener-resource-manager delivers the sample shoot's ManagedResources into it.
+gardener_up() {
+  local shoot=$local_dir/shoot grm=$local_dir/grm
+  kubectl --kubeconfig "$local_dir/kubeconfig" apply -f "$("$here/tools.sh" gardener-crds)" >/dev/null
+  if [ -f "$shoot/pids" ] && kill -0 $(cat "$shoot/pids") 2>/dev/null; then
+    log "shoot control plane already up"
+  else
+    "$here/control-plane.sh" down --dir "$shoot" 2>/dev/null || true
+    "$here/control-plane.sh" up --dir "$shoot"
+  fi
+  kubectl --kubeconfig "$shoot/kubeconfig" apply -f "$root/tests/fixtures/trident" >/dev/null
+  if [ -f "$grm/pid" ] && kill -0 "$(cat "$grm/pid")" 2>/dev/null; then
+    log "gardener-resource-manager already up"
+  else
+    "$here/gardener-resource-manager.sh" down --dir "$grm" 2>/dev/null || true
+    "$here/gardener-resource-manager.sh" up --dir "$grm" --seed-kubeconfig "$local_dir/kubeconfig" \
+      --shoot-kubeconfig "$shoot/kubeconfig" --namespace shoot--demo--web
+  fi
+  echo "export GARDENER_SHOOT_KUBECONFIG=$shoot/kubeconfig" >>"$local_dir/env"
+}
+
 up() {
   mkdir -p "$local_dir"
   [ -x "$root/target/debug/mock-ontap" ] || die "build first: cargo build --workspace --bins"
@@ -61,6 +83,7 @@ up() {
   else
     log "kubectl not found: apply $local_dir/crds yourself"
   fi
+  if [ "${GARDENER:-}" = 1 ]; then gardener_up; fi
   log "up: . .local/env && kubectl get --raw /readyz"
 }
 
@@ -81,9 +104,12 @@ samples() {
     sed "s|\${ONTAP_ENDPOINT}|$ONTAP_ENDPOINT|g" "$f"
     echo "---"
   done | "${k[@]}" apply -f -
+  if [ "${GARDENER:-}" = 1 ]; then "${k[@]}" apply -f "$root/deploy/samples/gardener"; fi
 }
 
 down() {
+  "$here/gardener-resource-manager.sh" down --dir "$local_dir/grm" 2>/dev/null || true
+  "$here/control-plane.sh" down --dir "$local_dir/shoot" 2>/dev/null || true
   "$here/control-plane.sh" down --dir "$local_dir/control-plane" || true
   "$here/jaeger.sh" down --dir "$local_dir/jaeger" || true
   stop_pids "$local_dir/mock-ontap/pid"

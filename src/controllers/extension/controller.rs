@@ -448,7 +448,7 @@ impl ExtensionReconciler {
                 self.declare_svm(ext, &config, &plan, None)
             })
             .await?;
-        let svm_uuid = steps
+        steps
             .step(ExtensionStep::SvmReady, || {
                 self.svm_ready(&namespace, &plan)
             })
@@ -458,7 +458,6 @@ impl ExtensionReconciler {
                 self.verify_credentials(&namespace, &plan)
             })
             .await?;
-        let _ = svm_uuid;
         steps
             .step(ExtensionStep::DeliveryApplied, || {
                 self.apply_delivery(&namespace, &config, &plan, &credentials)
@@ -663,7 +662,7 @@ impl ExtensionReconciler {
 
     /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
     /// Failures of the OntapCluster or the SVM become the failures gardenlet reads codes from.
-    async fn svm_ready(&self, namespace: &str, plan: &Plan) -> Result<Outcome<String>, StepError> {
+    async fn svm_ready(&self, namespace: &str, plan: &Plan) -> Result<Outcome, StepError> {
         if let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) {
             let conditions = cluster
                 .status
@@ -710,7 +709,7 @@ impl ExtensionReconciler {
             && ready.as_ref().is_some_and(|c| c.status == "True")
             && secret_ready.as_ref().is_some_and(|c| c.status == "True")
         {
-            return Ok(Outcome::Unchanged(status.uuid.unwrap_or_default()));
+            return Ok(Outcome::unchanged());
         }
         let why = ready
             .map(|c| format!("{}: {}", c.reason, c.message))
@@ -902,20 +901,21 @@ impl ExtensionReconciler {
         let svm = match existing {
             Some(svm) => svm,
             None => {
-                let restored = secrets
+                // Adopting without the password would rotate it: the restored Secret first.
+                if secrets
                     .get_opt(&state.credentials_secret)
                     .await
                     .map_err(kube_error("StateSecretReadFailed"))?
-                    .ok_or_else(|| {
-                        StepError::transient_msg(
-                            "StateSecretMissing",
-                            format!(
-                                "the Secret {} named in status.resources was not restored",
-                                state.credentials_secret
-                            ),
-                        )
-                    })?;
-                let _ = restored;
+                    .is_none()
+                {
+                    return Err(StepError::transient_msg(
+                        "StateSecretMissing",
+                        format!(
+                            "the Secret {} named in status.resources was not restored",
+                            state.credentials_secret
+                        ),
+                    ));
+                }
                 let desired = self.desired_svm(ext, config, plan, state.svm_uuid.as_deref())?;
                 svms.create(&PostParams::default(), &desired)
                     .await
