@@ -5,7 +5,7 @@
 #
 #   hack/gardener-registration.sh [--out FILE]
 #
-# `make gardener-registration` runs it; tests/gardener_registration.rs fails when the committed
+# `make gardener-registration` runs it; tests/gardener/registration.rs fails when the committed
 # file is not what this script writes from the current chart and CRDs. The archive is built
 # reproducibly (sorted entries, fixed owner and time, gzip without a name or time stamp).
 set -euo pipefail

@@ -1,20 +1,17 @@
 //! Shoot delivery through the real gardener-resource-manager: ManagedResources in the seed, built
 //! as Gardener's `managedresources.CreateForShoot` builds them, put a Secret, a
 //! TridentBackendConfig and a StorageClass into a second control plane playing the shoot.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::gardener::Gardener;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-use support::gardener::Gardener;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

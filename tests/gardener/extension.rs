@@ -4,14 +4,17 @@
 //! plane playing the shoot. The test plays gardenlet: it writes the Cluster and the Extension and
 //! asks for operations with the annotations gardenlet writes, and judges readiness with
 //! gardenlet's own health function ([`ready_for_gardenlet`]).
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::gardener::Gardener;
+use crate::support::mock::fast_mock;
+use crate::support::operator::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorProcess};
+use crate::support::repo_root;
+use crate::support::svm::SvmWorld;
+use crate::support::tail;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -24,10 +27,6 @@ use ontap_operator::controllers::extension::api::{
 };
 use ontap_operator::controllers::extension::status::ready_for_gardenlet;
 use serde_json::{Value, json};
-use support::gardener::Gardener;
-use support::operator::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorProcess};
-use support::repo_root;
-use support::svm::{SvmWorld, fast_mock, tail};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -82,7 +81,7 @@ async fn world(g: &Gardener) -> SvmWorld {
 /// an extension of its own.
 fn respawn_operator(w: &mut SvmWorld, namespace: &str) {
     w.operator.kill();
-    let kubeconfig = support::control_plane()
+    let kubeconfig = crate::support::control_plane()
         .dir
         .as_ref()
         .unwrap()
@@ -378,7 +377,7 @@ async fn extension_lifecycle_on_gardener_with_the_real_resource_manager() {
     println!("reconcile → Succeeded: {reconciled:?}");
 
     // Broken administrator credentials: Error with ERR_INFRA_UNAUTHENTICATED; fixed: Succeeded.
-    let admin = w.mock.admin();
+    let admin = w.mock.server.admin().clone();
     set_admin_password(&w, "wrong-password").await;
     // The OntapCluster notices first; meanwhile the Shoot learns it from the condition.
     wait_for(

@@ -1,8 +1,5 @@
 //! `deploy/gardener/`: current with the chart and the CRDs, shaped as Gardener's API wants it,
 //! and its chart renders, with the values it carries, objects a real API server accepts.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -73,7 +70,7 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 fn registration() -> (Value, Value) {
-    let text = std::fs::read_to_string(support::repo_root().join(REGISTRATION)).unwrap();
+    let text = std::fs::read_to_string(crate::support::repo_root().join(REGISTRATION)).unwrap();
     let docs = documents(&text);
     let find = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap().clone();
     (find("ControllerDeployment"), find("ControllerRegistration"))
@@ -84,12 +81,13 @@ fn committed_registration_is_what_the_script_writes_now() {
     let dir = temp_dir("registration");
     let fresh = dir.join("controller-registration.yaml");
     run(
-        Command::new(support::repo_root().join("hack/gardener-registration.sh"))
+        Command::new(crate::support::repo_root().join("hack/gardener-registration.sh"))
             .arg("--out")
             .arg(&fresh),
     );
-    let committed =
-        documents(&std::fs::read_to_string(support::repo_root().join(REGISTRATION)).unwrap());
+    let committed = documents(
+        &std::fs::read_to_string(crate::support::repo_root().join(REGISTRATION)).unwrap(),
+    );
     let fresh = documents(&std::fs::read_to_string(&fresh).unwrap());
     let without_chart = |docs: &[Value]| -> Vec<Value> {
         docs.iter()
@@ -117,7 +115,7 @@ fn committed_registration_is_what_the_script_writes_now() {
     );
     // And it is the chart of deploy/chart plus the CRDs.
     let chart_files: Vec<String> = tree(&committed_chart).into_iter().map(|(p, _)| p).collect();
-    let mut expected: Vec<String> = tree(&support::repo_root().join("deploy/chart"))
+    let mut expected: Vec<String> = tree(&crate::support::repo_root().join("deploy/chart"))
         .into_iter()
         .map(|(p, _)| p)
         .collect();
@@ -178,9 +176,9 @@ async fn packaged_chart_installs_on_a_seed() {
     }]);
     let values_file = dir.join("values.json");
     std::fs::write(&values_file, values.to_string()).unwrap();
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let namespace = format!("extension-ontap-{}", &env.namespace[5..]);
-    let helm = run(Command::new(support::repo_root().join("hack/tools.sh")).arg("helm"));
+    let helm = run(Command::new(crate::support::repo_root().join("hack/tools.sh")).arg("helm"));
     let rendered = documents(&run(Command::new(helm.trim())
         .args(["template", "ontap", "--namespace", &namespace, "-f"])
         .arg(&values_file)
@@ -254,7 +252,7 @@ async fn packaged_chart_installs_on_a_seed() {
         .await
         .unwrap();
     for object in rendered {
-        support::operator::apply_object(
+        crate::support::operator::apply_object(
             &env.client,
             object,
             &PatchParams::apply("ontap-operator-tests").dry_run(),

@@ -1,8 +1,5 @@
 //! The heartbeat Lease against a real API server: created, renewed as Gardener's heartbeat
 //! controller renews it, and the renewal loop stops when told.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Duration;
 
@@ -28,7 +25,7 @@ fn renew_time(lease: &Lease) -> Timestamp {
 
 #[tokio::test]
 async fn lease_is_created_then_renewed_with_gardeners_fields() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let config = config(&env.namespace, Duration::from_secs(30));
     let first: Timestamp = "2026-03-01T10:00:00.250Z".parse().unwrap();
     renew(&env.client, &config, first).await.unwrap();
@@ -65,7 +62,7 @@ async fn lease_is_created_then_renewed_with_gardeners_fields() {
 
 #[tokio::test]
 async fn run_renews_every_interval_until_stopped() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let stop = CancellationToken::new();
     let task = tokio::spawn(run(
         env.client.clone(),

@@ -1,0 +1,13 @@
+//! The Gardener extension (`src/controllers/extension/`) against a real API server as the seed,
+//! a second control plane as the shoot and the real gardener-resource-manager between them:
+//! shoot delivery, the Extension lifecycle as gardenlet drives it, the heartbeat, and the
+//! registration manifests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod delivery;
+mod extension;
+mod heartbeat;
+mod registration;
