@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -14,21 +15,21 @@ use secrecy::SecretString;
 
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::{
-    ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret, default_account_name,
-    default_svm_name, desired_lifs, generate_password, inspect_seed_secret, owned_by, plan_lifs,
-    protocol_patch, seed_secret_name, svm_create,
+    DesiredLif, ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret,
+    default_account_name, default_svm_name, desired_lifs, generate_password, inspect_seed_secret,
+    owned_by, password_set_at, plan_lifs, protocol_patch, seed_secret_name, svm_create,
 };
 use crate::api::{
     DeletionPolicy, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmPhase,
 };
-use crate::controllers::connections::{ClusterConnections, missing, ontap_error};
+use crate::controllers::connections::{ClusterConnections, missing, ontap_busy, ontap_error};
 use crate::engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, Reconciler, Registration,
-    SharedCache, StepError, StepRunner, Summary,
+    SharedCache, StepError, StepRunner, Summary, Wait,
 };
 use crate::ontap::{
-    AccountCreate, AccountPatch, CredentialCheck, ErrorClass, ObjectRef as OntapRef, OntapClient,
-    OntapError, Svm, SvmPatch, SvmState, SvmTargetState,
+    AccountCheck, AccountCreate, AccountPatch, ErrorClass, ObjectRef as OntapRef, OntapClient,
+    OntapError, Svm, SvmPatch, SvmState, SvmTargetState, codes,
 };
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
@@ -252,7 +253,9 @@ impl SvmReconciler {
 
         let client = self.cluster(svm, steps).await?;
         let ontap_svm = steps
-            .step(SvmStep::SVMReady, || self.ensure_svm(svm, &names, &client))
+            .step(SvmStep::SVMReady, || {
+                self.ensure_svm(svm, &names, status.uuid.as_deref(), &client)
+            })
             .await?;
         status.uuid = Some(ontap_svm.uuid.clone());
         steps
@@ -278,6 +281,7 @@ impl SvmReconciler {
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
+        recorded: Option<&str>,
         client: &OntapClient,
     ) -> Result<Outcome<Svm>, StepError> {
         // The engine added the finalizer before this pass, so deleting the object always cleans
@@ -286,6 +290,23 @@ impl SvmReconciler {
         let found = match lookup_svm(client, &names.svm).await? {
             Some(found) => found,
             None => {
+                // The SVM recorded in the status still exists under another name (renamed in
+                // ONTAP): creating a second one would only fight it for the LIF addresses.
+                if let Some(uuid) = recorded {
+                    match client.svm(uuid).await {
+                        Ok(renamed) => {
+                            return Err(StepError::invalid(
+                                "SVMRenamedInONTAP",
+                                format!(
+                                    "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
+                                    names.svm, renamed.name
+                                ),
+                            ));
+                        }
+                        Err(e) if is_entry_not_found(&e) => {}
+                        Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+                    }
+                }
                 let mut body = svm_create(svm, &names.svm)
                     .map_err(|e| StepError::invalid("InvalidSpec", e.to_string()))?;
                 // Only where there is something to create: the steady state does not pay for it.
@@ -314,15 +335,20 @@ impl SvmReconciler {
                 changed = true;
                 match client.create_svm(&body).await {
                     Ok(created) => created,
-                    // The POST may have been applied, or a previous attempt's job may be
-                    // running: never create twice, look again by name.
-                    Err(e) if e.is_ambiguous() || e.class() == ErrorClass::Conflict => {
+                    Err(e) => {
+                        if let Some(wait) = ontap_busy(&e) {
+                            return Ok(Outcome::Waiting(wait));
+                        }
+                        // The POST may have been applied, or a previous attempt's job may be
+                        // running: never create twice, look again by name.
+                        if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
+                            return Err(ontap_error("SVMCreateFailed", e));
+                        }
                         match lookup_svm(client, &names.svm).await? {
                             Some(found) => found,
                             None => return Err(ontap_error("SVMCreateFailed", e)),
                         }
                     }
-                    Err(e) => return Err(ontap_error("SVMCreateFailed", e)),
                 }
             }
         };
@@ -367,10 +393,12 @@ impl SvmReconciler {
                     state: Some(SvmTargetState::Running),
                     ..SvmPatch::default()
                 };
-                client
-                    .patch_svm(&found.uuid, &start)
-                    .await
-                    .map_err(|e| ontap_error("SVMStartFailed", e))?;
+                if let Some(wait) = job(
+                    client.patch_svm(&found.uuid, &start).await,
+                    "SVMStartFailed",
+                )? {
+                    return Ok(Outcome::Waiting(wait));
+                }
                 return Ok(Outcome::waiting(
                     "SVMStarting",
                     "the SVM was stopped; it is being started",
@@ -380,10 +408,12 @@ impl SvmReconciler {
             _ => {}
         }
         if let Some(patch) = protocol_patch(&svm.spec.protocols, &found) {
-            client
-                .patch_svm(&found.uuid, &patch)
-                .await
-                .map_err(|e| ontap_error("SVMProtocolsFailed", e))?;
+            if let Some(wait) = job(
+                client.patch_svm(&found.uuid, &patch).await,
+                "SVMProtocolsFailed",
+            )? {
+                return Ok(Outcome::Waiting(wait));
+            }
             changed = true;
         }
         Ok(if changed {
@@ -432,14 +462,18 @@ impl SvmReconciler {
         }
         // A password must exist before the account does; it goes into the Secret first, so a
         // crash right after the account is created leaves a Secret that matches it.
-        let password = match self.seed_state(svm, names, ontap_svm).await? {
+        let seed = self.seed_state(svm, names, ontap_svm).await?;
+        // The Secret-first write below replaces the only record of a previous account name.
+        retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
+        let password = match seed.state {
             SeedSecretState::Complete { username, password } if username == names.account => {
                 password
             }
             SeedSecretState::NotOurs(_) => generate_password(&names.account),
             _ => {
                 let password = generate_password(&names.account);
-                self.write_secret(svm, names, ontap_svm, &password).await?;
+                self.write_secret(svm, names, ontap_svm, &password, None)
+                    .await?;
                 password
             }
         };
@@ -463,7 +497,7 @@ impl SvmReconciler {
         svm: &StorageVirtualMachine,
         names: &Names,
         ontap_svm: &Svm,
-    ) -> Result<SeedSecretState, StepError> {
+    ) -> Result<Seed, StepError> {
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
         let current = api
             .get_opt(&names.secret)
@@ -471,7 +505,10 @@ impl SvmReconciler {
             .map_err(kube_error("SecretReadFailed"))?;
         let expected = ExpectedSeed::for_svm(svm, &names.account, &names.svm, &ontap_svm.uuid)
             .ok_or_else(|| StepError::transient_msg("NotStored", "the object has no uid"))?;
-        Ok(inspect_seed_secret(current.as_ref(), &expected))
+        Ok(Seed {
+            state: inspect_seed_secret(current.as_ref(), &expected),
+            password_set_at: current.as_ref().and_then(password_set_at),
+        })
     }
 
     /// Creates or replaces the seed Secret with `password`.
@@ -481,6 +518,7 @@ impl SvmReconciler {
         names: &Names,
         ontap_svm: &Svm,
         password: &SecretString,
+        password_set_at: Option<Timestamp>,
     ) -> Result<(), StepError> {
         let fields = SeedFields {
             username: names.account.clone(),
@@ -488,6 +526,7 @@ impl SvmReconciler {
             management_lif: svm.spec.management_lif.ip.clone(),
             svm_name: names.svm.clone(),
             svm_uuid: ontap_svm.uuid.clone(),
+            password_set_at,
         };
         let secret = build_seed_secret(svm, &fields)
             .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
@@ -506,7 +545,8 @@ impl SvmReconciler {
 
     /// Step `SecretReady`: the Secret exists, is complete, and its credentials authenticate
     /// against ONTAP as the account, now. Otherwise: a new password goes into the Secret first,
-    /// then into ONTAP, then it is verified again.
+    /// then into ONTAP; Ready waits until a request sent before it can no longer land, and the
+    /// credentials are verified again then.
     async fn ensure_secret(
         &self,
         svm: &StorageVirtualMachine,
@@ -514,46 +554,57 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         client: &OntapClient,
     ) -> Result<Outcome, StepError> {
-        let state = self.seed_state(svm, names, ontap_svm).await?;
-        let verify = |username: String, password: SecretString| async move {
-            client
-                .verify_credentials(&username, &password, &names.svm)
-                .await
-                .map_err(|e| ontap_error("CredentialCheckFailed", e))
+        let seed = self.seed_state(svm, names, ontap_svm).await?;
+        let check = |password: SecretString| async move {
+            confirmed_check(client, &ontap_svm.uuid, &names.account, &password).await
         };
-        match state {
+        match seed.state {
             SeedSecretState::NotOurs(_) => {
                 return Err(StepError::invalid(
                     "SecretNameInUse",
-                    format!("Secret {}: {state}", names.secret),
+                    format!("Secret {}: {}", names.secret, seed.state),
                 ));
             }
-            SeedSecretState::Complete { username, password } => {
-                if verify(username, password).await?.is_valid() {
-                    return Ok(Outcome::unchanged());
+            SeedSecretState::Complete { username, password } if username == names.account => {
+                if let AccountCheck::Valid(_) = check(password).await? {
+                    return Ok(self.settled(seed.password_set_at));
                 }
+            }
+            SeedSecretState::Stale { ref username, .. } if *username != names.account => {
+                retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
             }
             SeedSecretState::Stale {
                 username, password, ..
             } if username == names.account => {
                 // Only descriptive fields differ: keep a password that still works.
-                if verify(username, password.clone()).await?.is_valid() {
-                    self.write_secret(svm, names, ontap_svm, &password).await?;
-                    return Ok(Outcome::changed());
+                if let AccountCheck::Valid(_) = check(password.clone()).await? {
+                    self.write_secret(svm, names, ontap_svm, &password, seed.password_set_at)
+                        .await?;
+                    return Ok(match self.settled(seed.password_set_at) {
+                        Outcome::Unchanged(()) => Outcome::changed(),
+                        waiting => waiting,
+                    });
                 }
             }
-            SeedSecretState::Missing
-            | SeedSecretState::Incomplete { .. }
-            | SeedSecretState::Stale { .. } => {}
+            _ => {}
         }
         let password = generate_password(&names.account);
-        self.write_secret(svm, names, ontap_svm, &password).await?;
+        self.write_secret(svm, names, ontap_svm, &password, Some(Timestamp::now()))
+            .await?;
         client
             .set_account_password(&ontap_svm.uuid, &names.account, &password)
             .await
             .map_err(|e| ontap_error("PasswordSetFailed", e))?;
-        match verify(names.account.clone(), password).await? {
-            CredentialCheck::Valid { .. } => Ok(Outcome::changed()),
+        match client
+            .verify_account(&ontap_svm.uuid, &names.account, &password)
+            .await
+            .map_err(|e| ontap_error("CredentialCheckFailed", e))?
+        {
+            AccountCheck::Valid(_) => Ok(Outcome::waiting(
+                "CredentialsSettling",
+                self.settling_message(),
+                self.settle_window(),
+            )),
             other => Err(StepError::transient_msg(
                 "CredentialsRejected",
                 format!(
@@ -564,32 +615,66 @@ impl SvmReconciler {
         }
     }
 
+    /// How long after a password was set a request carrying an older one may still land: the
+    /// request timeout twice over (a server may work on a request its client gave up on).
+    fn settle_window(&self) -> Duration {
+        self.connections.request_timeout() * 2
+    }
+
+    fn settling_message(&self) -> String {
+        format!(
+            "a new password was set; an older password request whose answer was lost could still land within {:?}: the credentials are verified again after that",
+            self.settle_window()
+        )
+    }
+
+    /// Verified credentials count once no older password request can land any more.
+    fn settled(&self, password_set_at: Option<Timestamp>) -> Outcome {
+        let Some(set_at) = password_set_at else {
+            return Outcome::unchanged();
+        };
+        let since = Timestamp::now().duration_since(set_at).unsigned_abs();
+        match self.settle_window().checked_sub(since) {
+            Some(left) if !left.is_zero() => {
+                Outcome::waiting("CredentialsSettling", self.settling_message(), left)
+            }
+            _ => Outcome::unchanged(),
+        }
+    }
+
     async fn delete(
         &self,
         svm: &StorageVirtualMachine,
         status: &mut StorageVirtualMachineStatus,
         steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        let names = self.names(svm, status);
+        let mut names = self.names(svm, status);
+        // The name it was provisioned under, not one set in the spec afterwards.
+        if let Some(provisioned) = &status.svm_name {
+            names.svm = provisioned.clone();
+        }
         if svm.spec.deletion_policy == DeletionPolicy::Delete {
             let client = self.cluster(svm, steps).await?;
             let found = steps
-                .step(SvmStep::SVMFound, || async {
-                    Ok(Outcome::Unchanged(
-                        match lookup_svm(&client, &names.svm).await? {
-                            // Never touch what is not ours.
-                            Some(found)
-                                if owned_by(found.comment.as_deref(), &names.uid)
-                                    == Ownership::Ours =>
-                            {
-                                Some(found)
-                            }
-                            _ => None,
-                        },
-                    ))
+                .step(SvmStep::SVMFound, || {
+                    find_for_deletion(&client, &names, status.uuid.as_deref())
                 })
                 .await?;
             if let Some(found) = found {
+                if found.state == Some(SvmState::Deleting) {
+                    return steps
+                        .step(SvmStep::SVMDeleted, || async {
+                            Ok(Outcome::<()>::waiting(
+                                "SVMDeleting",
+                                format!(
+                                    "ONTAP is deleting the SVM {} ({})",
+                                    found.name, found.uuid
+                                ),
+                                ONTAP_SETTLING,
+                            ))
+                        })
+                        .await;
+                }
                 steps
                     .step(SvmStep::LIFsDeleted, || async {
                         let interfaces = client
@@ -620,11 +705,12 @@ impl SvmReconciler {
                     .await?;
                 steps
                     .step(SvmStep::SVMDeleted, || async {
-                        client
-                            .delete_svm(&found.uuid)
-                            .await
-                            .map_err(|e| ontap_error("SVMDeleteFailed", e))?;
-                        Ok(Outcome::changed())
+                        Ok(
+                            match job(client.delete_svm(&found.uuid).await, "SVMDeleteFailed")? {
+                                Some(wait) => Outcome::Waiting(wait),
+                                None => Outcome::changed(),
+                            },
+                        )
                     })
                     .await?;
             }
@@ -662,6 +748,100 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(status) if status.code == 404)
 }
 
+/// The SVM the cleanup deletes: the one recorded in `status.uuid` (whatever it is called in
+/// ONTAP now), else the one of our name; only ever one that carries our ownership marker.
+/// Only ONTAP's own "entry not found" counts as gone: a proxy's 404 page is an error.
+async fn find_for_deletion(
+    client: &OntapClient,
+    names: &Names,
+    recorded: Option<&str>,
+) -> Result<Outcome<Option<Svm>>, StepError> {
+    let ours = |svm: &Svm| owned_by(svm.comment.as_deref(), &names.uid) == Ownership::Ours;
+    if let Some(uuid) = recorded {
+        match client.svm(uuid).await {
+            Ok(found) if ours(&found) => return Ok(Outcome::Unchanged(Some(found))),
+            Ok(found) => {
+                return Err(StepError::invalid(
+                    "SVMOwnershipChanged",
+                    format!(
+                        "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
+                        found.name
+                    ),
+                ));
+            }
+            Err(e) if is_entry_not_found(&e) => {}
+            Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+        }
+    }
+    // No uuid recorded (a crash before the status write), or the recorded SVM is gone: an SVM of
+    // ours under the provisioned name is still ours to delete.
+    Ok(Outcome::Unchanged(
+        lookup_svm(client, &names.svm).await?.filter(ours),
+    ))
+}
+
+/// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.
+fn is_entry_not_found(e: &OntapError) -> bool {
+    e.is_not_found() && e.ontap_code() == Some(crate::ontap::codes::ENTRY_NOT_FOUND)
+}
+
+/// The account's verdict on `password`, a rejection confirmed by a second look: one spurious
+/// 401 or 403 must not mint a new password.
+async fn confirmed_check(
+    client: &OntapClient,
+    owner_uuid: &str,
+    account: &str,
+    password: &SecretString,
+) -> Result<AccountCheck, StepError> {
+    let check = async || {
+        client
+            .verify_account(owner_uuid, account, password)
+            .await
+            .map_err(|e| ontap_error("CredentialCheckFailed", e))
+    };
+    match check().await? {
+        AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
+        AccountCheck::Rejected | AccountCheck::NotAuthorized => check().await,
+    }
+}
+
+/// After `spec.account.name` changed, the account the Secret still names is deleted (if this
+/// object created it), so the password published for it stops working.
+async fn retire_renamed_account(
+    client: &OntapClient,
+    ontap_svm: &Svm,
+    names: &Names,
+    seed: &SeedSecretState,
+) -> Result<(), StepError> {
+    let SeedSecretState::Stale { username, .. } = seed else {
+        return Ok(());
+    };
+    if *username == names.account {
+        return Ok(());
+    }
+    let Some(old) = client
+        .account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error("AccountLookupFailed", e))?
+    else {
+        return Ok(());
+    };
+    if owned_by(old.comment.as_deref(), &names.uid) != Ownership::Ours {
+        return Ok(());
+    }
+    client
+        .delete_account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
+    Ok(())
+}
+
+/// The seed Secret as read, and when its password was set.
+struct Seed {
+    state: SeedSecretState,
+    password_set_at: Option<Timestamp>,
+}
+
 /// The SVM of that name; a failed lookup is an error, never "absent".
 async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Option<Svm>, StepError> {
     client
@@ -694,10 +874,68 @@ async fn ensure_lifs(
     }
     for (name, lif) in &plan.create {
         // An ambiguous failure is settled by the next pass, which lists the interfaces again.
-        client
+        match client
             .create_interface(&lif.create_request(name, &ontap_svm.uuid))
             .await
-            .map_err(|e| ontap_error("LIFCreateFailed", e))?;
+        {
+            Ok(_) => {}
+            Err(e) if e.ontap_code() == Some(codes::DUPLICATE_IP) => {
+                return Err(address_in_use(client, lif, ontap_svm, e).await);
+            }
+            Err(e) => return Err(ontap_error("LIFCreateFailed", e)),
+        }
     }
     Ok(Outcome::changed())
+}
+
+/// A LIF address another interface holds: a conflict that lasts until someone frees it, so it
+/// backs off and names the holder.
+async fn address_in_use(
+    client: &OntapClient,
+    lif: &DesiredLif,
+    ontap_svm: &Svm,
+    error: OntapError,
+) -> StepError {
+    let holders = match client.interfaces_by_address(&lif.address.to_string()).await {
+        Ok(holders) => holders
+            .iter()
+            .filter(|i| i.svm.as_ref().and_then(|s| s.uuid.as_deref()) != Some(&ontap_svm.uuid))
+            .map(|i| {
+                format!(
+                    "interface {} of SVM {}",
+                    i.name,
+                    i.svm
+                        .as_ref()
+                        .and_then(|s| s.name.as_deref())
+                        .unwrap_or("unknown")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => String::new(),
+    };
+    let holder = if holders.is_empty() {
+        "another interface".to_string()
+    } else {
+        holders
+    };
+    StepError::conflict(
+        "AddressInUse",
+        format!(
+            "the address {} is held by {holder} in ONTAP; free it there or choose another address ({error})",
+            lif.address
+        ),
+    )
+}
+
+/// The result of a request that starts an ONTAP job: done (`None`), a wait while ONTAP is busy,
+/// or the step error.
+fn job<T>(result: Result<T, OntapError>, reason: &'static str) -> Result<Option<Wait>, StepError> {
+    match result {
+        Ok(_) => Ok(None),
+        Err(e) => match ontap_busy(&e) {
+            Some(wait) => Ok(Some(wait)),
+            None => Err(ontap_error(reason, e)),
+        },
+    }
 }

@@ -16,6 +16,7 @@ use std::net::IpAddr;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
@@ -46,6 +47,10 @@ pub const SEED_KEYS: [&str; 5] = [
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`].
 pub const MANAGED_BY_VALUE: &str = "ontap-operator";
+/// When the operator last set a new password (RFC 3339). A password request sent earlier whose
+/// answer was lost may still land for a while; until that window has passed, the credentials
+/// are verified again before they count as working.
+pub const PASSWORD_SET_AT_ANNOTATION: &str = "ontap.storage.dev/password-set-at";
 /// The only Secret type the contract uses.
 pub const SECRET_TYPE: &str = "Opaque";
 
@@ -68,6 +73,18 @@ pub struct SeedFields {
     /// SVM name in ONTAP.
     pub svm_name: String,
     pub svm_uuid: String,
+    /// Set when this password is new in ONTAP (see [`PASSWORD_SET_AT_ANNOTATION`]), or carried
+    /// over from the Secret when only descriptive fields change.
+    pub password_set_at: Option<Timestamp>,
+}
+
+/// When the password of `secret` was last set by the operator, if it says so.
+pub fn password_set_at(secret: &Secret) -> Option<Timestamp> {
+    secret
+        .annotations()
+        .get(PASSWORD_SET_AT_ANNOTATION)?
+        .parse()
+        .ok()
 }
 
 /// Why a seed Secret could not be built.
@@ -113,6 +130,9 @@ pub fn build_seed_secret(
                 MANAGED_BY_VALUE.to_string(),
             )])),
             owner_references: Some(vec![owner]),
+            annotations: fields.password_set_at.map(|at| {
+                BTreeMap::from([(PASSWORD_SET_AT_ANNOTATION.to_string(), at.to_string())])
+            }),
             ..ObjectMeta::default()
         },
         type_: Some(SECRET_TYPE.to_string()),
@@ -348,6 +368,7 @@ mod tests {
             management_lif: "2001:db8::10".into(),
             svm_name: "k8s_team-a_db".into(),
             svm_uuid: "0d3c2f6e-1111-2222-3333-444455556666".into(),
+            password_set_at: None,
         }
     }
 
@@ -403,6 +424,22 @@ mod tests {
         assert_eq!(data["password"].0, PASSWORD.as_bytes());
         assert_eq!(data["managementLIF"].0, b"2001:db8::10");
         assert!(s.string_data.is_none());
+        assert!(s.metadata.annotations.is_none());
+        assert_eq!(password_set_at(&s), None);
+    }
+
+    #[test]
+    fn the_time_a_password_was_set_round_trips() {
+        let at: Timestamp = "2025-01-02T03:04:05Z".parse().unwrap();
+        let s = build_seed_secret(
+            &svm(),
+            &SeedFields {
+                password_set_at: Some(at),
+                ..fields()
+            },
+        )
+        .unwrap();
+        assert_eq!(password_set_at(&s), Some(at));
     }
 
     #[test]
