@@ -545,3 +545,72 @@ async fn renaming_the_account_retires_the_old_one_and_its_password() {
         "the old account {old_user} is still in ONTAP: {accounts}"
     );
 }
+
+#[tokio::test]
+async fn status_svm_name_is_only_written_once_the_svm_exists() {
+    let world = SvmWorld::start().await;
+    let mut manifest = world.manifest("not-yet", 0);
+    manifest["spec"]["aggregates"] = json!(["aggr_missing"]);
+    world
+        .svms()
+        .create(
+            &Default::default(),
+            &serde_json::from_value(manifest).unwrap(),
+        )
+        .await
+        .unwrap();
+    let svm = world
+        .wait_condition("not-yet", "SVMReady", "False", WITHIN)
+        .await;
+    let status = svm.status.unwrap();
+    assert_eq!(
+        status.svm_name, None,
+        "status.svmName names an SVM ONTAP does not hold"
+    );
+    assert!(svms_in_ontap(&world).is_empty());
+}
+
+#[tokio::test]
+async fn a_seed_secret_that_lost_its_label_is_repaired() {
+    let world = SvmWorld::with(support::svm::fast_mock(), &["--sync-period=2s"]).await;
+    world.create_svm("unlabelled", 0).await;
+    world.wait_ready("unlabelled", WITHIN).await;
+    let secret = "unlabelled-svm-credentials";
+    world
+        .secrets()
+        .patch(
+            secret,
+            &PatchParams::default(),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([
+                    {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"}
+                ]))
+                .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    poll("the label is back", WITHIN, async || {
+        let labels = world
+            .secrets()
+            .get(secret)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default();
+        match labels
+            .get("app.kubernetes.io/managed-by")
+            .map(String::as_str)
+        {
+            Some("ontap-operator") => Ok(()),
+            other => Err(format!(
+                "label {other:?}; SecretReady: {:?}",
+                condition(&world, "unlabelled", "SecretReady").await
+            )),
+        }
+    })
+    .await;
+    world.wait_ready("unlabelled", WITHIN).await;
+    world.converged("unlabelled", 0).await.unwrap();
+}

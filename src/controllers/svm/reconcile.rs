@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, CustomResourceExt, ResourceExt};
@@ -28,8 +28,8 @@ use crate::engine::{
     SharedCache, StepError, StepRunner, Summary, Wait,
 };
 use crate::ontap::{
-    AccountCheck, AccountCreate, AccountPatch, ErrorClass, ObjectRef as OntapRef, OntapClient,
-    OntapError, Svm, SvmPatch, SvmState, SvmTargetState, codes,
+    Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, ObjectRef as OntapRef,
+    OntapClient, OntapError, Svm, SvmPatch, SvmState, SvmTargetState, codes,
 };
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
@@ -60,6 +60,9 @@ crate::engine::steps! {
         SecretDeleted,
     }
 }
+
+/// The field manager of the operator's writes to seed Secrets.
+const FIELD_MANAGER: &str = "ontap-operator";
 
 /// How soon to look again at an SVM that ONTAP is still creating, starting or deleting.
 const ONTAP_SETTLING: Duration = Duration::from_secs(2);
@@ -249,14 +252,14 @@ impl SvmReconciler {
                 })
                 .await;
         }
-        status.svm_name = Some(names.svm.clone());
-
         let client = self.cluster(svm, steps).await?;
         let ontap_svm = steps
             .step(SvmStep::SVMReady, || {
                 self.ensure_svm(svm, &names, status.uuid.as_deref(), &client)
             })
             .await?;
+        // Recorded only once the SVM exists: a name in the status is one ONTAP holds.
+        status.svm_name = Some(ontap_svm.name.clone());
         status.uuid = Some(ontap_svm.uuid.clone());
         steps
             .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
@@ -447,7 +450,7 @@ impl SvmReconciler {
                     ),
                 ));
             }
-            if account.locked == Some(true) {
+            if unlock_needed(&account) {
                 let unlock = AccountPatch {
                     locked: Some(false),
                     ..AccountPatch::default()
@@ -472,8 +475,15 @@ impl SvmReconciler {
             SeedSecretState::NotOurs(_) => generate_password(&names.account),
             _ => {
                 let password = generate_password(&names.account);
-                self.write_secret(svm, names, ontap_svm, &password, None)
-                    .await?;
+                self.write_secret(
+                    svm,
+                    names,
+                    ontap_svm,
+                    &password,
+                    None,
+                    seed.resource_version.as_deref(),
+                )
+                .await?;
                 password
             }
         };
@@ -508,10 +518,13 @@ impl SvmReconciler {
         Ok(Seed {
             state: inspect_seed_secret(current.as_ref(), &expected),
             password_set_at: current.as_ref().and_then(password_set_at),
+            resource_version: current.and_then(|s| s.metadata.resource_version),
         })
     }
 
-    /// Creates or replaces the seed Secret with `password`.
+    /// Creates the seed Secret (when none was read) or replaces the one read at
+    /// `read_version`, with `password`. A Secret created or changed by someone else meanwhile
+    /// is a conflict, never overwritten and so never adopted (and deleted with the object).
     async fn write_secret(
         &self,
         svm: &StorageVirtualMachine,
@@ -519,6 +532,7 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         password: &SecretString,
         password_set_at: Option<Timestamp>,
+        read_version: Option<&str>,
     ) -> Result<(), StepError> {
         let fields = SeedFields {
             username: names.account.clone(),
@@ -528,18 +542,39 @@ impl SvmReconciler {
             svm_uuid: ontap_svm.uuid.clone(),
             password_set_at,
         };
-        let secret = build_seed_secret(svm, &fields)
+        let mut secret = build_seed_secret(svm, &fields)
             .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
-        // Server-side apply: creates or updates in one request, and a changed type is refused
-        // by the API server instead of silently kept.
-        api.patch(
-            &names.secret,
-            &PatchParams::apply("ontap-operator").force(),
-            &Patch::Apply(&secret),
-        )
-        .await
-        .map_err(kube_error("SecretWriteFailed"))?;
+        let written = match read_version {
+            None => {
+                let params = PostParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..PostParams::default()
+                };
+                api.create(&params, &secret).await
+            }
+            // Server-side apply with the version read as a precondition; a changed type is
+            // refused by the API server instead of silently kept.
+            Some(version) => {
+                secret.metadata.resource_version = Some(version.to_string());
+                api.patch(
+                    &names.secret,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&secret),
+                )
+                .await
+            }
+        };
+        written.map_err(|e| match e {
+            kube::Error::Api(status) if status.code == 409 => StepError::conflict(
+                "SecretChangedMeanwhile",
+                format!(
+                    "the Secret {} was created or changed by someone else while it was being written; it is read again",
+                    names.secret
+                ),
+            ),
+            e => StepError::from_kube("SecretWriteFailed", e),
+        })?;
         Ok(())
     }
 
@@ -578,8 +613,15 @@ impl SvmReconciler {
             } if username == names.account => {
                 // Only descriptive fields differ: keep a password that still works.
                 if let AccountCheck::Valid(_) = check(password.clone()).await? {
-                    self.write_secret(svm, names, ontap_svm, &password, seed.password_set_at)
-                        .await?;
+                    self.write_secret(
+                        svm,
+                        names,
+                        ontap_svm,
+                        &password,
+                        seed.password_set_at,
+                        seed.resource_version.as_deref(),
+                    )
+                    .await?;
                     return Ok(match self.settled(seed.password_set_at) {
                         Outcome::Unchanged(()) => Outcome::changed(),
                         waiting => waiting,
@@ -589,8 +631,15 @@ impl SvmReconciler {
             _ => {}
         }
         let password = generate_password(&names.account);
-        self.write_secret(svm, names, ontap_svm, &password, Some(Timestamp::now()))
-            .await?;
+        self.write_secret(
+            svm,
+            names,
+            ontap_svm,
+            &password,
+            Some(Timestamp::now()),
+            seed.resource_version.as_deref(),
+        )
+        .await?;
         client
             .set_account_password(&ontap_svm.uuid, &names.account, &password)
             .await
@@ -730,7 +779,15 @@ impl SvmReconciler {
                     .iter()
                     .any(|o| o.controller == Some(true) && o.uid == names.uid);
                 if ours {
-                    match api.delete(&names.secret, &Default::default()).await {
+                    // Only the Secret read as ours: not one recreated under the name since.
+                    let params = DeleteParams {
+                        preconditions: Some(Preconditions {
+                            uid: secret.uid(),
+                            resource_version: secret.resource_version(),
+                        }),
+                        ..DeleteParams::default()
+                    };
+                    match api.delete(&names.secret, &params).await {
                         Err(e) if !is_not_found(&e) => {
                             return Err(StepError::from_kube("SecretDeleteFailed", e));
                         }
@@ -836,10 +893,17 @@ async fn retire_renamed_account(
     Ok(())
 }
 
+/// Unlocked only when ONTAP says so: a missing `locked` field is not a yes.
+fn unlock_needed(account: &Account) -> bool {
+    account.locked != Some(false)
+}
+
 /// The seed Secret as read, and when its password was set.
 struct Seed {
     state: SeedSecretState,
     password_set_at: Option<Timestamp>,
+    /// The version read; a write is refused if the Secret changed since.
+    resource_version: Option<String>,
 }
 
 /// The SVM of that name; a failed lookup is an error, never "absent".
@@ -937,5 +1001,23 @@ fn job<T>(result: Result<T, OntapError>, reason: &'static str) -> Result<Option<
             Some(wait) => Ok(Some(wait)),
             None => Err(ontap_error(reason, e)),
         },
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_account_is_unlocked_only_when_ontap_says_so() {
+        let account = |locked: serde_json::Value| -> Account {
+            serde_json::from_value(serde_json::json!({ "name": "a", "locked": locked })).unwrap()
+        };
+        assert!(unlock_needed(&account(serde_json::json!(true))));
+        assert!(unlock_needed(&account(serde_json::Value::Null)));
+        assert!(!unlock_needed(&account(serde_json::json!(false))));
+        let absent: Account = serde_json::from_value(serde_json::json!({ "name": "a" })).unwrap();
+        assert!(unlock_needed(&absent));
     }
 }

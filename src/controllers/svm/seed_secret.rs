@@ -174,6 +174,8 @@ impl ExpectedSeed {
 /// A field of the contract whose value is not the expected one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SeedField {
+    /// The `app.kubernetes.io/managed-by` label is missing or changed.
+    Label,
     /// The Secret's `type` is not `Opaque` (immutable: the Secret must be recreated).
     Type,
     Username,
@@ -186,6 +188,7 @@ impl SeedField {
     /// The key (or, for [`SeedField::Type`], the field) as it appears in the Secret.
     pub fn key(self) -> &'static str {
         match self {
+            Self::Label => MANAGED_BY_LABEL,
             Self::Type => "type",
             Self::Username => USERNAME_KEY,
             Self::ManagementLif => MANAGEMENT_LIF_KEY,
@@ -268,15 +271,20 @@ pub fn inspect_seed_secret(secret: Option<&Secret>, expected: &ExpectedSeed) -> 
     let Some(secret) = secret else {
         return SeedSecretState::Missing;
     };
-    if secret.labels().get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE) {
-        return SeedSecretState::NotOurs(Foreign::NotLabelled);
-    }
+    let labelled =
+        secret.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE);
     let controlled = secret
         .owner_references()
         .iter()
         .any(|o| o.controller == Some(true) && o.uid == expected.owner_uid);
+    // Control decides: a label someone removed from a Secret this object controls is repaired,
+    // not taken for a stranger's Secret.
     if !controlled {
-        return SeedSecretState::NotOurs(Foreign::OtherController);
+        return SeedSecretState::NotOurs(if labelled {
+            Foreign::OtherController
+        } else {
+            Foreign::NotLabelled
+        });
     }
 
     let empty = BTreeMap::new();
@@ -301,6 +309,9 @@ pub fn inspect_seed_secret(secret: Option<&Secret>, expected: &ExpectedSeed) -> 
     };
 
     let mut fields = Vec::new();
+    if !labelled {
+        fields.push(SeedField::Label);
+    }
     if secret.type_.as_deref().unwrap_or(SECRET_TYPE) != SECRET_TYPE {
         fields.push(SeedField::Type);
     }
@@ -484,18 +495,29 @@ mod tests {
     }
 
     #[test]
-    fn not_ours_without_the_label() {
+    fn not_ours_without_the_label_and_control() {
         let mut s = built();
         s.metadata.labels = None;
+        s.metadata.owner_references = None;
         assert!(matches!(
             inspect_seed_secret(Some(&s), &expected()),
             SeedSecretState::NotOurs(Foreign::NotLabelled)
         ));
-        s.metadata.labels = Some(BTreeMap::from([(MANAGED_BY_LABEL.into(), "helm".into())]));
-        assert!(matches!(
-            inspect_seed_secret(Some(&s), &expected()),
-            SeedSecretState::NotOurs(Foreign::NotLabelled)
-        ));
+    }
+
+    #[test]
+    fn a_controlled_secret_that_lost_its_label_is_repaired() {
+        for labels in [
+            None,
+            Some(BTreeMap::from([(MANAGED_BY_LABEL.into(), "helm".into())])),
+        ] {
+            let mut s = built();
+            s.metadata.labels = labels;
+            match inspect_seed_secret(Some(&s), &expected()) {
+                SeedSecretState::Stale { fields, .. } => assert_eq!(fields, [SeedField::Label]),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
