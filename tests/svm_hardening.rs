@@ -614,3 +614,89 @@ async fn a_seed_secret_that_lost_its_label_is_repaired() {
     world.wait_ready("unlabelled", WITHIN).await;
     world.converged("unlabelled", 0).await.unwrap();
 }
+
+#[tokio::test]
+async fn an_ontap_cluster_in_use_stays_until_its_svms_are_gone() {
+    let world = SvmWorld::start().await;
+    world.create_svm("user", 0).await;
+    world.wait_ready("user", WITHIN).await;
+    let clusters: kube::Api<ontap_operator::api::OntapCluster> =
+        kube::Api::all(world.env.client.clone());
+    clusters
+        .delete(&world.cluster, &Default::default())
+        .await
+        .unwrap();
+    let user = format!("{}/user", world.env.namespace);
+    poll("the cluster says who uses it", WITHIN, async || {
+        let cluster = clusters
+            .get(&world.cluster)
+            .await
+            .map_err(|e| e.to_string())?;
+        let unused = cluster
+            .status
+            .unwrap_or_default()
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Unused");
+        match unused {
+            Some(c) if c.reason == "ClusterInUse" && c.message.contains(&user) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    // The SVM still reaches ONTAP and cleans up; then the cluster goes.
+    delete_and_expect_nothing_left(&world, "user").await;
+    poll("the cluster goes", WITHIN, async || {
+        match clusters.get_opt(&world.cluster).await.unwrap() {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_svm_whose_cluster_vanished_says_how_to_let_it_go() {
+    let world = SvmWorld::start().await;
+    world.create_svm("orphan", 0).await;
+    world.wait_ready("orphan", WITHIN).await;
+    let clusters: kube::Api<ontap_operator::api::OntapCluster> =
+        kube::Api::all(world.env.client.clone());
+    // Someone forces the cluster away despite its finalizer.
+    clusters
+        .delete(&world.cluster, &Default::default())
+        .await
+        .unwrap();
+    clusters
+        .patch(
+            &world.cluster,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "finalizers": null } })),
+        )
+        .await
+        .unwrap();
+    world
+        .svms()
+        .delete("orphan", &Default::default())
+        .await
+        .unwrap();
+    poll(
+        "the condition says what to do",
+        WITHIN,
+        async || match condition(&world, "orphan", "ClusterReady").await {
+            Some(c) if c.reason == "ClusterNotFound" && c.message.contains("Retain") => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    world
+        .svms()
+        .patch(
+            "orphan",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "deletionPolicy": "Retain" } })),
+        )
+        .await
+        .unwrap();
+    world.wait_gone("orphan", WITHIN).await;
+}

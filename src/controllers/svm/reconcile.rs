@@ -207,16 +207,24 @@ impl SvmReconciler {
             .step(SvmStep::ClusterReady, || async {
                 let name = &svm.spec.cluster_ref.name;
                 let Some(cluster) = self.clusters.get(&ObjectRef::new(name)) else {
+                    let todo = if svm.metadata.deletion_timestamp.is_some() {
+                        "; the SVM cannot be cleaned up without it: recreate the OntapCluster, or set deletionPolicy: Retain to let this object go and leave ONTAP alone"
+                    } else {
+                        ""
+                    };
                     return Ok(Outcome::Waiting(missing(
                         "ClusterNotFound",
-                        format!("the OntapCluster {name} does not exist"),
+                        format!("the OntapCluster {name} does not exist{todo}"),
                     )));
                 };
                 let ready = cluster
                     .status
                     .as_ref()
                     .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
-                if ready.is_none_or(|c| c.status != "True") {
+                // A cluster being deleted is not Ready (it waits for its SVMs), yet its SVMs
+                // must still reach it to clean up: then the connection itself is the test.
+                let deleting = cluster.metadata.deletion_timestamp.is_some();
+                if !deleting && ready.is_none_or(|c| c.status != "True") {
                     let why = ready
                         .map(|c| c.message.clone())
                         .unwrap_or_else(|| "not verified yet".into());
