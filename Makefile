@@ -29,7 +29,7 @@ run: up
 		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
 
 ## manifests: regenerate crds/, deploy/rbac.yaml and the chart's ClusterRole rules from the
-## controllers' registrations (tests/crds_generated.rs fails when they drift)
+## controllers' registrations (tests/operations/crds_generated.rs fails when they drift)
 manifests:
 	$(CARGO) run -q --bin ontap-operator -- manifests --root .
 
@@ -40,7 +40,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## test: lint, CRD drift check (tests/crds_generated.rs) and every test, against real control planes
+## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control planes
 test: deps lint
 	$(CARGO) test --workspace --no-fail-fast
 

@@ -16,8 +16,10 @@ use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
 use mock_ontap::MockConfig;
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
-use serde_json::json;
-use support::svm::{SvmWorld, tail};
+use support::fixtures::svm;
+use support::metrics::metric_sums;
+use support::svm::SvmWorld;
+use support::{tail, try_poll};
 
 const JOB_DURATION_MS: u64 = 200;
 const JOB_LIMIT: usize = 5;
@@ -26,17 +28,11 @@ const ALL_READY_WITHIN: Duration = Duration::from_secs(30 * 60);
 fn manifest(cluster: &str, i: usize) -> StorageVirtualMachine {
     // Two addresses per SVM, unique across 65,536 SVMs.
     let (hi, lo) = (i / 256, i % 256);
-    serde_json::from_value(json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "StorageVirtualMachine",
-        "metadata": { "name": format!("bench-{i:05}") },
-        "spec": {
-            "clusterRef": { "name": cluster },
-            "protocols": { "nfs": true },
-            "managementLif": { "ip": format!("10.1.{hi}.{lo}"), "prefixLength": 16 },
-            "dataLifs": [ { "ip": format!("10.2.{hi}.{lo}"), "prefixLength": 16 } ]
-        }
-    }))
-    .unwrap()
+    svm(&format!("bench-{i:05}"))
+        .cluster(cluster)
+        .nfs()
+        .lifs(&format!("10.1.{hi}.{lo}"), &format!("10.2.{hi}.{lo}"), 16)
+        .build()
 }
 
 fn is_ready(svm: &StorageVirtualMachine) -> bool {
@@ -83,40 +79,6 @@ fn loadavg() -> String {
         .join(" ")
 }
 
-/// Sums of the samples of `metric` in a Prometheus text exposition, by the value of `label`
-/// (all samples under "" when `label` is empty).
-fn metric_sums(text: &str, metric: &str, label: &str) -> BTreeMap<String, f64> {
-    let mut sums = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix(metric) else {
-            continue;
-        };
-        if !(rest.starts_with('{') || rest.starts_with(' ')) {
-            continue;
-        }
-        let Some((labels, value)) = rest.rsplit_once(' ') else {
-            continue;
-        };
-        let Ok(value) = value.parse::<f64>() else {
-            continue;
-        };
-        let key = if label.is_empty() {
-            String::new()
-        } else {
-            labels
-                .trim_matches(|c| c == '{' || c == '}')
-                .split(',')
-                .filter_map(|kv| kv.split_once('='))
-                .filter(|(k, _)| label.split('+').any(|l| l == *k))
-                .map(|(_, v)| v.trim_matches('"').to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        *sums.entry(key).or_default() += value;
-    }
-    sums
-}
-
 /// The sequence number the mock's request log will give its next request: its log is a ring of
 /// 10,000, but the numbers keep counting past evictions.
 async fn mock_next_seq(world: &SvmWorld) -> u64 {
@@ -130,24 +92,24 @@ async fn mock_next_seq(world: &SvmWorld) -> u64 {
 
 async fn wait_cluster_ready(world: &SvmWorld) {
     let clusters: Api<OntapCluster> = Api::all(world.env.client.clone());
-    let start = Instant::now();
-    loop {
+    let ready = try_poll(Duration::from_secs(60), async || {
         let cluster = clusters.get(&world.cluster).await.unwrap();
-        let ready = cluster.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        });
-        if ready {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "OntapCluster not Ready: {:?}\n{}",
-            cluster.status,
+        cluster
+            .status
+            .as_ref()
+            .is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+            .then_some(())
+    })
+    .await;
+    if let Err(why) = ready {
+        panic!(
+            "OntapCluster not Ready: {why}\n{}",
             tail(&world.operator.logs(), 40)
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use mock_ontap::{FaultAction, FaultSpec};
 use rand::Rng;
-use support::svm::{SvmWorld, fast_mock, poll};
+use support::mock::fast_mock;
+use support::poll;
+use support::svm::SvmWorld;
 
 const SVMS: u8 = 10;
 const KILLS: usize = 30;

@@ -254,6 +254,7 @@ impl<R: Reconciler> Controller<R> {
             recorder,
             in_flight,
             written: Mutex::new(HashMap::new()),
+            seen: Mutex::new(HashMap::new()),
         });
 
         let mut background = tokio::task::JoinSet::new();
@@ -358,6 +359,9 @@ struct Shared<R: Reconciler> {
     recorder: Recorder,
     in_flight: InFlight,
     written: Mutex<HashMap<ObjectRef<R::Resource>, Written>>,
+    /// The fingerprint of each object as last seen or written by this controller: a change
+    /// that leaves it as it is (a status write, our own finalizer) triggers no reconcile.
+    seen: Mutex<HashMap<ObjectRef<R::Resource>, u64>>,
 }
 
 /// What a pass works on besides the status it computes.
@@ -379,6 +383,22 @@ enum PassEnd<S> {
 }
 
 impl<R: Reconciler> Shared<R> {
+    /// Records `fingerprint` for `obj_ref`; whether it differs from the one known before.
+    fn saw(&self, obj_ref: ObjectRef<R::Resource>, fingerprint: u64) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(obj_ref, fingerprint)
+            != Some(fingerprint)
+    }
+
+    fn unsee(&self, obj_ref: &ObjectRef<R::Resource>) {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(obj_ref);
+    }
+
     async fn reconcile(&self, obj_ref: &ObjectRef<R::Resource>) -> Next {
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
@@ -430,7 +450,11 @@ impl<R: Reconciler> Shared<R> {
             Some((_, FinalizerState::Deleting)) => Lifecycle::Deleting,
             Some((f, FinalizerState::Missing)) => {
                 match lifecycle::add_finalizer(&self.client, obj, f, self.name).await {
-                    Ok(version) => resource_version = version,
+                    Ok(written) => {
+                        // Our own write must not cost a second pass when its event arrives.
+                        self.saw(obj_ref.clone(), fingerprint(&written));
+                        resource_version = written.resource_version();
+                    }
                     Err(err) => {
                         let pass = Pass {
                             obj_ref,
@@ -766,20 +790,18 @@ async fn feed_from_cache<R: Reconciler>(
     queue: Arc<WorkQueue<ObjectRef<R::Resource>>>,
     shared: Arc<Shared<R>>,
 ) {
-    let mut seen: HashMap<ObjectRef<R::Resource>, u64> = HashMap::new();
     let mut changes = std::pin::pin!(receiver_stream(rx));
     while let Some(change) = changes.next().await {
         match change {
             Change::Applied(obj) => {
                 let r = ObjectRef::from_obj(&*obj);
-                let fp = fingerprint(&*obj);
-                if seen.insert(r.clone(), fp) != Some(fp) {
+                if shared.saw(r.clone(), fingerprint(&*obj)) {
                     queue.add(r);
                 }
             }
             Change::Deleted(obj) => {
                 let r = ObjectRef::from_obj(&*obj);
-                seen.remove(&r);
+                shared.unsee(&r);
                 queue.forget(&r);
                 shared.forget(&r);
                 shared.reconciler.forget(&obj);

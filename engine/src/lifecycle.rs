@@ -6,6 +6,7 @@
 
 use kube::api::{Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// The name under which a failing finalizer write appears in conditions and metrics.
@@ -60,23 +61,16 @@ pub fn remove_patch(current: &[String], finalizer: &str) -> Option<Value> {
     ]))
 }
 
-/// Adds `finalizer` to `obj`; returns the resourceVersion the write produced.
-pub async fn add_finalizer<K: Resource<DynamicType = ()>>(
+/// Adds `finalizer` to `obj`; returns the object as the write left it.
+pub async fn add_finalizer<K: Resource<DynamicType = ()> + DeserializeOwned>(
     client: &Client,
     obj: &K,
     finalizer: &str,
     field_manager: &str,
-) -> Result<Option<String>, kube::Error> {
-    let answer = json_patch(
-        client,
-        obj,
-        add_patch(obj.finalizers(), finalizer),
-        field_manager,
-    )
-    .await?;
-    Ok(answer["metadata"]["resourceVersion"]
-        .as_str()
-        .map(str::to_owned))
+) -> Result<K, kube::Error> {
+    let patch = add_patch(obj.finalizers(), finalizer);
+    let answer = json_patch(client, obj, patch, field_manager).await?;
+    serde_json::from_value(answer).map_err(kube::Error::SerdeError)
 }
 
 /// Removes `finalizer` from `obj`. An object already gone counts as done.

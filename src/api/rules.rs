@@ -3,7 +3,7 @@
 //! Each rule exists twice: as a CEL expression the API server evaluates at admission
 //! (`x-kubernetes-validations` in `crds/`), and as a Rust predicate the controller uses for the
 //! names it derives itself. The unit tests below keep the two in step on a table of examples;
-//! `tests/crd_validation.rs` checks the CEL side against a real API server.
+//! `tests/operations/crd_validation.rs` checks the CEL side against a real API server.
 
 /// CEL: an ONTAP object name (SVM, IPspace, account): a letter or `_`, then letters, digits,
 /// `_`, `-` or `.`. Lengths are enforced by the schema (`maxLength`), which also bounds the CEL

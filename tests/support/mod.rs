@@ -1,5 +1,7 @@
-//! Test support: a real kube-apiserver + etcd per test binary (envtest style), the project's CRDs
-//! installed, and a fresh namespace per test.
+//! The one test harness: a real kube-apiserver + etcd per test binary (envtest style), the
+//! project's CRDs installed, a fresh namespace per test, and exactly one of each helper the
+//! test binaries share — the poller ([`poll`]), the Prometheus text parser ([`metrics`]), the
+//! mock ONTAP control client ([`mock`]) and the typed fixture builders ([`fixtures`]).
 //!
 //! The control plane is started once per test binary by `hack/control-plane.sh` with this
 //! process as its owner, so a watchdog stops it when the binary exits, also after a panic or a
@@ -17,10 +19,15 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod admission;
+pub mod fixtures;
 pub mod jaeger;
+pub mod metrics;
+pub mod mock;
 pub mod ontap;
 pub mod operator;
 pub mod svm;
+pub mod toy;
 
 pub struct ControlPlane {
     /// Folder of the control plane this binary started; `None` for an existing cluster.
@@ -107,7 +114,7 @@ pub async fn client_for(kubeconfig: &Path) -> Client {
     Client::try_from(config).unwrap()
 }
 
-/// The CRDs under `crds/`, the files `make crds` generates and users apply.
+/// The CRDs under `crds/`, the files `make manifests` generates and users apply.
 pub fn project_crds() -> Vec<CustomResourceDefinition> {
     let mut files: Vec<_> = std::fs::read_dir(repo_root().join("crds"))
         .unwrap()
@@ -182,16 +189,65 @@ pub async fn env() -> TestEnv {
     }
 }
 
-/// A minimal valid StorageVirtualMachine manifest, for tests of the API itself.
-pub fn svm_manifest(name: &str) -> serde_json::Value {
-    serde_json::json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1",
-        "kind": "StorageVirtualMachine",
-        "metadata": { "name": name },
-        "spec": {
-            "clusterRef": { "name": "lab" },
-            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
-            "dataLifs": [ { "ip": "192.0.2.11", "prefixLength": 24 } ]
+/// What `kubectl get -o wide` asks for: the objects at `path` (an API collection URL) as a
+/// `meta.k8s.io/v1` Table, with every printer column and its priority.
+pub async fn table(client: &Client, path: &str) -> serde_json::Value {
+    let request = http::Request::get(format!("{path}?includeObject=None"))
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(Vec::new())
+        .unwrap();
+    client.request(request).await.unwrap()
+}
+
+/// Polls `probe` every 100 ms until it gives a value (`Some` or `Ok`); after `timeout`, panics
+/// with `what` and the last reason it gave for not being there yet.
+pub async fn poll<T, P: Attempt<T>>(
+    what: &str,
+    timeout: Duration,
+    probe: impl AsyncFnMut() -> P,
+) -> T {
+    try_poll(timeout, probe)
+        .await
+        .unwrap_or_else(|why| panic!("{what}: {why}"))
+}
+
+/// Like [`poll`], but gives up with an error instead of panicking: for tests that collect
+/// outcomes rather than stop at the first failure.
+pub async fn try_poll<T, P: Attempt<T>>(
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> P,
+) -> Result<T, String> {
+    let start = Instant::now();
+    loop {
+        match probe().await.attempt() {
+            Ok(value) => return Ok(value),
+            Err(why) if start.elapsed() > timeout => {
+                return Err(format!("not reached within {timeout:?}; last: {why}"));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
-    })
+    }
+}
+
+/// What one look of a [`poll`] found: a value, or why not yet.
+pub trait Attempt<T> {
+    fn attempt(self) -> Result<T, String>;
+}
+
+impl<T> Attempt<T> for Option<T> {
+    fn attempt(self) -> Result<T, String> {
+        self.ok_or_else(|| "not yet".to_owned())
+    }
+}
+
+impl<T> Attempt<T> for Result<T, String> {
+    fn attempt(self) -> Result<T, String> {
+        self
+    }
+}
+
+/// The last `lines` lines of `text`, for failure messages.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -1,24 +1,23 @@
-//! For the ONTAP client tests: a mock-ontap on an ephemeral port, a client for it,
-//! and access to the mock's control API.
+//! For the ONTAP client tests: a mock-ontap on an ephemeral port, a client for it, and the
+//! mock's control client.
 
 use std::time::Duration;
 
-use mock_ontap::{MockConfig, MockServer};
+use mock_ontap::MockConfig;
 use ontap_operator::ontap::{
     Credentials, IpInfo, IpInterfaceCreate, ObjectRef, OntapClient, OntapConfig, ProtocolState,
     Svm, SvmCreate,
 };
 use reqwest::Url;
-use serde_json::Value;
+
+use super::mock::Mock;
 
 pub const ADMIN_PASSWORD: &str = "AdminSecret4711x";
 pub const SVM_PASSWORD: &str = "SvmSecret0815abcd";
 
 pub struct Env {
-    pub server: MockServer,
+    pub mock: Mock,
     pub client: OntapClient,
-    /// For `/_mock` only.
-    pub ctl: reqwest::Client,
 }
 
 pub fn mock_config() -> MockConfig {
@@ -48,65 +47,18 @@ impl Env {
     }
 
     pub async fn start_with(config: MockConfig, tweak: impl FnOnce(&mut OntapConfig)) -> Self {
-        let server = MockServer::start(config).await.unwrap();
-        let mut cfg = client_config(&server.base_url());
+        let mock = Mock::start(config).await;
+        let mut cfg = client_config(&mock.base_url());
         tweak(&mut cfg);
         let client = OntapClient::new(cfg).unwrap();
-        Self {
-            server,
-            client,
-            ctl: {
-                super::install_crypto_provider();
-                reqwest::Client::new()
-            },
-        }
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.base_url())
-    }
-
-    pub async fn fault(&self, spec: Value) {
-        let r = self
-            .ctl
-            .post(self.url("/_mock/faults"))
-            .json(&spec)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    }
-
-    pub async fn settings(&self, patch: Value) {
-        let r = self
-            .ctl
-            .put(self.url("/_mock/config"))
-            .json(&patch)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
+        Self { mock, client }
     }
 
     /// Requests the mock received with this method and path.
-    pub async fn requests(&self, method: &str, path: &str) -> Vec<Value> {
-        let log: Value = self
-            .ctl
-            .get({
-                let mut u = Url::parse(&self.url("/_mock/requests")).unwrap();
-                u.query_pairs_mut()
-                    .append_pair("method", method)
-                    .append_pair("path", path);
-                u
-            })
-            .send()
+    pub async fn requests(&self, method: &str, path: &str) -> Vec<serde_json::Value> {
+        self.mock
+            .requests(&[("method", method), ("path", path)])
             .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let records = &log["records"];
-        records.as_array().cloned().unwrap_or_default()
     }
 
     pub async fn create_svm(&self, name: &str) -> Svm {

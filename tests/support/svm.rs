@@ -2,33 +2,27 @@
 //! (over TLS), an OntapCluster pointing at it, and a real operator process scoped to both and
 //! running as the ServiceAccount identity of deploy/rbac.yaml.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
-use mock_ontap::{MockConfig, MockServer};
+use mock_ontap::MockConfig;
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
 use serde_json::{Value, json};
 
+use super::fixtures::{SvmFixture, ontap_cluster, svm};
+use super::mock::{Mock, fast_mock};
 use super::operator::{OperatorProcess, operator_identity};
-use super::{TestEnv, env};
+use super::{TestEnv, env, tail};
 
 pub struct SvmWorld {
     pub env: TestEnv,
-    pub mock: MockServer,
+    /// The mock ONTAP (over TLS); its `http` client also authenticates as SVM accounts.
+    pub mock: Mock,
     pub operator: OperatorProcess,
     pub cluster: String,
-    /// For `/_mock` and for authenticating as SVM accounts.
-    pub http: reqwest::Client,
     operator_args: Vec<String>,
     operator_envs: Vec<(String, String)>,
-}
-
-/// Mock settings tests usually want: short jobs.
-pub fn fast_mock() -> MockConfig {
-    let mut config = MockConfig::default();
-    config.settings.job_duration_ms = 100;
-    config
 }
 
 impl SvmWorld {
@@ -47,11 +41,11 @@ impl SvmWorld {
     pub async fn with_env(mock: MockConfig, extra: &[&str], envs: &[(&str, &str)]) -> Self {
         let env = env().await;
         let kubeconfig = operator_identity(&env.client).await;
-        let mock = MockServer::start_tls(mock).await.unwrap();
+        let mock = Mock::start_tls(mock).await;
         let ns = env.namespace.clone();
         let cluster = format!("c-{ns}");
         let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &ns);
-        let admin = mock.admin();
+        let admin = mock.server.admin();
         secrets
             .create(
                 &PostParams::default(),
@@ -65,21 +59,20 @@ impl SvmWorld {
         secrets
             .create(
                 &PostParams::default(),
-                &secret("ontap-ca", json!({"ca.crt": mock.cert_pem().unwrap()})),
+                &secret(
+                    "ontap-ca",
+                    json!({"ca.crt": mock.server.cert_pem().unwrap()}),
+                ),
             )
             .await
             .unwrap();
         let clusters: Api<OntapCluster> = Api::all(env.client.clone());
-        let object: OntapCluster = serde_json::from_value(json!({
-            "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "OntapCluster",
-            "metadata": { "name": cluster, "labels": { "ontap-test": ns } },
-            "spec": {
-                "endpoint": mock.base_url(),
-                "credentialsSecretRef": { "namespace": ns, "name": "ontap-admin" },
-                "caSecretRef": { "namespace": ns, "name": "ontap-ca" }
-            }
-        }))
-        .unwrap();
+        let object = ontap_cluster(&cluster)
+            .endpoint(&mock.base_url())
+            .credentials(&ns, "ontap-admin")
+            .ca(&ns, "ontap-ca")
+            .label("ontap-test", &ns)
+            .build();
         clusters
             .create(&PostParams::default(), &object)
             .await
@@ -104,20 +97,11 @@ impl SvmWorld {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let operator = OperatorProcess::spawn(&kubeconfig, &args, envs);
-        super::install_crypto_provider();
-        let http = reqwest::Client::builder()
-            .tls_certs_only([
-                reqwest::Certificate::from_pem(mock.cert_pem().unwrap().as_bytes()).unwrap(),
-            ])
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap();
         Self {
             env,
             mock,
             operator,
             cluster,
-            http,
             operator_args,
             operator_envs,
         }
@@ -148,26 +132,15 @@ impl SvmWorld {
         Api::namespaced(self.env.client.clone(), &self.env.namespace)
     }
 
-    /// A StorageVirtualMachine manifest with LIF addresses derived from `index` so that
+    /// An SVM of this world's cluster with LIF addresses derived from `index`, so that
     /// several SVMs of one test never share an address.
-    pub fn manifest(&self, name: &str, index: u8) -> Value {
-        json!({
-            "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "StorageVirtualMachine",
-            "metadata": { "name": name },
-            "spec": {
-                "clusterRef": { "name": self.cluster },
-                "protocols": { "nfs": true },
-                "managementLif": { "ip": format!("192.0.2.{}", 2 * index + 10), "prefixLength": 24 },
-                "dataLifs": [ { "ip": format!("192.0.2.{}", 2 * index + 11), "prefixLength": 24 } ]
-            }
-        })
+    pub fn svm(&self, name: &str, index: u8) -> SvmFixture {
+        svm(name).cluster(&self.cluster).nfs().index(index)
     }
 
     pub async fn create_svm(&self, name: &str, index: u8) -> StorageVirtualMachine {
-        let svm: StorageVirtualMachine =
-            serde_json::from_value(self.manifest(name, index)).unwrap();
         self.svms()
-            .create(&PostParams::default(), &svm)
+            .create(&PostParams::default(), &self.svm(name, index).build())
             .await
             .unwrap()
     }
@@ -198,40 +171,44 @@ impl SvmWorld {
         status: &str,
         timeout: Duration,
     ) -> StorageVirtualMachine {
-        let start = Instant::now();
-        loop {
-            if let Some(svm) = self.svms().get_opt(name).await.unwrap() {
-                let s = svm.status.clone().unwrap_or_default();
-                let current = s.observed_generation == svm.metadata.generation;
-                if current
-                    && s.conditions
-                        .iter()
-                        .any(|c| c.type_ == type_ && c.status == status)
-                {
-                    return svm;
-                }
-            }
-            if start.elapsed() > timeout {
-                panic!(
-                    "{name}: condition {type_} not {status} within {timeout:?}; status: {:?}\nmock state: {}\n--- operator log (tail) ---\n{}",
-                    self.svms()
-                        .get_opt(name)
-                        .await
-                        .unwrap()
-                        .and_then(|s| s.status),
-                    self.mock.state().snapshot(),
-                    tail(&self.operator.logs(), 60)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        let found = super::try_poll(timeout, async || {
+            let svm = self.svms().get_opt(name).await.unwrap()?;
+            let s = svm.status.clone().unwrap_or_default();
+            let current = s.observed_generation == svm.metadata.generation;
+            let met = s
+                .conditions
+                .iter()
+                .any(|c| c.type_ == type_ && c.status == status);
+            (current && met).then_some(svm)
+        })
+        .await;
+        match found {
+            Ok(svm) => svm,
+            Err(_) => panic!(
+                "{name}: condition {type_} not {status} within {timeout:?}; status: {:?}\nmock state: {}\n--- operator log (tail) ---\n{}",
+                self.svms()
+                    .get_opt(name)
+                    .await
+                    .unwrap()
+                    .and_then(|s| s.status),
+                self.mock.snapshot(),
+                tail(&self.operator.logs(), 60)
+            ),
         }
     }
 
     pub async fn wait_gone(&self, name: &str, timeout: Duration) {
-        let start = Instant::now();
-        while self.svms().get_opt(name).await.unwrap().is_some() {
-            assert!(
-                start.elapsed() < timeout,
+        let gone = super::try_poll(timeout, async || {
+            self.svms()
+                .get_opt(name)
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        })
+        .await;
+        if gone.is_err() {
+            panic!(
                 "{name} still exists after {timeout:?}: {:?}\n{}",
                 self.svms()
                     .get_opt(name)
@@ -240,37 +217,24 @@ impl SvmWorld {
                     .and_then(|s| s.status),
                 tail(&self.operator.logs(), 60)
             );
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
     /// The mock's state: `svms`, `accounts`, `interfaces`, `jobs`, in ONTAP's shapes.
     pub fn state(&self) -> Value {
-        self.mock.state().snapshot()
+        self.mock.snapshot()
     }
 
     /// The mock's request log.
     pub async fn requests(&self) -> Vec<Value> {
-        let log: Value = self
-            .http
-            .get(format!("{}/_mock/requests", self.mock.base_url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        log.get("records")
-            .or(Some(&log))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
+        self.mock.requests(&[]).await
     }
 
     /// Whether `username`/`password` authenticate against the mock and see `svm`, as a
     /// workload using the seed Secret would.
     pub async fn authenticates(&self, username: &str, password: &str, svm: &str) -> bool {
         let response = self
+            .mock
             .http
             .get(format!(
                 "{}/api/svm/svms?name={svm}&fields=name",
@@ -305,55 +269,6 @@ fn secret(name: &str, string_data: Value) -> Secret {
         string_data: Some(serde_json::from_value(string_data).unwrap()),
         ..Default::default()
     }
-}
-
-pub fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Polls `probe` every 100 ms until it returns `Ok`; after `timeout`, panics with `what` and the
-/// last reason it gave for not being there yet.
-pub async fn poll<T>(
-    what: &str,
-    timeout: Duration,
-    mut probe: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let start = Instant::now();
-    loop {
-        match probe().await {
-            Ok(value) => return value,
-            Err(why) if start.elapsed() > timeout => {
-                panic!("{what}: not reached within {timeout:?}; last: {why}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-}
-
-/// The sum of the samples of metric `name` (Prometheus text format) whose labels include every
-/// pair of `labels`.
-pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
-            let wanted = metric == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")));
-            wanted.then(|| value.parse::<f64>().ok()).flatten()
-        })
-        .sum()
-}
-
-/// Kubernetes writes the operator has sent so far, by its own client metrics.
-pub fn kube_writes(metrics: &str) -> f64 {
-    ["POST", "PUT", "PATCH", "DELETE"]
-        .iter()
-        .map(|m| metric_sum(metrics, "rest_client_requests_total", &[("method", m)]))
-        .sum()
 }
 
 fn records<'a>(state: &'a Value, kind: &str) -> &'a [Value] {
@@ -422,15 +337,8 @@ impl SvmWorld {
             .filter_map(|i| i["ip"]["address"].as_str())
             .collect();
         ips.sort_unstable();
-        let manifest = self.manifest(name, index);
-        let mut wanted = vec![
-            manifest["spec"]["managementLif"]["ip"]
-                .as_str()
-                .unwrap_or_default(),
-            manifest["spec"]["dataLifs"][0]["ip"]
-                .as_str()
-                .unwrap_or_default(),
-        ];
+        let fixture = self.svm(name, index);
+        let mut wanted = fixture.addresses().to_vec();
         wanted.sort_unstable();
         if ips != wanted {
             return Err(format!("LIFs {ips:?}, wanted {wanted:?}"));

@@ -1,19 +1,16 @@
 //! The ONTAP client against mock-ontap, in-process over HTTP and over TLS: every operation and
 //! every fault action, with request counts read from the mock's request log.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Duration;
 
-use mock_ontap::MockServer;
+use crate::support::mock::Mock;
+use crate::support::ontap::*;
 use ontap_operator::ontap::{
     AccountCreate, AccountPatch, CredentialCheck, DeleteOutcome, ErrorClass, OntapClient,
     OntapError, ProtocolState, SvmPatch, SvmState, SvmTargetState, TlsVerification,
 };
 use secrecy::SecretString;
 use serde_json::json;
-use support::ontap::*;
 
 // ---------------------------------------------------------------------------------------------
 // Operations
@@ -323,9 +320,9 @@ async fn invalid_input_is_refused_before_sending() {
 #[tokio::test]
 async fn apply_then_reset_on_create_is_ambiguous_and_lookup_finds_the_svm() {
     let env = Env::start().await;
-    env.fault(json!({"method":"POST","path":"/api/svm/svms","times":1,
-        "action":{"type":"apply_then_reset"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"POST","path":"/api/svm/svms","times":1,
+        "action":{"type":"apply_then_reset"}}));
     let err = env
         .client
         .create_svm(&svm_create("svm1"))
@@ -342,9 +339,9 @@ async fn apply_then_reset_on_create_is_ambiguous_and_lookup_finds_the_svm() {
 #[tokio::test]
 async fn reset_on_create_is_ambiguous_not_retried_and_nothing_exists() {
     let env = Env::start().await;
-    env.fault(json!({"method":"POST","path":"/api/svm/svms","times":1,
-        "action":{"type":"reset"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"POST","path":"/api/svm/svms","times":1,
+        "action":{"type":"reset"}}));
     let err = env
         .client
         .create_svm(&svm_create("svm1"))
@@ -360,11 +357,10 @@ async fn reset_on_create_is_ambiguous_not_retried_and_nothing_exists() {
 async fn apply_then_reset_on_account_create_then_lookup() {
     let env = Env::start().await;
     let svm = env.create_svm("svm1").await;
-    env.fault(
+    env.mock.fault_json(
         json!({"method":"POST","path":"/api/security/accounts","times":1,
         "action":{"type":"apply_then_reset"}}),
-    )
-    .await;
+    );
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
     let err = env
         .client
@@ -395,9 +391,9 @@ async fn apply_then_reset_on_account_create_then_lookup() {
 #[tokio::test]
 async fn reset_on_get_is_retried_and_succeeds() {
     let env = Env::start().await;
-    env.fault(json!({"method":"GET","path":"/api/cluster","times":1,
-        "action":{"type":"reset"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"GET","path":"/api/cluster","times":1,
+        "action":{"type":"reset"}}));
     env.client.cluster().await.unwrap();
     assert_eq!(env.requests("GET", "/api/cluster").await.len(), 2);
 }
@@ -405,16 +401,16 @@ async fn reset_on_get_is_retried_and_succeeds() {
 #[tokio::test]
 async fn server_error_on_get_is_retried_with_backoff() {
     let env = Env::start().await;
-    env.fault(json!({"method":"GET","path":"/api/svm/svms","times":2,
-        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"GET","path":"/api/svm/svms","times":2,
+        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}));
     assert_eq!(env.client.svm_by_name("svm1").await.unwrap(), None);
     assert_eq!(env.requests("GET", "/api/svm/svms").await.len(), 3);
 
     // Persistent: three attempts, then a transient error that is not "absent".
-    env.fault(json!({"method":"GET","path":"/api/svm/svms",
-        "action":{"type":"error","status":503,"code":"13434889","message":"Internal error"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"GET","path":"/api/svm/svms",
+        "action":{"type":"error","status":503,"code":"13434889","message":"Internal error"}}));
     let err = env.client.svm_by_name("svm1").await.unwrap_err();
     assert!(err.is_transient());
     assert!(!err.is_ambiguous());
@@ -425,9 +421,9 @@ async fn server_error_on_get_is_retried_with_backoff() {
 #[tokio::test]
 async fn server_error_on_post_is_not_retried() {
     let env = Env::start().await;
-    env.fault(json!({"method":"POST","path":"/api/svm/svms","times":1,
-        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"POST","path":"/api/svm/svms","times":1,
+        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}));
     let err = env
         .client
         .create_svm(&svm_create("svm1"))
@@ -448,9 +444,9 @@ async fn hang_on_create_past_the_timeout_is_transient_and_ambiguous() {
         cfg.request_timeout = Duration::from_millis(300)
     })
     .await;
-    env.fault(json!({"method":"POST","path":"/api/svm/svms","times":1,
-        "action":{"type":"hang"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"POST","path":"/api/svm/svms","times":1,
+        "action":{"type":"hang"}}));
     let err = env
         .client
         .create_svm(&svm_create("svm1"))
@@ -468,9 +464,9 @@ async fn hang_on_get_is_retried_after_the_timeout() {
         cfg.request_timeout = Duration::from_millis(300)
     })
     .await;
-    env.fault(json!({"method":"GET","path":"/api/cluster","times":1,
-        "action":{"type":"hang"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"GET","path":"/api/cluster","times":1,
+        "action":{"type":"hang"}}));
     env.client.cluster().await.unwrap();
     assert_eq!(env.requests("GET", "/api/cluster").await.len(), 2);
 }
@@ -478,8 +474,8 @@ async fn hang_on_get_is_retried_after_the_timeout() {
 #[tokio::test]
 async fn delay_within_the_timeout_is_just_slow() {
     let env = Env::start().await;
-    env.fault(json!({"path":"/api/cluster/jobs/*","action":{"type":"delay","ms":200}}))
-        .await;
+    env.mock
+        .fault_json(json!({"path":"/api/cluster/jobs/*","action":{"type":"delay","ms":200}}));
     let svm = env.create_svm("svm1").await;
     assert_eq!(svm.state, Some(SvmState::Running));
 }
@@ -487,9 +483,9 @@ async fn delay_within_the_timeout_is_just_slow() {
 #[tokio::test]
 async fn failed_job_is_a_typed_error_with_code_and_message() {
     let env = Env::start().await;
-    env.fault(json!({"method":"POST","path":"/api/svm/svms","times":1,
-        "action":{"type":"job_failure","code":"13434889","message":"Internal error in job"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"POST","path":"/api/svm/svms","times":1,
+        "action":{"type":"job_failure","code":"13434889","message":"Internal error in job"}}));
     let err = env
         .client
         .create_svm(&svm_create("svm1"))
@@ -506,9 +502,9 @@ async fn failed_job_is_a_typed_error_with_code_and_message() {
     assert!(!err.is_ambiguous());
     assert_eq!(env.client.svm_by_name("svm1").await.unwrap(), None);
 
-    env.fault(json!({"method":"DELETE","path":"/api/svm/svms/*","times":1,
-        "action":{"type":"job_failure","code":"2621525","message":"CIFS server exists"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"DELETE","path":"/api/svm/svms/*","times":1,
+        "action":{"type":"job_failure","code":"2621525","message":"CIFS server exists"}}));
     let svm = env.create_svm("svm2").await;
     let err = env.client.delete_svm(&svm.uuid).await.unwrap_err();
     assert_eq!(err.ontap_code(), Some("2621525"));
@@ -522,7 +518,7 @@ async fn expired_job_is_ambiguous() {
         cfg.job_poll.initial_interval = Duration::from_millis(300)
     })
     .await;
-    env.settings(json!({"job_expiry_ms": 0})).await;
+    env.mock.state().update_settings(|s| s.job_expiry_ms = 0);
     let err = env
         .client
         .create_svm(&svm_create("svm1"))
@@ -556,9 +552,9 @@ async fn job_past_the_deadline_is_an_ambiguous_timeout() {
 async fn patch_is_retried_on_a_transient_error() {
     let env = Env::start().await;
     let svm = env.create_svm("svm1").await;
-    env.fault(json!({"method":"PATCH","path":"/api/svm/svms/*","times":1,
-        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"PATCH","path":"/api/svm/svms/*","times":1,
+        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}));
     env.client
         .patch_svm(
             &svm.uuid,
@@ -586,11 +582,10 @@ async fn delete_whose_answer_is_lost_is_retried_and_reports_already_absent() {
         .create_interface(&lif(&svm.uuid, "data1", "10.1.0.10"))
         .await
         .unwrap();
-    env.fault(
+    env.mock.fault_json(
         json!({"method":"DELETE","path":"/api/network/ip/interfaces/*","times":1,
         "action":{"type":"apply_then_reset"}}),
-    )
-    .await;
+    );
     assert_eq!(
         env.client.delete_interface(&lif.uuid).await.unwrap(),
         DeleteOutcome::AlreadyAbsent
@@ -624,9 +619,9 @@ async fn password_change_with_lost_answer_is_not_retried() {
         .await
         .unwrap();
     let path = format!("/api/security/accounts/{}/vsadmin", svm.uuid);
-    env.fault(json!({"method":"PATCH","path":path,"times":1,
-        "action":{"type":"apply_then_reset"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"PATCH","path":path,"times":1,
+        "action":{"type":"apply_then_reset"}}));
     let new_pw = SecretString::from("RotatedSecret2024zz".to_owned());
     let err = env
         .client
@@ -649,9 +644,9 @@ async fn password_change_with_lost_answer_is_not_retried() {
 async fn verify_credentials_on_server_errors_is_an_error_not_rejected() {
     let env = Env::start().await;
     env.create_svm("svm1").await;
-    env.fault(json!({"method":"GET","path":"/api/svm/svms",
-        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"GET","path":"/api/svm/svms",
+        "action":{"type":"error","status":500,"code":"13434889","message":"Internal error"}}));
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
     let err = env
         .client
@@ -659,8 +654,8 @@ async fn verify_credentials_on_server_errors_is_an_error_not_rejected() {
         .await
         .unwrap_err();
     assert!(err.is_transient());
-    env.fault(json!({"method":"GET","path":"/api/svm/svms","action":{"type":"reset"}}))
-        .await;
+    env.mock
+        .fault_json(json!({"method":"GET","path":"/api/svm/svms","action":{"type":"reset"}}));
     assert!(
         env.client
             .verify_credentials("vsadmin", &pw, "svm1")
@@ -674,10 +669,10 @@ async fn verify_credentials_on_server_errors_is_an_error_not_rejected() {
 
 #[tokio::test]
 async fn over_tls_trusting_the_mock_certificate() {
-    let server = MockServer::start_tls(mock_config()).await.unwrap();
-    let base = server.base_url();
+    let mock = Mock::start_tls(mock_config()).await;
+    let base = mock.base_url();
     assert!(base.starts_with("https://"), "{base}");
-    let pem = server.cert_pem().unwrap().as_bytes().to_vec();
+    let pem = mock.server.cert_pem().unwrap().as_bytes().to_vec();
 
     let mut cfg = client_config(&base);
     cfg.tls = TlsVerification::CaBundle(pem);
@@ -735,25 +730,12 @@ async fn over_tls_trusting_the_mock_certificate() {
 
 #[tokio::test]
 async fn ambiguous_create_over_tls() {
-    let server = MockServer::start_tls(mock_config()).await.unwrap();
-    let mut cfg = client_config(&server.base_url());
-    cfg.tls = TlsVerification::CaBundle(server.cert_pem().unwrap().as_bytes().to_vec());
+    let mock = Mock::start_tls(mock_config()).await;
+    let mut cfg = client_config(&mock.base_url());
+    cfg.tls = TlsVerification::CaBundle(mock.server.cert_pem().unwrap().as_bytes().to_vec());
     let client = OntapClient::new(cfg).unwrap();
-    support::install_crypto_provider();
-    let ctl = reqwest::Client::builder()
-        .tls_certs_only([
-            reqwest::Certificate::from_pem(server.cert_pem().unwrap().as_bytes()).unwrap(),
-        ])
-        .build()
-        .unwrap();
-    let r = ctl
-        .post(format!("{}/_mock/faults", server.base_url()))
-        .json(&json!({"method":"POST","path":"/api/svm/svms","times":1,
-            "action":{"type":"apply_then_reset"}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    mock.fault_json(json!({"method":"POST","path":"/api/svm/svms","times":1,
+        "action":{"type":"apply_then_reset"}}));
     let err = client.create_svm(&svm_create("tls2")).await.unwrap_err();
     assert!(err.is_ambiguous(), "{err:?}");
     assert!(client.svm_by_name("tls2").await.unwrap().is_some());

@@ -1,19 +1,16 @@
 //! The CRDs against a real kube-apiserver: installation, round trips through the status
 //! subresource, printer columns, and schema validation.
-#![allow(clippy::unwrap_used)]
 
-mod support;
-
-use support::svm_manifest;
+use crate::support::fixtures::svm;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use ontap_operator::api::{StorageVirtualMachine, StorageVirtualMachineStatus, SvmPhase};
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[tokio::test]
 async fn project_crds_are_established() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api: Api<CustomResourceDefinition> = Api::all(env.client.clone());
     for crd in ontap_operator::manifests::crds().unwrap() {
         let name = crd.metadata.name.unwrap();
@@ -32,9 +29,9 @@ async fn project_crds_are_established() {
 
 #[tokio::test]
 async fn svm_round_trips_and_status_writes_keep_the_generation() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api: Api<StorageVirtualMachine> = Api::namespaced(env.client.clone(), &env.namespace);
-    let svm: StorageVirtualMachine = serde_json::from_value(svm_manifest("round-trip")).unwrap();
+    let svm: StorageVirtualMachine = svm("round-trip").build();
     let created = api.create(&PostParams::default(), &svm).await.unwrap();
     assert_eq!(created.metadata.generation, Some(1));
     assert_eq!(
@@ -96,9 +93,9 @@ async fn svm_round_trips_and_status_writes_keep_the_generation() {
 
 #[tokio::test]
 async fn printer_columns_come_back_in_a_table_request() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api: Api<StorageVirtualMachine> = Api::namespaced(env.client.clone(), &env.namespace);
-    let svm: StorageVirtualMachine = serde_json::from_value(svm_manifest("columns")).unwrap();
+    let svm: StorageVirtualMachine = svm("columns").build();
     api.create(&PostParams::default(), &svm).await.unwrap();
     let status = json!({ "status": {
         "svmName": "svm_columns", "phase": "Ready", "uuid": "0d3c2f6e-1111-2222-3333-444455556666",
@@ -111,14 +108,14 @@ async fn printer_columns_come_back_in_a_table_request() {
         .unwrap();
 
     // What `kubectl get svm -o wide` asks for.
-    let request = http::Request::get(format!(
-        "/apis/ontap.storage.dev/v1alpha1/namespaces/{}/storagevirtualmachines?includeObject=None",
-        env.namespace
-    ))
-    .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-    .body(Vec::new())
-    .unwrap();
-    let table: Value = env.client.request(request).await.unwrap();
+    let table = crate::support::table(
+        &env.client,
+        &format!(
+            "/apis/ontap.storage.dev/v1alpha1/namespaces/{}/storagevirtualmachines",
+            env.namespace
+        ),
+    )
+    .await;
     assert_eq!(table["kind"], "Table");
     let columns: Vec<(&str, i64)> = table["columnDefinitions"]
         .as_array()
@@ -158,7 +155,7 @@ async fn printer_columns_come_back_in_a_table_request() {
 
 #[tokio::test]
 async fn schema_violations_are_rejected_naming_the_field() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
         &env.namespace,
@@ -179,7 +176,7 @@ async fn schema_violations_are_rejected_naming_the_field() {
         ("/spec/svmName", json!("x".repeat(48)), "spec.svmName"),
     ];
     for (i, (pointer, bad, field)) in cases.into_iter().enumerate() {
-        let mut manifest = svm_manifest(&format!("invalid-{i}"));
+        let mut manifest = svm(&format!("invalid-{i}")).json();
         let (parent, key) = pointer.rsplit_once('/').unwrap();
         manifest
             .pointer_mut(parent)

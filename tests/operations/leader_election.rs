@@ -1,18 +1,21 @@
-//! Leader election between real operator processes sharing one Lease.
-#![allow(clippy::unwrap_used)]
-
-mod support;
+//! Leader election between real operator processes sharing one Lease. The processes watch only
+//! their test's namespace and OntapClusters, so that they leave the objects of the tests beside
+//! them alone.
 
 use std::time::{Duration, Instant};
 
-use support::operator::{OPERATOR_NAMESPACE, OperatorProcess, operator_identity};
+use crate::support::fixtures::ontap_cluster;
+use crate::support::metrics::metric_sum;
+use crate::support::operator::{OPERATOR_NAMESPACE, OperatorProcess, operator_identity};
 
 const LEASE: Duration = Duration::from_secs(6);
 
-fn spawn(kubeconfig: &std::path::Path, id: &str) -> OperatorProcess {
+fn spawn(kubeconfig: &std::path::Path, ns: &str, id: &str) -> OperatorProcess {
     OperatorProcess::spawn(
         kubeconfig,
         &[
+            &format!("--namespace={ns}"),
+            &format!("--ontap-cluster-selector=ontap-test={ns}"),
             "--leader-elect",
             &format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
             &format!("--leader-election-id={id}"),
@@ -50,14 +53,13 @@ async fn single_leader(operators: &[&OperatorProcess], id: &str, timeout: Durati
 }
 
 /// An OntapCluster whose Secret does not exist: every reconcile of it is visible in metrics.
-async fn create_cluster(client: &kube::Client, name: &str) {
+async fn create_cluster(client: &kube::Client, ns: &str, name: &str) {
     let clusters: kube::Api<ontap_operator::api::OntapCluster> = kube::Api::all(client.clone());
-    let cluster = serde_json::from_value(serde_json::json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "OntapCluster",
-        "metadata": { "name": name },
-        "spec": { "endpoint": "https://192.0.2.1", "credentialsSecretRef": { "namespace": "default", "name": "absent" } }
-    }))
-    .unwrap();
+    let cluster = ontap_cluster(name)
+        .endpoint("https://192.0.2.1")
+        .credentials("default", "absent")
+        .label("ontap-test", ns)
+        .build();
     clusters
         .create(&Default::default(), &cluster)
         .await
@@ -66,27 +68,25 @@ async fn create_cluster(client: &kube::Client, name: &str) {
 
 /// Reconciles this process ran, by its own metrics.
 async fn reconciles(operator: &OperatorProcess) -> u64 {
-    operator
-        .metrics_text()
-        .await
-        .lines()
-        .filter(|l| l.starts_with("controller_runtime_reconcile_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+    metric_sum(
+        &operator.metrics_text().await,
+        "controller_runtime_reconcile_total",
+        &[],
+    ) as u64
 }
 
 #[tokio::test]
 async fn a_standby_takes_over_within_one_lease_duration_when_the_leader_dies() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let kubeconfig = operator_identity(&env.client).await;
     let id = "election-crash";
-    let mut a = spawn(&kubeconfig, id);
-    let mut b = spawn(&kubeconfig, id);
+    let mut a = spawn(&kubeconfig, &env.namespace, id);
+    let mut b = spawn(&kubeconfig, &env.namespace, id);
     a.wait_readyz(200, Duration::from_secs(30)).await;
     b.wait_readyz(200, Duration::from_secs(30)).await;
     let leader = single_leader(&[&a, &b], id, Duration::from_secs(20)).await;
     // Something to reconcile: both processes see it, only the leader may act on it.
-    create_cluster(&env.client, id).await;
+    create_cluster(&env.client, &env.namespace, id).await;
     // Stay a while: the standby must not grab the lease while the leader renews it.
     tokio::time::sleep(LEASE * 2).await;
     assert_eq!(
@@ -118,11 +118,11 @@ async fn a_standby_takes_over_within_one_lease_duration_when_the_leader_dies() {
 
 #[tokio::test]
 async fn sigterm_releases_the_lease_so_a_standby_takes_over_at_once() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let kubeconfig = operator_identity(&env.client).await;
     let id = "election-release";
-    let mut a = spawn(&kubeconfig, id);
-    let mut b = spawn(&kubeconfig, id);
+    let mut a = spawn(&kubeconfig, &env.namespace, id);
+    let mut b = spawn(&kubeconfig, &env.namespace, id);
     a.wait_readyz(200, Duration::from_secs(30)).await;
     b.wait_readyz(200, Duration::from_secs(30)).await;
     let leader = single_leader(&[&a, &b], id, Duration::from_secs(20)).await;

@@ -1,8 +1,5 @@
 //! `deploy/` and `deploy/chart` describe the same objects, and those objects are valid for a
 //! real API server.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -33,7 +30,7 @@ fn by_identity(objects: Vec<Value>) -> BTreeMap<String, Value> {
 }
 
 fn deploy_objects() -> BTreeMap<String, Value> {
-    let dir = support::repo_root().join("deploy");
+    let dir = crate::support::repo_root().join("deploy");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -50,7 +47,7 @@ fn deploy_objects() -> BTreeMap<String, Value> {
 
 #[test]
 fn the_chart_renders_the_objects_of_deploy() {
-    let helm = Command::new(support::repo_root().join("hack/tools.sh"))
+    let helm = Command::new(crate::support::repo_root().join("hack/tools.sh"))
         .arg("helm")
         .output()
         .unwrap();
@@ -62,7 +59,7 @@ fn the_chart_renders_the_objects_of_deploy() {
     let helm = String::from_utf8(helm.stdout).unwrap();
     let rendered = Command::new(helm.trim())
         .args(["template", "ontap-operator"])
-        .arg(support::repo_root().join("deploy/chart"))
+        .arg(crate::support::repo_root().join("deploy/chart"))
         .output()
         .unwrap();
     assert!(
@@ -115,8 +112,8 @@ fn the_deployment_is_hardened() {
 
 #[tokio::test]
 async fn every_deploy_object_is_accepted_by_the_api_server() {
-    let env = support::env().await;
-    support::operator::apply_deploy_files(
+    let env = crate::support::env().await;
+    crate::support::operator::apply_deploy_files(
         &env.client,
         &[
             "namespace.yaml",

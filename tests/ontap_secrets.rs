@@ -107,11 +107,10 @@ async fn no_password_in_logs_spans_errors_or_metrics() {
             .unwrap(),
         CredentialCheck::Rejected
     );
-    env.fault(
+    env.mock.fault_json(
         json!({"method":"PATCH","path":"/api/security/accounts/*","times":1,
         "action":{"type":"apply_then_reset"}}),
-    )
-    .await;
+    );
     errors.push(
         c.set_account_password(
             &svm.uuid,

@@ -1,15 +1,13 @@
 //! Traces end to end: the real operator exports OTLP to a real Jaeger, and its JSON log lines
 //! name the trace they belong to.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use crate::support::jaeger::{Jaeger, parent_id, same_trace_id, tag};
+use crate::support::mock::fast_mock;
+use crate::support::svm::SvmWorld;
 use serde_json::Value;
-use support::jaeger::{Jaeger, parent_id, same_trace_id, tag};
-use support::svm::{SvmWorld, fast_mock};
 
 const READY_WITHIN: Duration = Duration::from_secs(60);
 /// The operator's batch exporter waits up to `OTEL_BSP_SCHEDULE_DELAY` (set to 500 ms below),
@@ -120,12 +118,12 @@ async fn a_reconcile_is_one_trace_with_step_and_ontap_spans_and_its_log_lines_na
     assert!(
         !logged.is_empty(),
         "no JSON log line inside a reconcile of {object}:\n{}",
-        support::svm::tail(&logs, 40)
+        crate::support::tail(&logs, 40)
     );
     assert!(
         logged.iter().all(Option::is_some),
         "a log line inside a reconcile lacks trace_id:\n{}",
-        support::svm::tail(&logs, 40)
+        crate::support::tail(&logs, 40)
     );
     let logged: HashSet<String> = logged.into_iter().flatten().collect();
 
@@ -202,7 +200,7 @@ async fn spans_buffered_at_sigterm_are_exported_before_exit() {
     assert!(
         status.success(),
         "{status}\n{}",
-        support::svm::tail(&world.operator.logs(), 20)
+        crate::support::tail(&world.operator.logs(), 20)
     );
     jaeger
         .wait_for(

@@ -1,19 +1,17 @@
 //! The StorageVirtualMachine controller against faults on the Kubernetes side and in ONTAP
 //! behind its back, bad references, and what a resync of a Ready SVM costs.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-};
-use k8s_openapi::api::core::v1::Secret;
+use crate::support::admission::{self, Policy, probe_create, wait_enforced};
+use crate::support::fixtures::ontap_cluster;
+use crate::support::metrics::{kube_writes, metric_sum};
+use crate::support::mock::fast_mock;
+use crate::support::poll;
+use crate::support::svm::SvmWorld;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
 use serde_json::{Value, json};
-use support::svm::{SvmWorld, fast_mock, kube_writes, metric_sum, poll};
 
 const READY_WITHIN: Duration = Duration::from_secs(60);
 /// A repair must land within a couple of passes.
@@ -127,8 +125,9 @@ async fn a_password_changed_in_ontap_is_detected_on_the_next_pass_and_repaired()
 
     // Someone resets the password in ONTAP, as an admin would from the CLI.
     let ours = "Behind0urBack9";
-    let admin = world.mock.admin();
+    let admin = world.mock.server.admin();
     let response = world
+        .mock
         .http
         .patch(format!(
             "{}/api/security/accounts/{uuid}/{username}",
@@ -178,90 +177,25 @@ async fn a_password_changed_in_ontap_is_detected_on_the_next_pass_and_repaired()
     );
 }
 
-/// A ValidatingAdmissionPolicy denying the creation of Secrets in one namespace only (the
-/// policy is cluster-scoped; tests run side by side on one API server).
-async fn deny_secret_creation(world: &SvmWorld, message: &str) -> String {
-    let ns = &world.env.namespace;
-    let name = format!("deny-secrets-{ns}");
-    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-        "metadata": { "name": name },
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "namespaceSelector": { "matchLabels": { "kubernetes.io/metadata.name": ns } },
-                "resourceRules": [{
-                    "apiGroups": [""], "apiVersions": ["v1"],
-                    "operations": ["CREATE"], "resources": ["secrets"]
-                }]
-            },
-            "validations": [{ "expression": "false", "message": message }]
-        }
-    }))
-    .unwrap();
-    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": { "name": name },
-        "spec": { "policyName": name, "validationActions": ["Deny"] }
-    }))
-    .unwrap();
-    let client = world.env.client.clone();
-    Api::<ValidatingAdmissionPolicy>::all(client.clone())
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    Api::<ValidatingAdmissionPolicyBinding>::all(client)
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    // The API server loads policies asynchronously: wait until it enforces this one.
-    poll(
-        "the policy enforced",
-        Duration::from_secs(30),
-        async || match probe_secret_creation(world).await {
-            Err(denial) if denial.contains(message) => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
+/// A ValidatingAdmissionPolicy denying the creation of Secrets in the world's namespace.
+async fn deny_secret_creation(world: &SvmWorld, message: &str) -> Policy {
+    let policy = admission::deny(
+        &world.env.client,
+        &world.env.namespace,
+        ("", "secrets"),
+        &["CREATE"],
+        "false",
+        message,
     )
     .await;
-    name
+    wait_enforced(message, async || probe_create(&world.secrets()).await).await;
+    policy
 }
 
-async fn allow_secret_creation(world: &SvmWorld, name: &str) {
-    let client = world.env.client.clone();
-    Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
-        .delete(name, &Default::default())
-        .await
-        .unwrap();
-    Api::<ValidatingAdmissionPolicy>::all(client)
-        .delete(name, &Default::default())
-        .await
-        .unwrap();
-    poll("the policy lifted", Duration::from_secs(30), async || {
-        probe_secret_creation(world).await
-    })
-    .await;
-}
-
-/// A dry-run Secret creation: goes through admission, stores nothing.
-async fn probe_secret_creation(world: &SvmWorld) -> Result<(), String> {
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some("admission-probe".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let params = PostParams {
-        dry_run: true,
-        ..Default::default()
-    };
-    world
-        .secrets()
-        .create(&params, &secret)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+async fn allow_secret_creation(world: &SvmWorld, policy: Policy) {
+    policy
+        .lift(async || probe_create(&world.secrets()).await)
+        .await;
 }
 
 fn svm_reconciles(metrics: &str) -> f64 {
@@ -341,7 +275,7 @@ async fn secret_creation_denied_by_admission_is_reported_retried_with_backoff_an
         "no account without a stored password: {accounts:?}"
     );
 
-    allow_secret_creation(&world, &policy).await;
+    allow_secret_creation(&world, policy).await;
     poll("converged once allowed", REPAIRED_WITHIN, async || {
         world.converged("denied", 0).await
     })
@@ -372,7 +306,7 @@ async fn secret_creation_denied_by_admission_is_reported_retried_with_backoff_an
         },
     )
     .await;
-    allow_secret_creation(&world, &policy).await;
+    allow_secret_creation(&world, policy).await;
     poll(
         "converged once allowed again",
         REPAIRED_WITHIN,
@@ -386,7 +320,7 @@ async fn a_missing_cluster_or_admin_secret_gives_a_clear_condition() {
     let world = SvmWorld::start().await;
     let ns = world.env.namespace.clone();
 
-    let mut manifest = world.manifest("orphan", 0);
+    let mut manifest = world.svm("orphan", 0).json();
     manifest["spec"]["clusterRef"]["name"] = json!("no-such-cluster");
     let svm: StorageVirtualMachine = serde_json::from_value(manifest).unwrap();
     world
@@ -407,16 +341,12 @@ async fn a_missing_cluster_or_admin_secret_gives_a_clear_condition() {
 
     // A cluster whose admin Secret does not exist.
     let cluster = format!("c-{ns}-nosecret");
-    let object: OntapCluster = serde_json::from_value(json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1", "kind": "OntapCluster",
-        "metadata": { "name": cluster, "labels": { "ontap-test": ns } },
-        "spec": {
-            "endpoint": world.mock.base_url(),
-            "credentialsSecretRef": { "namespace": ns, "name": "absent-admin" },
-            "caSecretRef": { "namespace": ns, "name": "ontap-ca" }
-        }
-    }))
-    .unwrap();
+    let object = ontap_cluster(&cluster)
+        .endpoint(&world.mock.base_url())
+        .credentials(&ns, "absent-admin")
+        .ca(&ns, "ontap-ca")
+        .label("ontap-test", &ns)
+        .build();
     let clusters: Api<OntapCluster> = Api::all(world.env.client.clone());
     clusters
         .create(&PostParams::default(), &object)
@@ -443,7 +373,7 @@ async fn a_missing_cluster_or_admin_secret_gives_a_clear_condition() {
     .await;
     assert!(why.contains(&format!("{ns}/absent-admin")), "{why}");
 
-    let mut manifest = world.manifest("waiting", 1);
+    let mut manifest = world.svm("waiting", 1).json();
     manifest["spec"]["clusterRef"]["name"] = json!(cluster);
     let svm: StorageVirtualMachine = serde_json::from_value(manifest).unwrap();
     world

@@ -5,17 +5,16 @@
 //! mock's request log, each request is normalised to (method, path template, occurrence), and
 //! every (request, action) pair becomes a case. A controller change that adds a request adds
 //! its cases.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::support::mock::fast_mock;
+use crate::support::svm::SvmWorld;
+use crate::support::{tail, try_poll};
 use mock_ontap::{FaultAction, FaultSpec};
 use serde_json::Value;
-use support::svm::{SvmWorld, fast_mock, tail};
 use tokio::sync::OnceCell;
 
 /// How long one case may take to converge: a delay beyond the client timeout plus a few
@@ -194,27 +193,10 @@ async fn last_seq(world: &SvmWorld) -> u64 {
     world.requests().await.last().map_or(0, seq)
 }
 
-/// Polls `probe` every 100 ms until `Ok`, or gives up after `timeout` with its last reason.
-async fn within<T>(
-    timeout: Duration,
-    mut probe: impl AsyncFnMut() -> Result<T, String>,
-) -> Result<T, String> {
-    let start = Instant::now();
-    loop {
-        match probe().await {
-            Ok(value) => return Ok(value),
-            Err(why) if start.elapsed() > timeout => {
-                return Err(format!("not within {timeout:?}: {why}"));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-}
-
 /// Waits until the mock has seen no SVM-flow request for half a second.
 async fn settle(world: &SvmWorld) -> Result<(), String> {
     let mut last = (last_seq(world).await, Instant::now());
-    within(Duration::from_secs(20), async || {
+    try_poll(Duration::from_secs(20), async || {
         let now = last_seq(world).await;
         if now != last.0 {
             last = (now, Instant::now());
@@ -254,7 +236,7 @@ async fn record_flows() -> Flows {
     let username = seed_username(&world, "recorded").await.unwrap();
     // The provisioning pass ends with the first credential check; the next pass (a watch
     // event's or the sync period's) is a pure verification.
-    let verifies = within(CONVERGE_WITHIN, async || {
+    let verifies = try_poll(CONVERGE_WITHIN, async || {
         let verifies = operator_verifies_after(&world, start, &username).await;
         if verifies.len() >= 2 {
             Ok(verifies)
@@ -321,24 +303,8 @@ struct Outcome {
     took: Duration,
 }
 
-async fn fault_hits(world: &SvmWorld) -> u64 {
-    let faults: Value = world
-        .http
-        .get(format!("{}/_mock/faults", world.mock.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    faults["records"]
-        .as_array()
-        .map(|all| all.iter().filter_map(|f| f["hits"].as_u64()).sum())
-        .unwrap_or_default()
-}
-
 async fn converged(world: &SvmWorld, name: &str, index: u8) -> Result<(), String> {
-    within(CONVERGE_WITHIN, async || world.converged(name, index).await).await
+    try_poll(CONVERGE_WITHIN, async || world.converged(name, index).await).await
 }
 
 /// Deletes the SVM and waits until nothing of it is left, in Kubernetes or ONTAP.
@@ -355,7 +321,7 @@ async fn delete_cleanly(world: &SvmWorld, name: &str) -> Result<(), String> {
         .delete(name, &Default::default())
         .await
         .map_err(|e| e.to_string())?;
-    within(CONVERGE_WITHIN, async || {
+    try_poll(CONVERGE_WITHIN, async || {
         if let Some(svm) = world
             .svms()
             .get_opt(name)
@@ -390,7 +356,7 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                 world.mock.state().add_fault(case.fault())?;
                 world.create_svm(name, index).await;
                 let converged = converged(world, name, index).await;
-                fired = fault_hits(world).await > 0;
+                fired = world.mock.fault_hits().await > 0;
                 world.mock.state().clear_faults();
                 converged?;
                 delete_cleanly(world, name).await
@@ -401,7 +367,7 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                 let username = seed_username(world, name).await?;
                 // Inject between two passes, so the occurrence counts from a pass's start.
                 let now = last_seq(world).await;
-                within(
+                try_poll(
                     Duration::from_secs(20),
                     async || match operator_verifies_after(world, now, &username).await.first() {
                         Some(_) => Ok(()),
@@ -411,8 +377,8 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                 .await?;
                 let injected = last_seq(world).await;
                 world.mock.state().add_fault(case.fault())?;
-                let hit = within(Duration::from_secs(20), async || {
-                    if fault_hits(world).await > 0 {
+                let hit = try_poll(Duration::from_secs(20), async || {
+                    if world.mock.fault_hits().await > 0 {
                         Ok(())
                     } else {
                         Err("the fault has not fired".to_string())
@@ -422,7 +388,7 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                 fired = hit.is_ok();
                 // Converged means: a later pass checked the credentials successfully, and
                 // everything is as it should be.
-                within(CONVERGE_WITHIN, async || {
+                try_poll(CONVERGE_WITHIN, async || {
                     let log = world.requests().await;
                     let hit_at = log
                         .iter()
@@ -448,7 +414,7 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                 settle(world).await?;
                 world.mock.state().add_fault(case.fault())?;
                 let deleted = delete_cleanly(world, name).await;
-                fired = fault_hits(world).await > 0;
+                fired = world.mock.fault_hits().await > 0;
                 world.mock.state().clear_faults();
                 deleted
             }

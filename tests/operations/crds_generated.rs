@@ -1,6 +1,5 @@
 //! `crds/`, `deploy/rbac.yaml` and the chart's ClusterRole rules are generated from the
 //! controllers' registrations and never edited by hand: fail when they drift.
-#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 

@@ -1,25 +1,22 @@
 //! `/readyz` waits for the caches: an operator that cannot list what it watches is not ready,
 //! however healthy its port and its API server connection are.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::operator::OperatorProcess;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
-use support::operator::OperatorProcess;
 
 #[tokio::test]
 async fn readyz_is_503_until_every_cache_has_synced() {
-    let env = support::env().await;
-    let plane = support::control_plane();
+    let env = crate::support::env().await;
+    let plane = crate::support::control_plane();
     let dir = plane.dir.as_ref().unwrap();
     let user = "limited-operator";
     let kubeconfig = dir.join("limited.kubeconfig");
-    let status = Command::new(support::repo_root().join("hack/control-plane.sh"))
+    let status = Command::new(crate::support::repo_root().join("hack/control-plane.sh"))
         .args(["user", "--dir"])
         .arg(dir)
         .args(["--name", user, "--out"])
@@ -61,7 +58,13 @@ async fn readyz_is_503_until_every_cache_has_synced() {
         .await
         .unwrap();
 
-    let operator = OperatorProcess::spawn(&kubeconfig, &[], &[]);
+    // Scoped to this test's namespace and clusters: the tests beside it have their own.
+    let scope = [
+        format!("--namespace={}", env.namespace),
+        format!("--ontap-cluster-selector=ontap-test={}", env.namespace),
+    ];
+    let args: Vec<&str> = scope.iter().map(String::as_str).collect();
+    let operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
     // Give it time to list: a shallow probe would long be green by now.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let (status, body) = operator.readyz().await.expect("the probe server answers");

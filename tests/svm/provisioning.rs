@@ -1,11 +1,8 @@
 //! The StorageVirtualMachine controller end to end: real API server, mock ONTAP, real operator.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Duration;
 
-use support::svm::SvmWorld;
+use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
@@ -82,7 +79,7 @@ async fn an_svm_becomes_ready_with_working_credentials_and_deletion_leaves_nothi
 #[tokio::test]
 async fn an_aggregate_ontap_does_not_have_is_a_condition_not_a_retry_storm() {
     let world = SvmWorld::start().await;
-    let mut manifest = world.manifest("no-aggr", 0);
+    let mut manifest = world.svm("no-aggr", 0).json();
     manifest["spec"]["aggregates"] = serde_json::json!(["aggr_missing"]);
     let svm = serde_json::from_value(manifest).unwrap();
     world

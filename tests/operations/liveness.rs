@@ -1,12 +1,11 @@
 //! `/healthz` notices a stuck reconcile: one running far longer than its timeouts allow.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::{Duration, Instant};
 
+use crate::support::mock::fast_mock;
+use crate::support::svm::SvmWorld;
+use crate::support::tail;
 use mock_ontap::{FaultAction, FaultSpec};
-use support::svm::{SvmWorld, fast_mock, tail};
 
 #[tokio::test]
 async fn healthz_fails_while_a_reconcile_runs_past_the_stuck_limit_and_recovers() {

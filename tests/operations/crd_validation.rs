@@ -1,27 +1,12 @@
 //! Admission validation of the CRDs (OpenAPI schema + CEL `x-kubernetes-validations`) against a
 //! real kube-apiserver: every invalid spec is refused with a 422 whose causes name exactly the
 //! offending field, and valid specs (IPv4 and IPv6) go through.
-#![allow(clippy::unwrap_used)]
 
-mod support;
-
-use support::svm_manifest;
+use crate::support::fixtures::{ontap_cluster, svm};
 
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
 use serde_json::{Value, json};
-
-fn cluster_manifest(name: &str) -> Value {
-    json!({
-        "apiVersion": "ontap.storage.dev/v1alpha1",
-        "kind": "OntapCluster",
-        "metadata": { "name": name },
-        "spec": {
-            "endpoint": "https://10.0.0.10",
-            "credentialsSecretRef": { "namespace": "ontap-system", "name": "lab-admin" }
-        }
-    })
-}
 
 /// Sets (or, with `Value::Null`, removes) the value at a JSON pointer, creating parent objects.
 fn set(doc: &mut Value, pointer: &str, value: Value) {
@@ -56,7 +41,7 @@ fn lifs(ips: &[&str], prefix: u8) -> Value {
 }
 
 fn dynamic_api<K: kube::Resource<DynamicType = ()>>(
-    env: &support::TestEnv,
+    env: &crate::support::TestEnv,
     namespaced: bool,
 ) -> Api<DynamicObject> {
     let resource = ApiResource::erase::<K>(&());
@@ -111,7 +96,7 @@ fn assert_rejected(
 
 #[tokio::test]
 async fn invalid_svm_specs_are_rejected_naming_the_field() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api = dynamic_api::<StorageVirtualMachine>(&env, true);
     let seventeen: Vec<String> = (1..=17).map(|i| format!("192.0.2.{}", 100 + i)).collect();
     let seventeen: Vec<&str> = seventeen.iter().map(String::as_str).collect();
@@ -387,7 +372,7 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
 
     let count = cases.len();
     for (i, (case, edits, field, says)) in cases.into_iter().enumerate() {
-        let mut manifest = svm_manifest(&format!("invalid-{i}"));
+        let mut manifest = svm(&format!("invalid-{i}")).json();
         for (pointer, value) in edits {
             set(&mut manifest, pointer, value);
         }
@@ -399,7 +384,7 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
 
 #[tokio::test]
 async fn valid_svm_specs_are_accepted() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api = dynamic_api::<StorageVirtualMachine>(&env, true);
     let full = json!({
         "clusterRef": { "name": "lab.example" },
@@ -460,7 +445,7 @@ async fn valid_svm_specs_are_accepted() {
         ),
     ];
     for (i, (case, edits)) in cases.into_iter().enumerate() {
-        let mut manifest = svm_manifest(&format!("valid-{i}"));
+        let mut manifest = svm(&format!("valid-{i}")).json();
         for (pointer, value) in edits {
             set(&mut manifest, pointer, value);
         }
@@ -480,12 +465,12 @@ async fn valid_svm_specs_are_accepted() {
 
 #[tokio::test]
 async fn svm_name_and_cluster_ref_are_immutable() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api = dynamic_api::<StorageVirtualMachine>(&env, true);
     let patch = |spec: Value| Patch::Merge(json!({ "spec": spec }));
     let pp = PatchParams::default();
 
-    let mut named = svm_manifest("named");
+    let mut named = svm("named").json();
     set(&mut named, "/spec/svmName", json!("svm_a"));
     api.create(&PostParams::default(), &object(named))
         .await
@@ -540,7 +525,7 @@ async fn svm_name_and_cluster_ref_are_immutable() {
         .unwrap();
 
     // An object created on the default name may have its name written down later.
-    api.create(&PostParams::default(), &object(svm_manifest("unnamed")))
+    api.create(&PostParams::default(), &object(svm("unnamed").json()))
         .await
         .unwrap();
     let adopted = api
@@ -572,7 +557,7 @@ async fn svm_name_and_cluster_ref_are_immutable() {
 
 #[tokio::test]
 async fn invalid_cluster_specs_are_rejected_naming_the_field() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api = dynamic_api::<OntapCluster>(&env, false);
     let prefix = &env.namespace;
     let cases: Vec<(&str, &str, Value, &str, &str)> = vec![
@@ -669,7 +654,7 @@ async fn invalid_cluster_specs_are_rejected_naming_the_field() {
         ),
     ];
     for (i, (case, pointer, value, field, says)) in cases.into_iter().enumerate() {
-        let mut manifest = cluster_manifest(&format!("{prefix}-invalid-{i}"));
+        let mut manifest = ontap_cluster(&format!("{prefix}-invalid-{i}")).json();
         set(&mut manifest, pointer, value);
         let result = api.create(&PostParams::default(), &object(manifest)).await;
         assert_rejected(result, case, field, says);
@@ -678,7 +663,7 @@ async fn invalid_cluster_specs_are_rejected_naming_the_field() {
 
 #[tokio::test]
 async fn valid_cluster_specs_are_accepted() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let api = dynamic_api::<OntapCluster>(&env, false);
     let prefix = &env.namespace;
     let endpoints = [
@@ -690,7 +675,7 @@ async fn valid_cluster_specs_are_accepted() {
         "https://mock-ontap.ontap-system.svc:8443",
     ];
     for (i, endpoint) in endpoints.iter().enumerate() {
-        let mut manifest = cluster_manifest(&format!("{prefix}-valid-{i}"));
+        let mut manifest = ontap_cluster(&format!("{prefix}-valid-{i}")).json();
         set(&mut manifest, "/spec/endpoint", json!(endpoint));
         if i == 0 {
             set(
@@ -719,7 +704,7 @@ async fn valid_cluster_specs_are_accepted() {
     // The typed API round-trips too.
     let typed: Api<OntapCluster> = Api::all(env.client.clone());
     let mut cluster: OntapCluster =
-        serde_json::from_value(cluster_manifest(&format!("{prefix}-typed"))).unwrap();
+        serde_json::from_value(ontap_cluster(&format!("{prefix}-typed")).json()).unwrap();
     cluster.spec.insecure_skip_tls_verify = true;
     let created = typed
         .create(&PostParams::default(), &cluster)

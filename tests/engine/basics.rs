@@ -1,69 +1,45 @@
-//! The reconcile engine against a real kube-apiserver, with the test-only `Toy` resource and a
-//! toy controller built on the engine (`tests/engine_support`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod engine_support;
-mod support;
+//! The engine's basics: steps, conditions, backoff, an invalid spec, no-op passes, the client
+//! rate limit, bounded concurrency, lean caches and the owner index.
 
 use std::time::{Duration, Instant};
 
-use engine_support::{Toy, ToySpec, condition, create, eventually, get, start, wait_condition};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use ontap_operator::engine::{ClientLimits, EngineConfig};
+use ontap_operator::engine::{ClientLimits, EngineConfig, StepName};
 use serde_json::json;
 
-fn unlimited() -> ClientLimits {
-    ClientLimits { qps: 0.0, burst: 0 }
-}
-
-fn fast_backoff() -> EngineConfig {
-    EngineConfig {
-        backoff_base: Duration::from_millis(200),
-        backoff_max: Duration::from_secs(30),
-        ..EngineConfig::default()
-    }
-}
-
-fn toys(env: &support::TestEnv) -> Api<Toy> {
-    Api::namespaced(env.client.clone(), &env.namespace)
-}
-
-/// Touches an annotation: a metadata change that triggers a reconcile without a spec change.
-async fn poke(env: &support::TestEnv, name: &str, value: &str) {
-    toys(env)
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {"test/poke": value}}})),
-        )
-        .await
-        .unwrap();
-}
+use super::{fast_backoff, poke, unlimited};
+use crate::support::fixtures::toy;
+use crate::support::poll;
+use crate::support::toy::{ToyController, ToyStep, condition, create, get, toys, wait_condition};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steps_run_in_order_and_stop_at_the_first_failure() {
-    let env = support::env().await;
-    let ctl = start(&env, fast_backoff(), unlimited(), false).await;
+    let env = crate::support::env().await;
+    let ctl = ToyController::new(fast_backoff())
+        .limits(unlimited())
+        .start(&env)
+        .await;
     ctl.world.set_down("a", true);
-    create(
+    create(&env, toy("a").value(1).child().build()).await;
+
+    let toy = wait_condition(
         &env,
         "a",
-        ToySpec {
-            value: 1,
-            child: true,
-            ..Default::default()
-        },
+        ToyStep::BackendReady.as_str(),
+        "False",
+        Some("BackendDown"),
     )
     .await;
-
-    let toy = wait_condition(&env, "a", "BackendReady", "False", Some("BackendDown")).await;
-    assert_eq!(condition(&toy, "SpecValid").unwrap().status, "True");
+    assert_eq!(
+        condition(&toy, ToyStep::SpecValid.as_str()).unwrap().status,
+        "True"
+    );
     assert!(
-        condition(&toy, "ConfigMapReady").is_none(),
+        condition(&toy, ToyStep::ConfigMapReady.as_str()).is_none(),
         "the step after the failure never ran"
     );
     let ready = condition(&toy, "Ready").unwrap();
@@ -73,18 +49,25 @@ async fn steps_run_in_order_and_stop_at_the_first_failure() {
     );
     assert_eq!(ready.message, "step BackendReady: backend unreachable");
     let steps = ctl.world.steps("a");
-    assert_eq!(&steps[..2], ["SpecValid", "BackendReady"]);
-    assert!(!steps.contains(&"ConfigMapReady"));
+    assert_eq!(
+        &steps[..2],
+        [ToyStep::SpecValid.as_str(), ToyStep::BackendReady.as_str()]
+    );
+    assert!(!steps.contains(&ToyStep::ConfigMapReady.as_str()));
     let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
     assert!(cms.get_opt("a-value").await.unwrap().is_none());
 
-    eventually(Duration::from_secs(10), "a few retries", || async {
+    poll("a few retries", Duration::from_secs(10), async || {
         (ctl.world.starts("a").len() >= 4).then_some(())
     })
     .await;
     ctl.world.set_down("a", false);
     let toy = wait_condition(&env, "a", "Ready", "True", None).await;
-    for step in ["SpecValid", "BackendReady", "ConfigMapReady"] {
+    for step in [
+        ToyStep::SpecValid.as_str(),
+        ToyStep::BackendReady.as_str(),
+        ToyStep::ConfigMapReady.as_str(),
+    ] {
         assert_eq!(condition(&toy, step).unwrap().status, "True", "{step}");
     }
     let types: Vec<_> = toy
@@ -97,14 +80,19 @@ async fn steps_run_in_order_and_stop_at_the_first_failure() {
         .collect();
     assert_eq!(
         types,
-        ["Ready", "SpecValid", "BackendReady", "ConfigMapReady"]
+        [
+            "Ready",
+            ToyStep::SpecValid.as_str(),
+            ToyStep::BackendReady.as_str(),
+            ToyStep::ConfigMapReady.as_str()
+        ]
     );
     assert_eq!(toy.status.as_ref().unwrap().value, Some(1));
     assert!(cms.get_opt("a-value").await.unwrap().is_some());
 
     // One Warning for the failure however many retries it took, one Normal on recovery.
     let events: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
-    let list = eventually(Duration::from_secs(10), "recovery Event", || async {
+    let list = poll("recovery Event", Duration::from_secs(10), async || {
         let list = events.list(&ListParams::default()).await.unwrap().items;
         list.iter()
             .any(|e| e.reason.as_deref() == Some("Recovered"))
@@ -122,20 +110,15 @@ async fn steps_run_in_order_and_stop_at_the_first_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_step_backs_off_exponentially_and_resets_after_success() {
-    let env = support::env().await;
-    let ctl = start(&env, fast_backoff(), unlimited(), false).await;
+    let env = crate::support::env().await;
+    let ctl = ToyController::new(fast_backoff())
+        .limits(unlimited())
+        .start(&env)
+        .await;
     ctl.world.set_down("b", true);
-    create(
-        &env,
-        "b",
-        ToySpec {
-            value: 1,
-            ..Default::default()
-        },
-    )
-    .await;
+    create(&env, toy("b").value(1).build()).await;
 
-    let starts = eventually(Duration::from_secs(30), "6 attempts", || async {
+    let starts = poll("6 attempts", Duration::from_secs(30), async || {
         let s = ctl.world.starts("b");
         (s.len() >= 6).then_some(s)
     })
@@ -165,7 +148,7 @@ async fn failing_step_backs_off_exponentially_and_resets_after_success() {
         )
         .await
         .unwrap();
-    let starts = eventually(Duration::from_secs(10), "two more attempts", || async {
+    let starts = poll("two more attempts", Duration::from_secs(10), async || {
         let s = ctl.world.starts("b");
         (s.len() >= before + 2).then_some(s)
     })
@@ -180,19 +163,21 @@ async fn failing_step_backs_off_exponentially_and_resets_after_success() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_spec_is_surfaced_and_does_not_loop() {
-    let env = support::env().await;
-    let ctl = start(&env, fast_backoff(), unlimited(), false).await;
-    create(
+    let env = crate::support::env().await;
+    let ctl = ToyController::new(fast_backoff())
+        .limits(unlimited())
+        .start(&env)
+        .await;
+    create(&env, toy("c").value(-1).build()).await;
+
+    let toy = wait_condition(
         &env,
         "c",
-        ToySpec {
-            value: -1,
-            ..Default::default()
-        },
+        ToyStep::SpecValid.as_str(),
+        "False",
+        Some("NegativeValue"),
     )
     .await;
-
-    let toy = wait_condition(&env, "c", "SpecValid", "False", Some("NegativeValue")).await;
     let ready = condition(&toy, "Ready").unwrap();
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
@@ -207,7 +192,10 @@ async fn invalid_spec_is_surfaced_and_does_not_loop() {
     assert_eq!(
         ctl.metric(
             "toy_step_errors_total",
-            &[("step", "SpecValid"), ("category", "invalid")]
+            &[
+                ("step", ToyStep::SpecValid.as_str()),
+                ("category", "invalid")
+            ]
         ),
         1.0
     );
@@ -228,17 +216,12 @@ async fn invalid_spec_is_surfaced_and_does_not_loop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conditions_follow_kubernetes_conventions() {
-    let env = support::env().await;
-    let ctl = start(&env, fast_backoff(), unlimited(), false).await;
-    create(
-        &env,
-        "d",
-        ToySpec {
-            value: 1,
-            ..Default::default()
-        },
-    )
-    .await;
+    let env = crate::support::env().await;
+    let ctl = ToyController::new(fast_backoff())
+        .limits(unlimited())
+        .start(&env)
+        .await;
+    create(&env, toy("d").value(1).build()).await;
     let first = wait_condition(&env, "d", "Ready", "True", None).await;
     let t_ready = condition(&first, "Ready")
         .unwrap()
@@ -255,10 +238,10 @@ async fn conditions_follow_kubernetes_conventions() {
     // A reconcile that finds the same world changes nothing, not even the times.
     let n = ctl.world.starts("d").len();
     poke(&env, "d", "1").await;
-    eventually(
-        Duration::from_secs(10),
+    poll(
         "a reconcile after the poke",
-        || async { (ctl.world.starts("d").len() > n).then_some(()) },
+        Duration::from_secs(10),
+        async || (ctl.world.starts("d").len() > n).then_some(()),
     )
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -274,18 +257,20 @@ async fn conditions_follow_kubernetes_conventions() {
         t_ready
     );
     assert_ne!(
-        condition(&failed, "BackendReady")
+        condition(&failed, ToyStep::BackendReady.as_str())
             .unwrap()
             .last_transition_time,
-        condition(&first, "BackendReady")
+        condition(&first, ToyStep::BackendReady.as_str())
             .unwrap()
             .last_transition_time
     );
     assert_eq!(
-        condition(&failed, "SpecValid")
+        condition(&failed, ToyStep::SpecValid.as_str())
             .unwrap()
             .last_transition_time,
-        condition(&first, "SpecValid").unwrap().last_transition_time,
+        condition(&first, ToyStep::SpecValid.as_str())
+            .unwrap()
+            .last_transition_time,
         "status unchanged, time unchanged"
     );
 
@@ -299,11 +284,15 @@ async fn conditions_follow_kubernetes_conventions() {
         )
         .await
         .unwrap();
-    let updated = eventually(Duration::from_secs(10), "generation 2 observed", || async {
-        let t = get(&env, "d").await;
-        let ready = condition(&t, "Ready")?;
-        (ready.status == "True" && ready.observed_generation == Some(2)).then_some(t)
-    })
+    let updated = poll(
+        "generation 2 observed",
+        Duration::from_secs(10),
+        async || {
+            let t = get(&env, "d").await;
+            let ready = condition(&t, "Ready")?;
+            (ready.status == "True" && ready.observed_generation == Some(2)).then_some(t)
+        },
+    )
     .await;
     assert_eq!(
         updated.status.as_ref().unwrap().observed_generation,
@@ -311,33 +300,29 @@ async fn conditions_follow_kubernetes_conventions() {
     );
     assert_eq!(updated.status.as_ref().unwrap().value, Some(5));
     assert_eq!(
-        condition(&updated, "SpecValid")
+        condition(&updated, ToyStep::SpecValid.as_str())
             .unwrap()
             .last_transition_time,
-        condition(&first, "SpecValid").unwrap().last_transition_time
+        condition(&first, ToyStep::SpecValid.as_str())
+            .unwrap()
+            .last_transition_time
     );
     ctl.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noop_reconcile_makes_zero_write_requests() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let config = EngineConfig {
         sync_period: Duration::from_millis(300),
         sync_jitter: 0.0,
         ..fast_backoff()
     };
-    let ctl = start(&env, config, unlimited(), false).await;
-    create(
-        &env,
-        "e",
-        ToySpec {
-            value: 1,
-            child: true,
-            ..Default::default()
-        },
-    )
-    .await;
+    let ctl = ToyController::new(config)
+        .limits(unlimited())
+        .start(&env)
+        .await;
+    create(&env, toy("e").value(1).child().build()).await;
     wait_condition(&env, "e", "Ready", "True", None).await;
     // Let the reconcile that wrote the status finish its bookkeeping.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -351,7 +336,7 @@ async fn a_noop_reconcile_makes_zero_write_requests() {
     );
 
     // The periodic re-verification runs, observes (GETs the child) and writes nothing.
-    eventually(Duration::from_secs(15), "5 more reconciles", || async {
+    poll("5 more reconciles", Duration::from_secs(15), async || {
         (ctl.reconciles() >= reconciles + 5.0).then_some(())
     })
     .await;
@@ -362,12 +347,15 @@ async fn a_noop_reconcile_makes_zero_write_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_rate_limit_holds_the_configured_qps() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let limits = ClientLimits {
         qps: 20.0,
         burst: 5,
     };
-    let ctl = start(&env, EngineConfig::default(), limits, false).await;
+    let ctl = ToyController::new(EngineConfig::default())
+        .limits(limits)
+        .start(&env)
+        .await;
     // Let the controller's own start-up requests (list + watch) pass first.
     tokio::time::timeout(Duration::from_secs(30), ctl.toys.wait_until_ready())
         .await
@@ -412,39 +400,31 @@ async fn client_rate_limit_holds_the_configured_qps() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_1000_objects_is_processed_with_bounded_concurrency() {
-    let env = support::env().await;
+    let env = crate::support::env().await;
     let config = EngineConfig {
         max_concurrent_reconciles: 10,
         reconcile_rate: 200.0,
         reconcile_burst: 100,
         ..EngineConfig::default()
     };
-    let ctl = start(&env, config, unlimited(), false).await;
+    let ctl = ToyController::new(config)
+        .limits(unlimited())
+        .start(&env)
+        .await;
     let started = Instant::now();
     futures::stream::iter(0..1000)
         .map(|i| {
             let env = &env;
-            async move {
-                create(
-                    env,
-                    &format!("t{i}"),
-                    ToySpec {
-                        value: i,
-                        delay_ms: 20,
-                        ..Default::default()
-                    },
-                )
-                .await
-            }
+            async move { create(env, toy(&format!("t{i}")).value(i).delay_ms(20).build()).await }
         })
         .buffer_unordered(32)
         .collect::<Vec<_>>()
         .await;
 
-    eventually(
-        Duration::from_secs(240),
+    poll(
         "1000 successful reconciles",
-        || async {
+        Duration::from_secs(240),
+        async || {
             let ok = ctl.metric(
                 "controller_runtime_reconcile_total",
                 &[("result", "success")],
@@ -489,8 +469,12 @@ async fn a_burst_of_1000_objects_is_processed_with_bounded_concurrency() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_hold_no_managed_fields_or_last_applied_configuration() {
-    let env = support::env().await;
-    let ctl = start(&env, EngineConfig::default(), unlimited(), true).await;
+    let env = crate::support::env().await;
+    let ctl = ToyController::new(EngineConfig::default())
+        .limits(unlimited())
+        .owns_config_maps()
+        .start(&env)
+        .await;
     let manifest = json!({
         "apiVersion": "enginetest.ontap.storage.dev/v1",
         "kind": "Toy",
@@ -518,10 +502,10 @@ async fn caches_hold_no_managed_fields_or_last_applied_configuration() {
             .contains_key("kubectl.kubernetes.io/last-applied-configuration")
     );
 
-    let cached = eventually(
-        Duration::from_secs(10),
+    let cached = poll(
         "cached toy with status",
-        || async {
+        Duration::from_secs(10),
+        async || {
             ctl.toys
                 .store()
                 .state()
@@ -543,25 +527,20 @@ async fn caches_hold_no_managed_fields_or_last_applied_configuration() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_child_is_recreated_and_found_through_the_owner_index() {
-    let env = support::env().await;
-    let ctl = start(&env, EngineConfig::default(), unlimited(), true).await;
-    let toy = create(
-        &env,
-        "g",
-        ToySpec {
-            value: 7,
-            child: true,
-            ..Default::default()
-        },
-    )
-    .await;
+    let env = crate::support::env().await;
+    let ctl = ToyController::new(EngineConfig::default())
+        .limits(unlimited())
+        .owns_config_maps()
+        .start(&env)
+        .await;
+    let toy = create(&env, toy("g").value(7).child().build()).await;
     let uid = toy.uid().unwrap();
     wait_condition(&env, "g", "Ready", "True", None).await;
     let cms_cache = ctl.config_maps.as_ref().unwrap();
-    let children = eventually(
-        Duration::from_secs(10),
+    let children = poll(
         "child in the owner index",
-        || async {
+        Duration::from_secs(10),
+        async || {
             let c = cms_cache.children_of(&uid);
             (!c.is_empty()).then_some(c)
         },
@@ -577,7 +556,7 @@ async fn a_deleted_child_is_recreated_and_found_through_the_owner_index() {
     cms.delete("g-value", &DeleteParams::default())
         .await
         .unwrap();
-    eventually(Duration::from_secs(15), "ConfigMap recreated", || async {
+    poll("ConfigMap recreated", Duration::from_secs(15), async || {
         let cm = cms.get_opt("g-value").await.unwrap()?;
         (cm.uid() != old_uid).then_some(())
     })

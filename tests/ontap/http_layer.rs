@@ -1,7 +1,6 @@
 //! Narrow tests of the client's HTTP layer against a tiny axum stub: things a faithful ONTAP
 //! fake has no reason to do (huge or malformed bodies, hostile next links) and header/limit
-//! mechanics. Behaviour against ONTAP's API is tested with mock-ontap in `ontap_client.rs`.
-#![allow(clippy::unwrap_used)]
+//! mechanics. Behaviour against ONTAP's API is tested with mock-ontap in `client.rs`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

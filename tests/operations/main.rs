@@ -1,0 +1,16 @@
+//! Running the operator: readiness, liveness, leader election, tracing to Jaeger, the deploy
+//! manifests and the CRDs. The API server restart test is `tests/operations_restart.rs`, a binary
+//! of its own, since it takes the API server away from every test beside it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod crd_api;
+mod crd_validation;
+mod crds_generated;
+mod deploy;
+mod leader_election;
+mod liveness;
+mod readiness_sync;
+mod tracing_jaeger;

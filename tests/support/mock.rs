@@ -1,0 +1,98 @@
+//! The one client of a mock ONTAP's control side: faults, settings, state and counts through
+//! mock-ontap's Rust API; the request log and fault hits, which that API does not expose, over
+//! `/_mock`.
+
+use mock_ontap::{FaultSpec, MockConfig, MockServer, MockState};
+use serde_json::Value;
+
+/// Mock settings tests usually want: short jobs.
+pub fn fast_mock() -> MockConfig {
+    let mut config = MockConfig::default();
+    config.settings.job_duration_ms = 100;
+    config
+}
+
+pub struct Mock {
+    pub server: MockServer,
+    /// Trusts the mock's certificate when it serves TLS; also for authenticating as accounts.
+    pub http: reqwest::Client,
+}
+
+impl Mock {
+    pub async fn start(config: MockConfig) -> Self {
+        Self::new(MockServer::start(config).await.unwrap())
+    }
+
+    pub async fn start_tls(config: MockConfig) -> Self {
+        Self::new(MockServer::start_tls(config).await.unwrap())
+    }
+
+    fn new(server: MockServer) -> Self {
+        super::install_crypto_provider();
+        let mut http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10));
+        if let Some(pem) = server.cert_pem() {
+            http = http.tls_certs_only([reqwest::Certificate::from_pem(pem.as_bytes()).unwrap()]);
+        }
+        Mock {
+            http: http.build().unwrap(),
+            server,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+
+    pub fn state(&self) -> &MockState {
+        self.server.state()
+    }
+
+    /// Registers a fault; returns its id.
+    pub fn fault(&self, spec: FaultSpec) -> String {
+        self.state().add_fault(spec).unwrap()
+    }
+
+    /// Registers a fault written as the JSON body of `POST /_mock/faults`.
+    pub fn fault_json(&self, spec: Value) -> String {
+        self.fault(serde_json::from_value(spec).unwrap())
+    }
+
+    pub fn clear_faults(&self) {
+        self.state().clear_faults();
+    }
+
+    /// The mock's state: `svms`, `accounts`, `interfaces`, `jobs`, in ONTAP's shapes.
+    pub fn snapshot(&self) -> Value {
+        self.state().snapshot()
+    }
+
+    /// How many times the registered faults fired.
+    pub async fn fault_hits(&self) -> u64 {
+        let faults = self.get("/_mock/faults", &[]).await;
+        faults["records"]
+            .as_array()
+            .map(|all| all.iter().filter_map(|f| f["hits"].as_u64()).sum())
+            .unwrap_or_default()
+    }
+
+    /// The request log (newest last), narrowed to `filter`'s exact `method`, `path`, `user`.
+    pub async fn requests(&self, filter: &[(&str, &str)]) -> Vec<Value> {
+        let log = self.get("/_mock/requests", filter).await;
+        log["records"].as_array().cloned().unwrap_or_default()
+    }
+
+    async fn get(&self, path: &str, query: &[(&str, &str)]) -> Value {
+        let mut url = reqwest::Url::parse(&format!("{}{path}", self.base_url())).unwrap();
+        url.query_pairs_mut().extend_pairs(query);
+        self.http
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
