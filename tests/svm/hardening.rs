@@ -1,35 +1,16 @@
 //! Holes a review of the StorageVirtualMachine controller found (issue 11), each closed with a
 //! test that failed before the fix: real API server, mock ONTAP, real operator.
-#![allow(clippy::unwrap_used)]
-
-mod support;
 
 use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
-use support::svm::{SvmWorld, poll};
+
+use crate::support::mock::fast_mock;
+use crate::support::poll;
+use crate::support::svm::SvmWorld;
 
 const WITHIN: Duration = Duration::from_secs(60);
-
-/// Sends `body` to the mock's `/api` as the cluster admin.
-async fn admin(world: &SvmWorld, method: reqwest::Method, path: &str, body: Value) -> Value {
-    let creds = world.mock.admin();
-    let mut request = world
-        .http
-        .request(method, format!("{}{path}", world.mock.base_url()))
-        .basic_auth(&creds.user, Some(&creds.password));
-    if !body.is_null() {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().await.unwrap_or(Value::Null)
-}
 
 fn svms_in_ontap(world: &SvmWorld) -> Vec<Value> {
     world.state()["svms"]
@@ -52,13 +33,14 @@ async fn wait_for_ontap_svm(world: &SvmWorld, what: &str, matches: impl Fn(&Valu
 
 /// Renames the SVM in ONTAP (a job) and waits until the new name shows.
 async fn rename_in_ontap(world: &SvmWorld, uuid: &str, new_name: &str) {
-    admin(
-        world,
-        reqwest::Method::PATCH,
-        &format!("/api/svm/svms/{uuid}"),
-        json!({ "name": new_name }),
-    )
-    .await;
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::PATCH,
+            &format!("/api/svm/svms/{uuid}"),
+            json!({ "name": new_name }),
+        )
+        .await;
     wait_for_ontap_svm(world, "the rename lands", |s| {
         s["uuid"] == uuid && s["name"] == new_name
     })
@@ -124,13 +106,14 @@ async fn a_recorded_svm_that_is_no_longer_ours_keeps_the_finalizer_with_a_condit
     let uuid = svm.status.unwrap().uuid.unwrap();
     // An admin re-labels the SVM for something else: the operator must not delete it, and must
     // not pretend it is gone either.
-    admin(
-        &world,
-        reqwest::Method::PATCH,
-        &format!("/api/svm/svms/{uuid}"),
-        json!({ "comment": "handed over to the database team" }),
-    )
-    .await;
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::PATCH,
+            &format!("/api/svm/svms/{uuid}"),
+            json!({ "comment": "handed over to the database team" }),
+        )
+        .await;
     wait_for_ontap_svm(&world, "the comment lands", |s| {
         s["comment"] == "handed over to the database team"
     })
@@ -159,56 +142,6 @@ async fn a_recorded_svm_that_is_no_longer_ours_keeps_the_finalizer_with_a_condit
         .unwrap();
     world.wait_gone("taken", WITHIN).await;
     assert_eq!(svms_in_ontap(&world).len(), 1);
-}
-
-/// Adds a mock fault; returns its id.
-async fn fault(world: &SvmWorld, spec: Value) -> String {
-    let answer: Value = world
-        .http
-        .post(format!("{}/_mock/faults", world.mock.base_url()))
-        .json(&spec)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    answer["id"].as_str().unwrap().to_string()
-}
-
-/// A `/_mock` control answer.
-async fn mock_get(world: &SvmWorld, path: &str) -> Value {
-    world
-        .http
-        .get(format!("{}/_mock/{path}", world.mock.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-/// How often the fault `id` fired.
-async fn fault_hits(world: &SvmWorld, id: &str) -> u64 {
-    mock_get(world, "faults").await["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == id)
-        .and_then(|f| f["hits"].as_u64())
-        .unwrap_or(0)
-}
-
-/// Requests the operator sent, per "METHOD path" with the path's `prefix`.
-async fn sent(world: &SvmWorld, method: &str, prefix: &str) -> u64 {
-    mock_get(world, "requests/counts").await["counts"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(k, _)| k.starts_with(&format!("{method} {prefix}")))
-        .filter_map(|(_, v)| v.as_u64())
-        .sum()
 }
 
 /// Replaces the password in the seed Secret, as a careless admin would.
@@ -269,12 +202,10 @@ async fn a_password_request_landing_late_never_leaves_ready_with_failing_credent
     world.wait_ready("late-patch", WITHIN).await;
     let secret = "late-patch-svm-credentials";
     // The first password request is answered after the operator gave up (2 s) and still lands.
-    let delayed = fault(
-        &world,
+    let delayed = world.mock.fault_json(
         json!({"method": "PATCH", "path": "/api/security/accounts/*", "times": 1,
                "action": {"type": "delay", "ms": 4000}}),
-    )
-    .await;
+    );
     overwrite_password(&world, secret, "Wr0ngPasswordWr0ngPassword").await;
     poll("the operator notices", WITHIN, async || {
         match ready(&world, "late-patch").await.0 {
@@ -285,7 +216,7 @@ async fn a_password_request_landing_late_never_leaves_ready_with_failing_credent
     .await;
     let violations =
         sample_ready_implies_working_credentials(&world, "late-patch", secret, WITHIN / 3).await;
-    assert_eq!(fault_hits(&world, &delayed).await, 1, "the delay must fire");
+    assert_eq!(world.mock.hits(&delayed).await, 1, "the delay must fire");
     assert!(violations.is_empty(), "{violations:#?}");
     world.wait_ready("late-patch", WITHIN).await;
     let (user, password, svm) = world.seed_credentials(secret).await.unwrap();
@@ -294,28 +225,24 @@ async fn a_password_request_landing_late_never_leaves_ready_with_failing_credent
 
 #[tokio::test]
 async fn a_single_spurious_rejection_does_not_mint_a_new_password() {
-    let world = SvmWorld::with(support::svm::fast_mock(), &["--sync-period=2s"]).await;
+    let world = SvmWorld::with(fast_mock(), &["--sync-period=2s"]).await;
     world.create_svm("spurious", 0).await;
     world.wait_ready("spurious", WITHIN).await;
     let secret = "spurious-svm-credentials";
     let before = world.seed_credentials(secret).await.unwrap();
-    let patches = sent(&world, "PATCH", "/api/security/accounts/").await;
+    let patches = world.mock.sent("PATCH", "/api/security/accounts/").await;
     for status in [401, 403] {
-        let id = fault(
-            &world,
+        let id = world.mock.fault_json(
             json!({"method": "GET", "path": "/api/security/accounts/*", "times": 1,
                    "action": {"type": "error", "status": status, "code": "6",
                               "message": "User is not authorized."}}),
-        )
-        .await;
-        poll(
-            "the rejection is seen",
-            WITHIN,
-            async || match fault_hits(&world, &id).await {
+        );
+        poll("the rejection is seen", WITHIN, async || {
+            match world.mock.hits(&id).await {
                 1 => Ok(()),
                 n => Err(format!("{n} hits")),
-            },
-        )
+            }
+        })
         .await;
     }
     // Another full pass after the second fault.
@@ -327,7 +254,7 @@ async fn a_single_spurious_rejection_does_not_mint_a_new_password() {
         "the password changed on a single rejection"
     );
     assert_eq!(
-        sent(&world, "PATCH", "/api/security/accounts/").await,
+        world.mock.sent("PATCH", "/api/security/accounts/").await,
         patches,
         "a password request was sent on a single rejection"
     );
@@ -354,25 +281,27 @@ async fn condition(
 async fn a_lif_address_held_by_another_svm_backs_off_and_names_the_holder() {
     let world = SvmWorld::start().await;
     // An SVM made by hand holds the address the object's management LIF wants.
-    admin(
-        &world,
-        reqwest::Method::POST,
-        "/api/svm/svms",
-        json!({ "name": "by_hand" }),
-    )
-    .await;
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/svm/svms",
+            json!({ "name": "by_hand" }),
+        )
+        .await;
     wait_for_ontap_svm(&world, "the SVM made by hand runs", |s| {
         s["name"] == "by_hand" && s["state"] == "running"
     })
     .await;
-    admin(
-        &world,
-        reqwest::Method::POST,
-        "/api/network/ip/interfaces",
-        json!({ "name": "squat", "svm": { "name": "by_hand" },
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/network/ip/interfaces",
+            json!({ "name": "squat", "svm": { "name": "by_hand" },
                 "ip": { "address": "192.0.2.10", "netmask": "24" } }),
-    )
-    .await;
+        )
+        .await;
     world.create_svm("clash", 0).await;
     world
         .wait_condition("clash", "LIFsReady", "False", WITHIN)
@@ -381,9 +310,9 @@ async fn a_lif_address_held_by_another_svm_backs_off_and_names_the_holder() {
     assert_eq!(lifs.reason, "AddressInUse", "{lifs:?}");
     assert!(lifs.message.contains("by_hand"), "{}", lifs.message);
     // Backing off (1, 2, 4, 5, 5 s with --backoff-max=5s), not once a second.
-    let before = sent(&world, "POST", "/api/network/ip/interfaces").await;
+    let before = world.mock.sent("POST", "/api/network/ip/interfaces").await;
     tokio::time::sleep(Duration::from_secs(12)).await;
-    let during = sent(&world, "POST", "/api/network/ip/interfaces").await - before;
+    let during = world.mock.sent("POST", "/api/network/ip/interfaces").await - before;
     assert!(during <= 5, "{during} LIF creates in 12 s");
 }
 
@@ -398,13 +327,14 @@ async fn deleting_an_svm_ontap_already_deletes_waits_instead_of_retrying() {
         .mock
         .state()
         .update_settings(|s| s.job_duration_ms = 15_000);
-    admin(
-        &world,
-        reqwest::Method::DELETE,
-        &format!("/api/svm/svms/{uuid}"),
-        Value::Null,
-    )
-    .await;
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::DELETE,
+            &format!("/api/svm/svms/{uuid}"),
+            Value::Null,
+        )
+        .await;
     wait_for_ontap_svm(&world, "ONTAP reports the SVM deleting", |s| {
         s["state"] == "deleting"
     })
@@ -431,7 +361,7 @@ async fn deleting_an_svm_ontap_already_deletes_waits_instead_of_retrying() {
         .filter(|r| r["method"] == "DELETE")
         .collect();
     assert_eq!(
-        sent(&world, "DELETE", "/api/svm/svms/").await,
+        world.mock.sent("DELETE", "/api/svm/svms/").await,
         1,
         "only the admin's DELETE may reach ONTAP while its delete job runs: {deletes:#?}"
     );
@@ -446,13 +376,14 @@ async fn too_many_jobs_is_a_wait_not_an_error() {
         s.job_duration_ms = 8_000;
     });
     // An admin's create holds the only job slot for 8 s.
-    admin(
-        &world,
-        reqwest::Method::POST,
-        "/api/svm/svms",
-        json!({ "name": "slot_holder" }),
-    )
-    .await;
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/svm/svms",
+            json!({ "name": "slot_holder" }),
+        )
+        .await;
     world.create_svm("queued", 0).await;
     poll(
         "the SVM step waits for ONTAP",
@@ -481,7 +412,7 @@ async fn malformed_and_huge_answers_are_transient_never_failed() {
         json!({"method": "POST", "path": "/api/security/accounts", "times": 1,
                "action": {"type": "malformed", "apply": true}}),
     ] {
-        fault(&world, spec).await;
+        world.mock.fault_json(spec);
     }
     world.create_svm("mangled", 0).await;
     let start = std::time::Instant::now();
@@ -547,32 +478,8 @@ async fn renaming_the_account_retires_the_old_one_and_its_password() {
 }
 
 #[tokio::test]
-async fn status_svm_name_is_only_written_once_the_svm_exists() {
-    let world = SvmWorld::start().await;
-    let mut manifest = world.manifest("not-yet", 0);
-    manifest["spec"]["aggregates"] = json!(["aggr_missing"]);
-    world
-        .svms()
-        .create(
-            &Default::default(),
-            &serde_json::from_value(manifest).unwrap(),
-        )
-        .await
-        .unwrap();
-    let svm = world
-        .wait_condition("not-yet", "SVMReady", "False", WITHIN)
-        .await;
-    let status = svm.status.unwrap();
-    assert_eq!(
-        status.svm_name, None,
-        "status.svmName names an SVM ONTAP does not hold"
-    );
-    assert!(svms_in_ontap(&world).is_empty());
-}
-
-#[tokio::test]
 async fn a_seed_secret_that_lost_its_label_is_repaired() {
-    let world = SvmWorld::with(support::svm::fast_mock(), &["--sync-period=2s"]).await;
+    let world = SvmWorld::with(fast_mock(), &["--sync-period=2s"]).await;
     world.create_svm("unlabelled", 0).await;
     world.wait_ready("unlabelled", WITHIN).await;
     let secret = "unlabelled-svm-credentials";
@@ -615,17 +522,25 @@ async fn a_seed_secret_that_lost_its_label_is_repaired() {
     world.converged("unlabelled", 0).await.unwrap();
 }
 
-#[tokio::test]
-async fn an_ontap_cluster_in_use_stays_until_its_svms_are_gone() {
-    let world = SvmWorld::start().await;
-    world.create_svm("user", 0).await;
-    world.wait_ready("user", WITHIN).await;
-    let clusters: kube::Api<ontap_operator::api::OntapCluster> =
-        kube::Api::all(world.env.client.clone());
+/// Makes `name` Ready, then deletes the world's OntapCluster under it.
+async fn delete_the_cluster_of_a_ready_svm(
+    world: &SvmWorld,
+    name: &str,
+) -> kube::Api<ontap_operator::api::OntapCluster> {
+    world.create_svm(name, 0).await;
+    world.wait_ready(name, WITHIN).await;
+    let clusters = world.clusters();
     clusters
         .delete(&world.cluster, &Default::default())
         .await
         .unwrap();
+    clusters
+}
+
+#[tokio::test]
+async fn an_ontap_cluster_in_use_stays_until_its_svms_are_gone() {
+    let world = SvmWorld::start().await;
+    let clusters = delete_the_cluster_of_a_ready_svm(&world, "user").await;
     let user = format!("{}/user", world.env.namespace);
     poll("the cluster says who uses it", WITHIN, async || {
         let cluster = clusters
@@ -658,15 +573,8 @@ async fn an_ontap_cluster_in_use_stays_until_its_svms_are_gone() {
 #[tokio::test]
 async fn an_svm_whose_cluster_vanished_says_how_to_let_it_go() {
     let world = SvmWorld::start().await;
-    world.create_svm("orphan", 0).await;
-    world.wait_ready("orphan", WITHIN).await;
-    let clusters: kube::Api<ontap_operator::api::OntapCluster> =
-        kube::Api::all(world.env.client.clone());
+    let clusters = delete_the_cluster_of_a_ready_svm(&world, "orphan").await;
     // Someone forces the cluster away despite its finalizer.
-    clusters
-        .delete(&world.cluster, &Default::default())
-        .await
-        .unwrap();
     clusters
         .patch(
             &world.cluster,
