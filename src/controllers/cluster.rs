@@ -1,6 +1,7 @@
 //! The OntapCluster controller: `Ready` means an authenticated request to the cluster succeeded
-//! on the latest pass, which runs every [`REVERIFY_EVERY`]. Each cluster's result is also a
-//! readiness check of the operator.
+//! on the latest pass, which runs every [`REVERIFY_EVERY`]. Each cluster's result also shows in
+//! `/readyz?verbose`, informational only: one unreachable cluster must not take the operator out
+//! of service (and block its rollouts) for the SVMs of every other cluster.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -72,7 +73,7 @@ pub fn register(
 /// How often every OntapCluster is re-verified, events or not.
 pub const REVERIFY_EVERY: Duration = Duration::from_secs(30);
 
-/// One readiness check per OntapCluster, named `ontap-cluster/<name>`.
+/// One informational readiness check per OntapCluster, named `ontap-cluster/<name>`.
 #[derive(Clone)]
 pub struct ClusterProbes {
     health: Health,
@@ -96,7 +97,7 @@ impl ClusterProbes {
                 let probe = Probe::new(REVERIFY_EVERY * 3);
                 let check = probe.clone();
                 self.health
-                    .add_readiness(format!("ontap-cluster/{cluster}"), move || check.check());
+                    .add_informational(format!("ontap-cluster/{cluster}"), move || check.check());
                 probe
             })
             .clone()
@@ -108,7 +109,7 @@ impl ClusterProbes {
             .unwrap_or_else(|p| p.into_inner())
             .remove(cluster);
         self.health
-            .remove_readiness(&format!("ontap-cluster/{cluster}"));
+            .remove_informational(&format!("ontap-cluster/{cluster}"));
     }
 }
 

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use crate::support::fixtures::ontap_cluster;
 use crate::support::mock::fast_mock;
 use crate::support::poll;
 use crate::support::svm::SvmWorld;
@@ -607,4 +608,61 @@ async fn an_svm_whose_cluster_vanished_says_how_to_let_it_go() {
         .await
         .unwrap();
     world.wait_gone("orphan", WITHIN).await;
+}
+
+#[tokio::test]
+async fn an_unreachable_ontap_cluster_is_reported_but_leaves_the_operator_ready() {
+    let world = SvmWorld::start().await;
+    world.operator.wait_readyz(200, WITHIN).await;
+    // A second cluster of this operator, where nothing listens: every connection is refused.
+    let ns = &world.env.namespace;
+    let broken = format!("{}-unreachable", world.cluster);
+    let object = ontap_cluster(&broken)
+        .endpoint("https://127.0.0.1:1")
+        .credentials(ns, "ontap-admin")
+        .label("ontap-test", ns)
+        .build();
+    world
+        .clusters()
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    poll(
+        "the cluster reports itself unreachable",
+        WITHIN,
+        async || {
+            let conditions = world
+                .clusters()
+                .get(&broken)
+                .await
+                .unwrap()
+                .status
+                .unwrap_or_default()
+                .conditions;
+            let not_ready = conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "False");
+            let unreachable = conditions
+                .iter()
+                .any(|c| c.status == "False" && c.reason == "ClusterUnreachable");
+            (not_ready && unreachable)
+                .then_some(())
+                .ok_or_else(|| format!("{conditions:?}"))
+        },
+    )
+    .await;
+    let reported = format!("[-]ontap-cluster/{broken} failed (informational)");
+    poll(
+        "/readyz stays 200 and names the cluster",
+        WITHIN,
+        async || match world.operator.readyz().await {
+            Some((200, body)) if body.contains(&reported) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    // The SVMs of the other cluster are served as before.
+    world.create_svm("unaffected", 0).await;
+    world.wait_ready("unaffected", WITHIN).await;
+    assert_eq!(world.operator.readyz().await.map(|r| r.0), Some(200));
 }
