@@ -90,6 +90,22 @@ async fn ten_svms_provisioned_through_thirty_operator_kills_are_all_ready_withou
     })
     .await;
 
+    // What the operator sent, not what the mock kept: the mock refuses a second SVM of a name,
+    // so only the count of creates that reached it shows a create repeated after a kill. A kill
+    // during a request's delay drops it unanswered and unapplied; an answered create is found
+    // by name after the restart, never sent again.
+    for (path, objects) in [
+        ("/api/svm/svms", SVMS),
+        ("/api/network/ip/interfaces", 2 * SVMS),
+        ("/api/security/accounts", SVMS),
+    ] {
+        assert_eq!(
+            world.mock.state().request_count("POST", path),
+            u64::from(objects),
+            "POST {path} answered by ONTAP, for {objects} objects"
+        );
+    }
+
     let state = world.state();
     let svms = state["svms"].as_array().unwrap();
     let distinct: BTreeSet<&str> = svms.iter().filter_map(|s| s["name"].as_str()).collect();

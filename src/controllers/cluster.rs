@@ -1,6 +1,7 @@
 //! The OntapCluster controller: `Ready` means an authenticated request to the cluster succeeded
-//! on the latest pass, which runs every [`REVERIFY_EVERY`]. Each cluster's result is also a
-//! readiness check of the operator.
+//! on the latest pass, which runs every [`REVERIFY_EVERY`]. Each cluster's result also shows in
+//! `/readyz?verbose`, informational only: one unreachable cluster must not take the operator out
+//! of service (and block its rollouts) for the SVMs of every other cluster.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,9 +11,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{CustomResourceExt, ResourceExt};
 
 use super::connections::{ClusterConnections, ontap_error};
-use crate::api::{OntapCluster, OntapClusterStatus};
+use kube::runtime::reflector::ObjectRef;
+
+use crate::api::{OntapCluster, OntapClusterStatus, StorageVirtualMachine};
 use crate::engine::manager::rule;
-use crate::engine::{Halt, Manager, ManagerError, Outcome, Reconciler, Registration, StepRunner};
+use crate::engine::{
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepRunner,
+};
 use crate::runtime::health::{Health, Probe};
 
 crate::engine::steps! {
@@ -20,8 +25,21 @@ crate::engine::steps! {
     pub enum ClusterStep {
         /// An authenticated request to the cluster succeeded.
         Connected,
+        /// Cleanup: no StorageVirtualMachine uses the cluster any more.
+        Unused,
     }
 }
+
+/// Keeps an OntapCluster while StorageVirtualMachines use it: without it their cleanup could
+/// not reach ONTAP, and deleting them would hang or leak.
+pub const FINALIZER: &str = "ontap.storage.dev/cluster-in-use";
+
+/// How often a cluster being deleted looks again at the SVMs that still use it (an SVM's
+/// deletion also triggers a look).
+const IN_USE_RECHECK: Duration = Duration::from_secs(30);
+
+/// How many users a condition names; the count says how many there are.
+const USERS_NAMED: usize = 10;
 
 /// The controller's name: its metrics label, queue name and Events' reporter.
 pub const CONTROLLER: &str = "ontapcluster";
@@ -39,15 +57,18 @@ pub fn register(
     probes: ClusterProbes,
     watch: kube::runtime::watcher::Config,
 ) -> Result<(), ManagerError> {
+    let svms = manager.cache::<StorageVirtualMachine>()?;
     manager.register(
         Registration::new(
             CONTROLLER,
             ClusterReconciler {
                 connections,
                 probes,
+                svms,
             },
         )
         .watching(watch)
+        .watches::<StorageVirtualMachine>(|svm, _| vec![ObjectRef::new(&svm.spec.cluster_ref.name)])
         .crd(OntapCluster::crd())
         .every(REVERIFY_EVERY)
         .rule(rule::<Secret>(&["get".to_owned()])),
@@ -57,7 +78,7 @@ pub fn register(
 /// How often every OntapCluster is re-verified, events or not.
 pub const REVERIFY_EVERY: Duration = Duration::from_secs(30);
 
-/// One readiness check per OntapCluster, named `ontap-cluster/<name>`.
+/// One informational readiness check per OntapCluster, named `ontap-cluster/<name>`.
 #[derive(Clone)]
 pub struct ClusterProbes {
     health: Health,
@@ -81,7 +102,7 @@ impl ClusterProbes {
                 let probe = Probe::new(REVERIFY_EVERY * 3);
                 let check = probe.clone();
                 self.health
-                    .add_readiness(format!("ontap-cluster/{cluster}"), move || check.check());
+                    .add_informational(format!("ontap-cluster/{cluster}"), move || check.check());
                 probe
             })
             .clone()
@@ -93,18 +114,73 @@ impl ClusterProbes {
             .unwrap_or_else(|p| p.into_inner())
             .remove(cluster);
         self.health
-            .remove_readiness(&format!("ontap-cluster/{cluster}"));
+            .remove_informational(&format!("ontap-cluster/{cluster}"));
     }
 }
 
 pub struct ClusterReconciler {
     pub connections: ClusterConnections,
     pub probes: ClusterProbes,
+    pub svms: SharedCache<StorageVirtualMachine>,
+}
+
+impl ClusterReconciler {
+    /// `namespace/name` of every StorageVirtualMachine that uses `cluster`, sorted.
+    fn users(&self, cluster: &str) -> Vec<String> {
+        let mut users: Vec<String> = self
+            .svms
+            .store()
+            .state()
+            .iter()
+            .filter(|svm| svm.spec.cluster_ref.name == cluster)
+            .map(|svm| format!("{}/{}", svm.namespace().unwrap_or_default(), svm.name_any()))
+            .collect();
+        users.sort();
+        users
+    }
 }
 
 impl Reconciler for ClusterReconciler {
     type Resource = OntapCluster;
     type Step = ClusterStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+
+    /// Waits until no StorageVirtualMachine uses the cluster.
+    async fn cleanup(
+        &self,
+        cluster: &OntapCluster,
+        _status: &mut OntapClusterStatus,
+        steps: &mut StepRunner<ClusterStep>,
+    ) -> Result<(), Halt> {
+        steps
+            .step(ClusterStep::Unused, || async {
+                let users = self.users(&cluster.name_any());
+                if users.is_empty() {
+                    return Ok(Outcome::unchanged());
+                }
+                let named = users
+                    .iter()
+                    .take(USERS_NAMED)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = users.len().saturating_sub(USERS_NAMED);
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                Ok(Outcome::waiting(
+                    "ClusterInUse",
+                    format!(
+                        "{} StorageVirtualMachine(s) use this cluster: {named}{more}; it is deleted once they are gone (delete them, or set their deletionPolicy: Retain to keep their SVMs in ONTAP)",
+                        users.len()
+                    ),
+                    IN_USE_RECHECK,
+                ))
+            })
+            .await
+    }
 
     /// A deleted cluster takes its readiness check and its cached client along.
     fn forget(&self, cluster: &OntapCluster) {

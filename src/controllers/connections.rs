@@ -91,6 +91,11 @@ impl ClusterConnections {
         }
     }
 
+    /// The timeout of one ONTAP request.
+    pub fn request_timeout(&self) -> Duration {
+        self.settings.request_timeout
+    }
+
     async fn read_secret(
         &self,
         reference: &SecretReference,
@@ -188,9 +193,19 @@ impl ClusterConnections {
     }
 }
 
-/// An ONTAP error as a step error, classified the way the engine schedules it.
+/// An ONTAP error as a step error, classified the way the engine schedules it. `reason` names
+/// the operation; where ONTAP's answer says more (an address or name held by someone else,
+/// several records where one was expected) that typed reason replaces it, so a condition says
+/// what to fix rather than what failed.
 pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
-    use crate::ontap::ErrorClass;
+    use crate::ontap::{ErrorClass, codes};
+    let reason = match (&error, error.ontap_code()) {
+        (OntapError::MultipleRecords { .. }, _) => "DuplicateRecords",
+        (_, Some(codes::DUPLICATE_IP)) => "AddressInUse",
+        (_, Some(codes::SVM_NAME_IN_USE)) => "SVMNameInUse",
+        (_, Some(codes::LIF_NAME_EXISTS)) => "LIFNameInUse",
+        _ => reason,
+    };
     match error.class() {
         ErrorClass::Invalid => StepError::invalid(reason, error.to_string()),
         ErrorClass::Conflict => StepError::conflict(reason, error.to_string()),
@@ -200,4 +215,34 @@ pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
             StepError::transient(reason, error)
         }
     }
+}
+
+/// How long to wait when ONTAP refuses a job because too many run (its back-pressure, not a
+/// failure): about one job's duration.
+pub const ONTAP_BUSY_RECHECK: Duration = Duration::from_secs(1);
+/// How long to wait when the SVM itself is busy with a create or delete job: those take longer.
+pub const SVM_BUSY_RECHECK: Duration = Duration::from_secs(5);
+
+/// ONTAP's "too many jobs" (13434894) or "the SVM is busy with another job" (13434916) as a
+/// wait: the request was refused, nothing happened, and it will work once the job ends.
+pub fn ontap_busy(error: &OntapError) -> Option<Wait> {
+    use crate::ontap::codes;
+    let (reason, message, after) = match error.ontap_code()? {
+        codes::TOO_MANY_JOBS => (
+            "ONTAPBusy",
+            "ONTAP runs as many jobs as it allows",
+            ONTAP_BUSY_RECHECK,
+        ),
+        codes::SVM_BEING_CREATED => (
+            "SVMBusy",
+            "ONTAP is still creating or deleting the SVM",
+            SVM_BUSY_RECHECK,
+        ),
+        _ => return None,
+    };
+    Some(Wait {
+        reason: reason.into(),
+        message: format!("{message}; trying again when its job has ended"),
+        after,
+    })
 }

@@ -138,7 +138,9 @@ pub struct OntapConfig {
 impl OntapConfig {
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
     pub const DEFAULT_MAX_CONCURRENT: usize = 20;
-    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+    /// A page of 500 records of the fields the operator asks for is a few hundred KiB; far more
+    /// is a proxy or a fault streaming without end, and is refused before it fills memory.
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
 
     /// A configuration with the defaults: system trust store, 30 s timeout, 20 requests at once.
     pub fn new(endpoint: Url, credentials: Credentials) -> Self {

@@ -267,12 +267,13 @@ impl OntapError {
             Self::JobExpired { .. } | Self::JobTimeout { .. } => ErrorClass::Transient,
             Self::JobFailed { code, .. } => classify_code(code).unwrap_or(ErrorClass::Invalid),
             Self::JobPollFailed { source, .. } => source.class(),
-            Self::Inconsistent(_) => ErrorClass::Transient,
+            // A proxy's HTML page or a runaway answer says nothing about the request: it is the
+            // way to the cluster that failed, not the spec.
+            Self::Inconsistent(_) | Self::ResponseTooLarge { .. } | Self::Decode { .. } => {
+                ErrorClass::Transient
+            }
             Self::MultipleRecords { .. } => ErrorClass::Conflict,
-            Self::ResponseTooLarge { .. }
-            | Self::Decode { .. }
-            | Self::InvalidInput(_)
-            | Self::Config(_) => ErrorClass::Invalid,
+            Self::InvalidInput(_) | Self::Config(_) => ErrorClass::Invalid,
         }
     }
 
@@ -285,6 +286,10 @@ impl OntapError {
             Self::Transport {
                 method, failure, ..
             } => changes_state(method) && *failure != TransportFailure::Connect,
+            // An answer that could not be read may be a successful one mangled on the way.
+            Self::ResponseTooLarge { method, .. } | Self::Decode { method, .. } => {
+                changes_state(method)
+            }
             Self::JobExpired { .. } | Self::JobTimeout { .. } | Self::JobPollFailed { .. } => true,
             _ => false,
         }
@@ -440,6 +445,29 @@ mod tests {
             }
             .is_ambiguous()
         );
+    }
+
+    #[test]
+    fn unreadable_answers_are_transient_and_ambiguous_for_changes() {
+        let decode = |method| OntapError::Decode {
+            method,
+            endpoint: "/api/svm/svms",
+            status: StatusCode::OK,
+            reason: "not JSON".into(),
+        };
+        let huge = |method| OntapError::ResponseTooLarge {
+            method,
+            endpoint: "/api/svm/svms",
+            limit: 1,
+        };
+        for e in [decode(Method::GET), huge(Method::GET)] {
+            assert_eq!(e.class(), ErrorClass::Transient, "{e}");
+            assert!(!e.is_ambiguous(), "{e}");
+        }
+        for e in [decode(Method::POST), huge(Method::PATCH)] {
+            assert_eq!(e.class(), ErrorClass::Transient, "{e}");
+            assert!(e.is_ambiguous(), "{e}");
+        }
     }
 
     #[test]

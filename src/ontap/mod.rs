@@ -30,5 +30,5 @@ pub use model::{
     IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate, SvmPatch,
     SvmState, SvmTargetState,
 };
-pub use ops::{CredentialCheck, DeleteOutcome};
+pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome};
 pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

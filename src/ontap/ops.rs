@@ -45,6 +45,17 @@ impl CredentialCheck {
     }
 }
 
+/// The verdict on an SVM account's credentials, read as the account itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccountCheck {
+    /// ONTAP accepted the credentials; the account as it sees itself (role, lock state).
+    Valid(Account),
+    /// ONTAP answered 401: wrong user name or password, or a locked account.
+    Rejected,
+    /// Accepted, but the account may not read its own record (403).
+    NotAuthorized,
+}
+
 /// Characters with a meaning in ONTAP query filters (wildcards, alternatives, negation, ranges).
 /// A name containing one would match other objects.
 fn filter_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
@@ -205,6 +216,17 @@ impl OntapClient {
         let url = self.url(
             &["api", "network", "ip", "interfaces"],
             &[("svm.uuid", svm_uuid), ("fields", INTERFACE_FIELDS)],
+        )?;
+        self.get_all(endpoints::INTERFACES, url, None).await
+    }
+
+    /// Every interface holding this IP address, in any SVM: who holds an address a create was
+    /// refused for.
+    pub async fn interfaces_by_address(&self, address: &str) -> Result<Vec<IpInterface>> {
+        let address = filter_value("IP address", address)?;
+        let url = self.url(
+            &["api", "network", "ip", "interfaces"],
+            &[("ip.address", address), ("fields", INTERFACE_FIELDS)],
         )?;
         self.get_all(endpoints::INTERFACES, url, None).await
     }
@@ -376,6 +398,63 @@ impl OntapClient {
 
     // -----------------------------------------------------------------------------------------
     // Credentials
+
+    /// Authenticates *as* the SVM account `name` of the SVM `owner_uuid` and reads its own
+    /// record: one request proves that the password works for that SVM and tells the account's
+    /// role and lock state.
+    ///
+    /// [`AccountCheck::Rejected`] only on a definitive 401; anything ambiguous (no connection,
+    /// timeout, 5xx after retries, a 404, a malformed answer) is an `Err`, so a transport failure
+    /// is never taken for wrong credentials.
+    pub async fn verify_account(
+        &self,
+        owner_uuid: &str,
+        name: &str,
+        password: &SecretString,
+    ) -> Result<AccountCheck> {
+        let owner_uuid = path_value("owner uuid", owner_uuid)?;
+        let name = path_value("account name", name)?;
+        let creds = Credentials {
+            username: name.to_owned(),
+            password: password.clone(),
+        };
+        let url = self.url(
+            &["api", "security", "accounts", owner_uuid, name],
+            &[("fields", ACCOUNT_FIELDS)],
+        )?;
+        let mut req = Request::get(endpoints::ACCOUNT, url);
+        req.auth = Some(&creds);
+        match self.execute(&req).await {
+            Ok(resp) => {
+                let account: Account = super::model::decode(
+                    &Method::GET,
+                    endpoints::ACCOUNT,
+                    resp.status,
+                    &resp.body,
+                )?;
+                let same_owner = account
+                    .owner
+                    .as_ref()
+                    .and_then(|o| o.uuid.as_deref())
+                    .is_none_or(|uuid| uuid.eq_ignore_ascii_case(owner_uuid));
+                if account.name != name || !same_owner {
+                    return Err(OntapError::Inconsistent(format!(
+                        "asked for the account {name} of SVM {owner_uuid}, got {} of {:?}",
+                        account.name,
+                        account.owner.as_ref().and_then(|o| o.uuid.as_deref())
+                    )));
+                }
+                Ok(AccountCheck::Valid(account))
+            }
+            Err(OntapError::Api { status, .. }) if status == reqwest::StatusCode::UNAUTHORIZED => {
+                Ok(AccountCheck::Rejected)
+            }
+            Err(OntapError::Api { status, .. }) if status == reqwest::StatusCode::FORBIDDEN => {
+                Ok(AccountCheck::NotAuthorized)
+            }
+            Err(e) => Err(e),
+        }
+    }
 
     /// Authenticates *as* the given SVM account against this cluster's endpoint (same TLS
     /// settings, same concurrency limit) and asks for its SVM.

@@ -20,6 +20,7 @@ type CheckFn = Arc<dyn Fn() -> CheckResult + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct Health {
     readiness: Arc<RwLock<BTreeMap<String, CheckFn>>>,
+    informational: Arc<RwLock<BTreeMap<String, CheckFn>>>,
     liveness: Arc<RwLock<BTreeMap<String, CheckFn>>>,
 }
 
@@ -27,6 +28,9 @@ pub struct Health {
 #[derive(Debug)]
 pub struct Report {
     pub checks: Vec<(String, CheckResult)>,
+    /// Shown by `?verbose` but never failing the probe: the state of one dependency among
+    /// several (an ONTAP cluster), which must not take the whole process out of service.
+    pub informational: Vec<(String, CheckResult)>,
 }
 
 impl Report {
@@ -34,13 +38,22 @@ impl Report {
         self.checks.iter().all(|(_, r)| r.is_ok())
     }
 
-    /// Kubernetes' own format: `[+]name ok` / `[-]name failed: reason`, then a summary line.
+    /// Kubernetes' own format: `[+]name ok` / `[-]name failed: reason`, informational checks
+    /// marked as such, then a summary line.
     pub fn verbose(&self, kind: &str) -> String {
         let mut out = String::new();
         for (name, result) in &self.checks {
             match result {
                 Ok(()) => out.push_str(&format!("[+]{name} ok\n")),
                 Err(reason) => out.push_str(&format!("[-]{name} failed: {reason}\n")),
+            }
+        }
+        for (name, result) in &self.informational {
+            match result {
+                Ok(()) => out.push_str(&format!("[+]{name} ok (informational)\n")),
+                Err(reason) => {
+                    out.push_str(&format!("[-]{name} failed (informational): {reason}\n"));
+                }
             }
         }
         if self.healthy() {
@@ -52,7 +65,7 @@ impl Report {
     }
 }
 
-fn evaluate(checks: &RwLock<BTreeMap<String, CheckFn>>) -> Report {
+fn evaluate(checks: &RwLock<BTreeMap<String, CheckFn>>) -> Vec<(String, CheckResult)> {
     // Clone the functions out so no lock is held while they run.
     let checks: Vec<(String, CheckFn)> = match checks.read() {
         Ok(guard) => guard.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -62,18 +75,23 @@ fn evaluate(checks: &RwLock<BTreeMap<String, CheckFn>>) -> Report {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
     };
-    Report {
-        checks: checks
-            .into_iter()
-            .map(|(name, check)| (name, check()))
-            .collect(),
-    }
+    checks
+        .into_iter()
+        .map(|(name, check)| (name, check()))
+        .collect()
 }
 
 fn insert(map: &RwLock<BTreeMap<String, CheckFn>>, name: String, check: CheckFn) {
     match map.write() {
         Ok(mut guard) => guard.insert(name, check),
         Err(poisoned) => poisoned.into_inner().insert(name, check),
+    };
+}
+
+fn remove(map: &RwLock<BTreeMap<String, CheckFn>>, name: &str) {
+    match map.write() {
+        Ok(mut guard) => guard.remove(name),
+        Err(poisoned) => poisoned.into_inner().remove(name),
     };
 }
 
@@ -92,10 +110,20 @@ impl Health {
     }
 
     pub fn remove_readiness(&self, name: &str) {
-        match self.readiness.write() {
-            Ok(mut guard) => guard.remove(name),
-            Err(poisoned) => poisoned.into_inner().remove(name),
-        };
+        remove(&self.readiness, name);
+    }
+
+    /// Adds or replaces a check `/readyz?verbose` shows without counting it.
+    pub fn add_informational(
+        &self,
+        name: impl Into<String>,
+        check: impl Fn() -> CheckResult + Send + Sync + 'static,
+    ) {
+        insert(&self.informational, name.into(), Arc::new(check));
+    }
+
+    pub fn remove_informational(&self, name: &str) {
+        remove(&self.informational, name);
     }
 
     /// Adds or replaces a liveness check: failing it gets the process restarted, so only a
@@ -109,11 +137,17 @@ impl Health {
     }
 
     pub fn readiness(&self) -> Report {
-        evaluate(&self.readiness)
+        Report {
+            checks: evaluate(&self.readiness),
+            informational: evaluate(&self.informational),
+        }
     }
 
     pub fn liveness(&self) -> Report {
-        evaluate(&self.liveness)
+        Report {
+            checks: evaluate(&self.liveness),
+            informational: Vec::new(),
+        }
     }
 }
 
@@ -259,5 +293,20 @@ mod tests {
         assert!(!health.readiness().healthy());
         health.remove_readiness("ontap/lab");
         assert!(health.readiness().healthy());
+    }
+
+    #[test]
+    fn an_informational_check_is_reported_but_never_fails_readiness() {
+        let health = Health::new();
+        health.add_readiness("apiserver", || Ok(()));
+        health.add_informational("ontap-cluster/lab", || Err("connection refused".into()));
+        let report = health.readiness();
+        assert!(report.healthy());
+        assert_eq!(
+            report.verbose("readyz"),
+            "[+]apiserver ok\n[-]ontap-cluster/lab failed (informational): connection refused\nreadyz check passed\n"
+        );
+        health.remove_informational("ontap-cluster/lab");
+        assert!(health.readiness().informational.is_empty());
     }
 }

@@ -161,7 +161,7 @@ async fn huge_body_is_a_typed_error() {
         matches!(err, OntapError::ResponseTooLarge { limit, .. } if limit == 1024 * 1024),
         "{err:?}"
     );
-    assert_eq!(err.class(), ErrorClass::Invalid);
+    assert_eq!(err.class(), ErrorClass::Transient);
 }
 
 #[tokio::test]

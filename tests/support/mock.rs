@@ -68,11 +68,59 @@ impl Mock {
 
     /// How many times the registered faults fired.
     pub async fn fault_hits(&self) -> u64 {
+        self.hits_where(|_| true).await
+    }
+
+    /// How many times the fault `id` fired.
+    pub async fn hits(&self, id: &str) -> u64 {
+        self.hits_where(|fault| fault["id"] == id).await
+    }
+
+    async fn hits_where(&self, fault: impl Fn(&Value) -> bool) -> u64 {
         let faults = self.get("/_mock/faults", &[]).await;
         faults["records"]
             .as_array()
-            .map(|all| all.iter().filter_map(|f| f["hits"].as_u64()).sum())
+            .map(|all| {
+                all.iter()
+                    .filter(|f| fault(f))
+                    .filter_map(|f| f["hits"].as_u64())
+                    .sum()
+            })
             .unwrap_or_default()
+    }
+
+    /// How many `/api` requests with `method` and a path starting with `prefix` arrived.
+    pub async fn sent(&self, method: &str, prefix: &str) -> u64 {
+        let counts = self.get("/_mock/requests/counts", &[]).await;
+        let wanted = format!("{method} {prefix}");
+        counts["counts"]
+            .as_object()
+            .map(|all| {
+                all.iter()
+                    .filter(|(key, _)| key.starts_with(&wanted))
+                    .filter_map(|(_, n)| n.as_u64())
+                    .sum()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Sends `body` (none when `Null`) to `/api` as the cluster admin, as someone working behind
+    /// the operator's back would; panics unless ONTAP accepts it. Gives the answer's body, `Null`
+    /// when it has none.
+    pub async fn as_admin(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let admin = self.server.admin();
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base_url()))
+            .basic_auth(&admin.user, Some(&admin.password));
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert!(status.is_success(), "{path}: {status}: {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
     /// The request log (newest last), narrowed to `filter`'s exact `method`, `path`, `user`.

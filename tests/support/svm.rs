@@ -132,6 +132,10 @@ impl SvmWorld {
         Api::namespaced(self.env.client.clone(), &self.env.namespace)
     }
 
+    pub fn clusters(&self) -> Api<OntapCluster> {
+        Api::all(self.env.client.clone())
+    }
+
     /// An SVM of this world's cluster with LIF addresses derived from `index`, so that
     /// several SVMs of one test never share an address.
     pub fn svm(&self, name: &str, index: u8) -> SvmFixture {

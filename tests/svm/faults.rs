@@ -171,13 +171,14 @@ fn normalise(records: &[&Value]) -> Vec<FlowRequest> {
         .collect()
 }
 
-/// The operator's own check of the seed credentials, which ends every provisioning pass. The
-/// test's checks (`SvmWorld::authenticates`) send no `max_records`.
+/// The operator's own check of the seed credentials, which ends every provisioning pass: the
+/// account reading its own record. The test's checks (`SvmWorld::authenticates`) read the SVM.
 fn is_operator_verify(record: &Value, username: &str) -> bool {
     record["user"] == username
-        && record["query"]
+        && record["method"] == "GET"
+        && record["path"]
             .as_str()
-            .is_some_and(|q| q.contains("max_records"))
+            .is_some_and(|p| p.starts_with("/api/security/accounts/"))
 }
 
 fn seq(record: &Value) -> u64 {

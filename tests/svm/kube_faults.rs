@@ -125,24 +125,14 @@ async fn a_password_changed_in_ontap_is_detected_on_the_next_pass_and_repaired()
 
     // Someone resets the password in ONTAP, as an admin would from the CLI.
     let ours = "Behind0urBack9";
-    let admin = world.mock.server.admin();
-    let response = world
+    world
         .mock
-        .http
-        .patch(format!(
-            "{}/api/security/accounts/{uuid}/{username}",
-            world.mock.base_url()
-        ))
-        .basic_auth(&admin.user, Some(&admin.password))
-        .json(&json!({ "password": ours }))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        response.status().is_success(),
-        "{:?}",
-        response.text().await
-    );
+        .as_admin(
+            reqwest::Method::PATCH,
+            &format!("/api/security/accounts/{uuid}/{username}"),
+            json!({ "password": ours }),
+        )
+        .await;
     assert!(
         !world
             .authenticates(&username, &old_password, &svm_name)

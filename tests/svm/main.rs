@@ -8,5 +8,6 @@
 mod support;
 
 mod faults;
+mod hardening;
 mod kube_faults;
 mod provisioning;

@@ -107,6 +107,10 @@ async fn an_aggregate_ontap_does_not_have_is_a_condition_not_a_retry_storm() {
         0,
         "nothing may be created"
     );
+    assert_eq!(
+        status.svm_name, None,
+        "status.svmName names an SVM ONTAP does not hold"
+    );
     // Waiting, not failing: the next look is scheduled far out, so ONTAP sees few requests.
     let before = world.requests().await.len();
     tokio::time::sleep(Duration::from_secs(5)).await;

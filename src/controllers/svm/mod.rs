@@ -17,5 +17,5 @@ pub use naming::{default_account_name, default_secret_name, default_svm_name};
 pub use password::generate_password;
 pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
-    inspect_seed_secret, seed_secret_name,
+    inspect_seed_secret, password_set_at, seed_secret_name,
 };

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Patch, PatchParams};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, CustomResourceExt, ResourceExt};
@@ -14,22 +15,22 @@ use secrecy::SecretString;
 
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::{
-    ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret, default_account_name,
-    default_svm_name, desired_lifs, generate_password, inspect_seed_secret, owned_by, plan_lifs,
-    protocol_patch, seed_secret_name, svm_create,
+    DesiredLif, ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret,
+    default_account_name, default_svm_name, desired_lifs, generate_password, inspect_seed_secret,
+    owned_by, password_set_at, plan_lifs, protocol_patch, seed_secret_name, svm_create,
 };
 use crate::api::{
     ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, OntapCluster, StorageVirtualMachine,
     StorageVirtualMachineStatus, SvmPhase,
 };
-use crate::controllers::connections::{ClusterConnections, missing, ontap_error};
+use crate::controllers::connections::{ClusterConnections, missing, ontap_busy, ontap_error};
 use crate::engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, Reconciler, Registration,
-    SharedCache, StepError, StepRunner, Summary,
+    SharedCache, StepError, StepRunner, Summary, Wait,
 };
 use crate::ontap::{
-    AccountCreate, AccountPatch, CredentialCheck, ErrorClass, ObjectRef as OntapRef, OntapClient,
-    OntapError, Svm, SvmPatch, SvmState, SvmTargetState,
+    Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, ObjectRef as OntapRef,
+    OntapClient, OntapError, Svm, SvmPatch, SvmState, SvmTargetState, codes,
 };
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
@@ -60,6 +61,9 @@ crate::engine::steps! {
         SecretDeleted,
     }
 }
+
+/// The field manager of the operator's writes to seed Secrets.
+const FIELD_MANAGER: &str = "ontap-operator";
 
 /// How soon to look again at an SVM that ONTAP is still creating, starting or deleting.
 const ONTAP_SETTLING: Duration = Duration::from_secs(2);
@@ -209,16 +213,24 @@ impl SvmReconciler {
             .step(SvmStep::ClusterReady, || async {
                 let name = &svm.spec.cluster_ref.name;
                 let Some(cluster) = self.clusters.get(&ObjectRef::new(name)) else {
+                    let todo = if svm.metadata.deletion_timestamp.is_some() {
+                        "; the SVM cannot be cleaned up without it: recreate the OntapCluster, or set deletionPolicy: Retain to let this object go and leave ONTAP alone"
+                    } else {
+                        ""
+                    };
                     return Ok(Outcome::Waiting(missing(
                         "ClusterNotFound",
-                        format!("the OntapCluster {name} does not exist"),
+                        format!("the OntapCluster {name} does not exist{todo}"),
                     )));
                 };
                 let ready = cluster
                     .status
                     .as_ref()
                     .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
-                if ready.is_none_or(|c| c.status != "True") {
+                // A cluster being deleted is not Ready (it waits for its SVMs), yet its SVMs
+                // must still reach it to clean up: then the connection itself is the test.
+                let deleting = cluster.metadata.deletion_timestamp.is_some();
+                if !deleting && ready.is_none_or(|c| c.status != "True") {
                     let why = ready
                         .map(|c| c.message.clone())
                         .unwrap_or_else(|| "not verified yet".into());
@@ -254,12 +266,14 @@ impl SvmReconciler {
                 })
                 .await;
         }
-        status.svm_name = Some(names.svm.clone());
-
         let client = self.cluster(svm, steps).await?;
         let ontap_svm = steps
-            .step(SvmStep::SVMReady, || self.ensure_svm(svm, &names, &client))
+            .step(SvmStep::SVMReady, || {
+                self.ensure_svm(svm, &names, status.uuid.as_deref(), &client)
+            })
             .await?;
+        // Recorded only once the SVM exists: a name in the status is one ONTAP holds.
+        status.svm_name = Some(ontap_svm.name.clone());
         status.uuid = Some(ontap_svm.uuid.clone());
         steps
             .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
@@ -284,6 +298,7 @@ impl SvmReconciler {
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
+        recorded: Option<&str>,
         client: &OntapClient,
     ) -> Result<Outcome<Svm>, StepError> {
         // The engine added the finalizer before this pass, so deleting the object always cleans
@@ -292,6 +307,23 @@ impl SvmReconciler {
         let found = match lookup_svm(client, &names.svm).await? {
             Some(found) => found,
             None => {
+                // The SVM recorded in the status still exists under another name (renamed in
+                // ONTAP): creating a second one would only fight it for the LIF addresses.
+                if let Some(uuid) = recorded {
+                    match client.svm(uuid).await {
+                        Ok(renamed) => {
+                            return Err(StepError::invalid(
+                                "SVMRenamedInONTAP",
+                                format!(
+                                    "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
+                                    names.svm, renamed.name
+                                ),
+                            ));
+                        }
+                        Err(e) if is_entry_not_found(&e) => {}
+                        Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+                    }
+                }
                 let mut body = svm_create(svm, &names.svm)
                     .map_err(|e| StepError::invalid("InvalidSpec", e.to_string()))?;
                 // Only where there is something to create: the steady state does not pay for it.
@@ -320,15 +352,20 @@ impl SvmReconciler {
                 changed = true;
                 match client.create_svm(&body).await {
                     Ok(created) => created,
-                    // The POST may have been applied, or a previous attempt's job may be
-                    // running: never create twice, look again by name.
-                    Err(e) if e.is_ambiguous() || e.class() == ErrorClass::Conflict => {
+                    Err(e) => {
+                        if let Some(wait) = ontap_busy(&e) {
+                            return Ok(Outcome::Waiting(wait));
+                        }
+                        // The POST may have been applied, or a previous attempt's job may be
+                        // running: never create twice, look again by name.
+                        if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
+                            return Err(ontap_error("SVMCreateFailed", e));
+                        }
                         match lookup_svm(client, &names.svm).await? {
                             Some(found) => found,
                             None => return Err(ontap_error("SVMCreateFailed", e)),
                         }
                     }
-                    Err(e) => return Err(ontap_error("SVMCreateFailed", e)),
                 }
             }
         };
@@ -401,10 +438,12 @@ impl SvmReconciler {
                     state: Some(SvmTargetState::Running),
                     ..SvmPatch::default()
                 };
-                client
-                    .patch_svm(&found.uuid, &start)
-                    .await
-                    .map_err(|e| ontap_error("SVMStartFailed", e))?;
+                if let Some(wait) = job(
+                    client.patch_svm(&found.uuid, &start).await,
+                    "SVMStartFailed",
+                )? {
+                    return Ok(Outcome::Waiting(wait));
+                }
                 return Ok(Outcome::waiting(
                     "SVMStarting",
                     "the SVM was stopped; it is being started",
@@ -414,10 +453,12 @@ impl SvmReconciler {
             _ => {}
         }
         if let Some(patch) = protocol_patch(&svm.spec.protocols, &found) {
-            client
-                .patch_svm(&found.uuid, &patch)
-                .await
-                .map_err(|e| ontap_error("SVMProtocolsFailed", e))?;
+            if let Some(wait) = job(
+                client.patch_svm(&found.uuid, &patch).await,
+                "SVMProtocolsFailed",
+            )? {
+                return Ok(Outcome::Waiting(wait));
+            }
             changed = true;
         }
         Ok(if changed {
@@ -451,7 +492,7 @@ impl SvmReconciler {
                     ),
                 ));
             }
-            if account.locked == Some(true) {
+            if unlock_needed(&account) {
                 let unlock = AccountPatch {
                     locked: Some(false),
                     ..AccountPatch::default()
@@ -466,14 +507,25 @@ impl SvmReconciler {
         }
         // A password must exist before the account does; it goes into the Secret first, so a
         // crash right after the account is created leaves a Secret that matches it.
-        let password = match self.seed_state(svm, names, ontap_svm).await? {
+        let seed = self.seed_state(svm, names, ontap_svm).await?;
+        // The Secret-first write below replaces the only record of a previous account name.
+        retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
+        let password = match seed.state {
             SeedSecretState::Complete { username, password } if username == names.account => {
                 password
             }
             SeedSecretState::NotOurs(_) => generate_password(&names.account),
             _ => {
                 let password = generate_password(&names.account);
-                self.write_secret(svm, names, ontap_svm, &password).await?;
+                self.write_secret(
+                    svm,
+                    names,
+                    ontap_svm,
+                    &password,
+                    None,
+                    seed.resource_version.as_deref(),
+                )
+                .await?;
                 password
             }
         };
@@ -497,7 +549,7 @@ impl SvmReconciler {
         svm: &StorageVirtualMachine,
         names: &Names,
         ontap_svm: &Svm,
-    ) -> Result<SeedSecretState, StepError> {
+    ) -> Result<Seed, StepError> {
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
         let current = api
             .get_opt(&names.secret)
@@ -505,16 +557,24 @@ impl SvmReconciler {
             .map_err(kube_error("SecretReadFailed"))?;
         let expected = ExpectedSeed::for_svm(svm, &names.account, &names.svm, &ontap_svm.uuid)
             .ok_or_else(|| StepError::transient_msg("NotStored", "the object has no uid"))?;
-        Ok(inspect_seed_secret(current.as_ref(), &expected))
+        Ok(Seed {
+            state: inspect_seed_secret(current.as_ref(), &expected),
+            password_set_at: current.as_ref().and_then(password_set_at),
+            resource_version: current.and_then(|s| s.metadata.resource_version),
+        })
     }
 
-    /// Creates or replaces the seed Secret with `password`.
+    /// Creates the seed Secret (when none was read) or replaces the one read at
+    /// `read_version`, with `password`. A Secret created or changed by someone else meanwhile
+    /// is a conflict, never overwritten and so never adopted (and deleted with the object).
     async fn write_secret(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         ontap_svm: &Svm,
         password: &SecretString,
+        password_set_at: Option<Timestamp>,
+        read_version: Option<&str>,
     ) -> Result<(), StepError> {
         let fields = SeedFields {
             username: names.account.clone(),
@@ -522,25 +582,48 @@ impl SvmReconciler {
             management_lif: svm.spec.management_lif.ip.clone(),
             svm_name: names.svm.clone(),
             svm_uuid: ontap_svm.uuid.clone(),
+            password_set_at,
         };
-        let secret = build_seed_secret(svm, &fields)
+        let mut secret = build_seed_secret(svm, &fields)
             .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
-        // Server-side apply: creates or updates in one request, and a changed type is refused
-        // by the API server instead of silently kept.
-        api.patch(
-            &names.secret,
-            &PatchParams::apply("ontap-operator").force(),
-            &Patch::Apply(&secret),
-        )
-        .await
-        .map_err(kube_error("SecretWriteFailed"))?;
+        let written = match read_version {
+            None => {
+                let params = PostParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..PostParams::default()
+                };
+                api.create(&params, &secret).await
+            }
+            // Server-side apply with the version read as a precondition; a changed type is
+            // refused by the API server instead of silently kept.
+            Some(version) => {
+                secret.metadata.resource_version = Some(version.to_string());
+                api.patch(
+                    &names.secret,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&secret),
+                )
+                .await
+            }
+        };
+        written.map_err(|e| match e {
+            kube::Error::Api(status) if status.code == 409 => StepError::conflict(
+                "SecretChangedMeanwhile",
+                format!(
+                    "the Secret {} was created or changed by someone else while it was being written; it is read again",
+                    names.secret
+                ),
+            ),
+            e => StepError::from_kube("SecretWriteFailed", e),
+        })?;
         Ok(())
     }
 
     /// Step `SecretReady`: the Secret exists, is complete, and its credentials authenticate
     /// against ONTAP as the account, now. Otherwise: a new password goes into the Secret first,
-    /// then into ONTAP, then it is verified again.
+    /// then into ONTAP; Ready waits until a request sent before it can no longer land, and the
+    /// credentials are verified again then.
     async fn ensure_secret(
         &self,
         svm: &StorageVirtualMachine,
@@ -548,46 +631,71 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         client: &OntapClient,
     ) -> Result<Outcome, StepError> {
-        let state = self.seed_state(svm, names, ontap_svm).await?;
-        let verify = |username: String, password: SecretString| async move {
-            client
-                .verify_credentials(&username, &password, &names.svm)
-                .await
-                .map_err(|e| ontap_error("CredentialCheckFailed", e))
+        let seed = self.seed_state(svm, names, ontap_svm).await?;
+        let check = |password: SecretString| async move {
+            confirmed_check(client, &ontap_svm.uuid, &names.account, &password).await
         };
-        match state {
+        match seed.state {
             SeedSecretState::NotOurs(_) => {
                 return Err(StepError::invalid(
                     "SecretNameInUse",
-                    format!("Secret {}: {state}", names.secret),
+                    format!("Secret {}: {}", names.secret, seed.state),
                 ));
             }
-            SeedSecretState::Complete { username, password } => {
-                if verify(username, password).await?.is_valid() {
-                    return Ok(Outcome::unchanged());
+            SeedSecretState::Complete { username, password } if username == names.account => {
+                if let AccountCheck::Valid(_) = check(password).await? {
+                    return Ok(self.settled(seed.password_set_at));
                 }
+            }
+            SeedSecretState::Stale { ref username, .. } if *username != names.account => {
+                retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
             }
             SeedSecretState::Stale {
                 username, password, ..
             } if username == names.account => {
                 // Only descriptive fields differ: keep a password that still works.
-                if verify(username, password.clone()).await?.is_valid() {
-                    self.write_secret(svm, names, ontap_svm, &password).await?;
-                    return Ok(Outcome::changed());
+                if let AccountCheck::Valid(_) = check(password.clone()).await? {
+                    self.write_secret(
+                        svm,
+                        names,
+                        ontap_svm,
+                        &password,
+                        seed.password_set_at,
+                        seed.resource_version.as_deref(),
+                    )
+                    .await?;
+                    return Ok(match self.settled(seed.password_set_at) {
+                        Outcome::Unchanged(()) => Outcome::changed(),
+                        waiting => waiting,
+                    });
                 }
             }
-            SeedSecretState::Missing
-            | SeedSecretState::Incomplete { .. }
-            | SeedSecretState::Stale { .. } => {}
+            _ => {}
         }
         let password = generate_password(&names.account);
-        self.write_secret(svm, names, ontap_svm, &password).await?;
+        self.write_secret(
+            svm,
+            names,
+            ontap_svm,
+            &password,
+            Some(Timestamp::now()),
+            seed.resource_version.as_deref(),
+        )
+        .await?;
         client
             .set_account_password(&ontap_svm.uuid, &names.account, &password)
             .await
             .map_err(|e| ontap_error("PasswordSetFailed", e))?;
-        match verify(names.account.clone(), password).await? {
-            CredentialCheck::Valid { .. } => Ok(Outcome::changed()),
+        match client
+            .verify_account(&ontap_svm.uuid, &names.account, &password)
+            .await
+            .map_err(|e| ontap_error("CredentialCheckFailed", e))?
+        {
+            AccountCheck::Valid(_) => Ok(Outcome::waiting(
+                "CredentialsSettling",
+                self.settling_message(),
+                self.settle_window(),
+            )),
             other => Err(StepError::transient_msg(
                 "CredentialsRejected",
                 format!(
@@ -598,32 +706,66 @@ impl SvmReconciler {
         }
     }
 
+    /// How long after a password was set a request carrying an older one may still land: the
+    /// request timeout twice over (a server may work on a request its client gave up on).
+    fn settle_window(&self) -> Duration {
+        self.connections.request_timeout() * 2
+    }
+
+    fn settling_message(&self) -> String {
+        format!(
+            "a new password was set; an older password request whose answer was lost could still land within {:?}: the credentials are verified again after that",
+            self.settle_window()
+        )
+    }
+
+    /// Verified credentials count once no older password request can land any more.
+    fn settled(&self, password_set_at: Option<Timestamp>) -> Outcome {
+        let Some(set_at) = password_set_at else {
+            return Outcome::unchanged();
+        };
+        let since = Timestamp::now().duration_since(set_at).unsigned_abs();
+        match self.settle_window().checked_sub(since) {
+            Some(left) if !left.is_zero() => {
+                Outcome::waiting("CredentialsSettling", self.settling_message(), left)
+            }
+            _ => Outcome::unchanged(),
+        }
+    }
+
     async fn delete(
         &self,
         svm: &StorageVirtualMachine,
         status: &mut StorageVirtualMachineStatus,
         steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        let names = self.names(svm, status);
+        let mut names = self.names(svm, status);
+        // The name it was provisioned under, not one set in the spec afterwards.
+        if let Some(provisioned) = &status.svm_name {
+            names.svm = provisioned.clone();
+        }
         if svm.spec.deletion_policy == DeletionPolicy::Delete {
             let client = self.cluster(svm, steps).await?;
             let found = steps
-                .step(SvmStep::SVMFound, || async {
-                    Ok(Outcome::Unchanged(
-                        match lookup_svm(&client, &names.svm).await? {
-                            // Never touch what is not ours.
-                            Some(found)
-                                if owned_by(found.comment.as_deref(), &names.uid)
-                                    == Ownership::Ours =>
-                            {
-                                Some(found)
-                            }
-                            _ => None,
-                        },
-                    ))
+                .step(SvmStep::SVMFound, || {
+                    find_for_deletion(&client, &names, status.uuid.as_deref())
                 })
                 .await?;
             if let Some(found) = found {
+                if found.state == Some(SvmState::Deleting) {
+                    return steps
+                        .step(SvmStep::SVMDeleted, || async {
+                            Ok(Outcome::<()>::waiting(
+                                "SVMDeleting",
+                                format!(
+                                    "ONTAP is deleting the SVM {} ({})",
+                                    found.name, found.uuid
+                                ),
+                                ONTAP_SETTLING,
+                            ))
+                        })
+                        .await;
+                }
                 steps
                     .step(SvmStep::LIFsDeleted, || async {
                         let interfaces = client
@@ -654,11 +796,12 @@ impl SvmReconciler {
                     .await?;
                 steps
                     .step(SvmStep::SVMDeleted, || async {
-                        client
-                            .delete_svm(&found.uuid)
-                            .await
-                            .map_err(|e| ontap_error("SVMDeleteFailed", e))?;
-                        Ok(Outcome::changed())
+                        Ok(
+                            match job(client.delete_svm(&found.uuid).await, "SVMDeleteFailed")? {
+                                Some(wait) => Outcome::Waiting(wait),
+                                None => Outcome::changed(),
+                            },
+                        )
                     })
                     .await?;
             }
@@ -678,7 +821,15 @@ impl SvmReconciler {
                     .iter()
                     .any(|o| o.controller == Some(true) && o.uid == names.uid);
                 if ours {
-                    match api.delete(&names.secret, &Default::default()).await {
+                    // Only the Secret read as ours: not one recreated under the name since.
+                    let params = DeleteParams {
+                        preconditions: Some(Preconditions {
+                            uid: secret.uid(),
+                            resource_version: secret.resource_version(),
+                        }),
+                        ..DeleteParams::default()
+                    };
+                    match api.delete(&names.secret, &params).await {
                         Err(e) if !is_not_found(&e) => {
                             return Err(StepError::from_kube("SecretDeleteFailed", e));
                         }
@@ -694,6 +845,107 @@ impl SvmReconciler {
 
 fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(status) if status.code == 404)
+}
+
+/// The SVM the cleanup deletes: the one recorded in `status.uuid` (whatever it is called in
+/// ONTAP now), else the one of our name; only ever one that carries our ownership marker.
+/// Only ONTAP's own "entry not found" counts as gone: a proxy's 404 page is an error.
+async fn find_for_deletion(
+    client: &OntapClient,
+    names: &Names,
+    recorded: Option<&str>,
+) -> Result<Outcome<Option<Svm>>, StepError> {
+    let ours = |svm: &Svm| owned_by(svm.comment.as_deref(), &names.uid) == Ownership::Ours;
+    if let Some(uuid) = recorded {
+        match client.svm(uuid).await {
+            Ok(found) if ours(&found) => return Ok(Outcome::Unchanged(Some(found))),
+            Ok(found) => {
+                return Err(StepError::invalid(
+                    "SVMOwnershipChanged",
+                    format!(
+                        "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
+                        found.name
+                    ),
+                ));
+            }
+            Err(e) if is_entry_not_found(&e) => {}
+            Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+        }
+    }
+    // No uuid recorded (a crash before the status write), or the recorded SVM is gone: an SVM of
+    // ours under the provisioned name is still ours to delete.
+    Ok(Outcome::Unchanged(
+        lookup_svm(client, &names.svm).await?.filter(ours),
+    ))
+}
+
+/// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.
+fn is_entry_not_found(e: &OntapError) -> bool {
+    e.is_not_found() && e.ontap_code() == Some(crate::ontap::codes::ENTRY_NOT_FOUND)
+}
+
+/// The account's verdict on `password`, a rejection confirmed by a second look: one spurious
+/// 401 or 403 must not mint a new password.
+async fn confirmed_check(
+    client: &OntapClient,
+    owner_uuid: &str,
+    account: &str,
+    password: &SecretString,
+) -> Result<AccountCheck, StepError> {
+    let check = async || {
+        client
+            .verify_account(owner_uuid, account, password)
+            .await
+            .map_err(|e| ontap_error("CredentialCheckFailed", e))
+    };
+    match check().await? {
+        AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
+        AccountCheck::Rejected | AccountCheck::NotAuthorized => check().await,
+    }
+}
+
+/// After `spec.account.name` changed, the account the Secret still names is deleted (if this
+/// object created it), so the password published for it stops working.
+async fn retire_renamed_account(
+    client: &OntapClient,
+    ontap_svm: &Svm,
+    names: &Names,
+    seed: &SeedSecretState,
+) -> Result<(), StepError> {
+    let SeedSecretState::Stale { username, .. } = seed else {
+        return Ok(());
+    };
+    if *username == names.account {
+        return Ok(());
+    }
+    let Some(old) = client
+        .account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error("AccountLookupFailed", e))?
+    else {
+        return Ok(());
+    };
+    if owned_by(old.comment.as_deref(), &names.uid) != Ownership::Ours {
+        return Ok(());
+    }
+    client
+        .delete_account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
+    Ok(())
+}
+
+/// Unlocked only when ONTAP says so: a missing `locked` field is not a yes.
+fn unlock_needed(account: &Account) -> bool {
+    account.locked != Some(false)
+}
+
+/// The seed Secret as read, and when its password was set.
+struct Seed {
+    state: SeedSecretState,
+    password_set_at: Option<Timestamp>,
+    /// The version read; a write is refused if the Secret changed since.
+    resource_version: Option<String>,
 }
 
 /// The SVM of that name; a failed lookup is an error, never "absent".
@@ -728,10 +980,86 @@ async fn ensure_lifs(
     }
     for (name, lif) in &plan.create {
         // An ambiguous failure is settled by the next pass, which lists the interfaces again.
-        client
+        match client
             .create_interface(&lif.create_request(name, &ontap_svm.uuid))
             .await
-            .map_err(|e| ontap_error("LIFCreateFailed", e))?;
+        {
+            Ok(_) => {}
+            Err(e) if e.ontap_code() == Some(codes::DUPLICATE_IP) => {
+                return Err(address_in_use(client, lif, ontap_svm, e).await);
+            }
+            Err(e) => return Err(ontap_error("LIFCreateFailed", e)),
+        }
     }
     Ok(Outcome::changed())
+}
+
+/// A LIF address another interface holds: a conflict that lasts until someone frees it, so it
+/// backs off and names the holder.
+async fn address_in_use(
+    client: &OntapClient,
+    lif: &DesiredLif,
+    ontap_svm: &Svm,
+    error: OntapError,
+) -> StepError {
+    let holders = match client.interfaces_by_address(&lif.address.to_string()).await {
+        Ok(holders) => holders
+            .iter()
+            .filter(|i| i.svm.as_ref().and_then(|s| s.uuid.as_deref()) != Some(&ontap_svm.uuid))
+            .map(|i| {
+                format!(
+                    "interface {} of SVM {}",
+                    i.name,
+                    i.svm
+                        .as_ref()
+                        .and_then(|s| s.name.as_deref())
+                        .unwrap_or("unknown")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => String::new(),
+    };
+    let holder = if holders.is_empty() {
+        "another interface".to_string()
+    } else {
+        holders
+    };
+    StepError::conflict(
+        "AddressInUse",
+        format!(
+            "the address {} is held by {holder} in ONTAP; free it there or choose another address ({error})",
+            lif.address
+        ),
+    )
+}
+
+/// The result of a request that starts an ONTAP job: done (`None`), a wait while ONTAP is busy,
+/// or the step error.
+fn job<T>(result: Result<T, OntapError>, reason: &'static str) -> Result<Option<Wait>, StepError> {
+    match result {
+        Ok(_) => Ok(None),
+        Err(e) => match ontap_busy(&e) {
+            Some(wait) => Ok(Some(wait)),
+            None => Err(ontap_error(reason, e)),
+        },
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_account_is_unlocked_only_when_ontap_says_so() {
+        let account = |locked: serde_json::Value| -> Account {
+            serde_json::from_value(serde_json::json!({ "name": "a", "locked": locked })).unwrap()
+        };
+        assert!(unlock_needed(&account(serde_json::json!(true))));
+        assert!(unlock_needed(&account(serde_json::Value::Null)));
+        assert!(!unlock_needed(&account(serde_json::json!(false))));
+        let absent: Account = serde_json::from_value(serde_json::json!({ "name": "a" })).unwrap();
+        assert!(unlock_needed(&absent));
+    }
 }

@@ -16,6 +16,7 @@ use std::net::IpAddr;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
@@ -46,6 +47,10 @@ pub const SEED_KEYS: [&str; 5] = [
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`].
 pub const MANAGED_BY_VALUE: &str = "ontap-operator";
+/// When the operator last set a new password (RFC 3339). A password request sent earlier whose
+/// answer was lost may still land for a while; until that window has passed, the credentials
+/// are verified again before they count as working.
+pub const PASSWORD_SET_AT_ANNOTATION: &str = "ontap.storage.dev/password-set-at";
 /// The only Secret type the contract uses.
 pub const SECRET_TYPE: &str = "Opaque";
 
@@ -68,6 +73,18 @@ pub struct SeedFields {
     /// SVM name in ONTAP.
     pub svm_name: String,
     pub svm_uuid: String,
+    /// Set when this password is new in ONTAP (see [`PASSWORD_SET_AT_ANNOTATION`]), or carried
+    /// over from the Secret when only descriptive fields change.
+    pub password_set_at: Option<Timestamp>,
+}
+
+/// When the password of `secret` was last set by the operator, if it says so.
+pub fn password_set_at(secret: &Secret) -> Option<Timestamp> {
+    secret
+        .annotations()
+        .get(PASSWORD_SET_AT_ANNOTATION)?
+        .parse()
+        .ok()
 }
 
 /// Why a seed Secret could not be built.
@@ -113,6 +130,9 @@ pub fn build_seed_secret(
                 MANAGED_BY_VALUE.to_string(),
             )])),
             owner_references: Some(vec![owner]),
+            annotations: fields.password_set_at.map(|at| {
+                BTreeMap::from([(PASSWORD_SET_AT_ANNOTATION.to_string(), at.to_string())])
+            }),
             ..ObjectMeta::default()
         },
         type_: Some(SECRET_TYPE.to_string()),
@@ -154,6 +174,8 @@ impl ExpectedSeed {
 /// A field of the contract whose value is not the expected one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SeedField {
+    /// The `app.kubernetes.io/managed-by` label is missing or changed.
+    Label,
     /// The Secret's `type` is not `Opaque` (immutable: the Secret must be recreated).
     Type,
     Username,
@@ -166,6 +188,7 @@ impl SeedField {
     /// The key (or, for [`SeedField::Type`], the field) as it appears in the Secret.
     pub fn key(self) -> &'static str {
         match self {
+            Self::Label => MANAGED_BY_LABEL,
             Self::Type => "type",
             Self::Username => USERNAME_KEY,
             Self::ManagementLif => MANAGEMENT_LIF_KEY,
@@ -248,15 +271,20 @@ pub fn inspect_seed_secret(secret: Option<&Secret>, expected: &ExpectedSeed) -> 
     let Some(secret) = secret else {
         return SeedSecretState::Missing;
     };
-    if secret.labels().get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE) {
-        return SeedSecretState::NotOurs(Foreign::NotLabelled);
-    }
+    let labelled =
+        secret.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE);
     let controlled = secret
         .owner_references()
         .iter()
         .any(|o| o.controller == Some(true) && o.uid == expected.owner_uid);
+    // Control decides: a label someone removed from a Secret this object controls is repaired,
+    // not taken for a stranger's Secret.
     if !controlled {
-        return SeedSecretState::NotOurs(Foreign::OtherController);
+        return SeedSecretState::NotOurs(if labelled {
+            Foreign::OtherController
+        } else {
+            Foreign::NotLabelled
+        });
     }
 
     let empty = BTreeMap::new();
@@ -281,6 +309,9 @@ pub fn inspect_seed_secret(secret: Option<&Secret>, expected: &ExpectedSeed) -> 
     };
 
     let mut fields = Vec::new();
+    if !labelled {
+        fields.push(SeedField::Label);
+    }
     if secret.type_.as_deref().unwrap_or(SECRET_TYPE) != SECRET_TYPE {
         fields.push(SeedField::Type);
     }
@@ -348,6 +379,7 @@ mod tests {
             management_lif: "2001:db8::10".into(),
             svm_name: "k8s_team-a_db".into(),
             svm_uuid: "0d3c2f6e-1111-2222-3333-444455556666".into(),
+            password_set_at: None,
         }
     }
 
@@ -403,6 +435,22 @@ mod tests {
         assert_eq!(data["password"].0, PASSWORD.as_bytes());
         assert_eq!(data["managementLIF"].0, b"2001:db8::10");
         assert!(s.string_data.is_none());
+        assert!(s.metadata.annotations.is_none());
+        assert_eq!(password_set_at(&s), None);
+    }
+
+    #[test]
+    fn the_time_a_password_was_set_round_trips() {
+        let at: Timestamp = "2025-01-02T03:04:05Z".parse().unwrap();
+        let s = build_seed_secret(
+            &svm(),
+            &SeedFields {
+                password_set_at: Some(at),
+                ..fields()
+            },
+        )
+        .unwrap();
+        assert_eq!(password_set_at(&s), Some(at));
     }
 
     #[test]
@@ -447,18 +495,29 @@ mod tests {
     }
 
     #[test]
-    fn not_ours_without_the_label() {
+    fn not_ours_without_the_label_and_control() {
         let mut s = built();
         s.metadata.labels = None;
+        s.metadata.owner_references = None;
         assert!(matches!(
             inspect_seed_secret(Some(&s), &expected()),
             SeedSecretState::NotOurs(Foreign::NotLabelled)
         ));
-        s.metadata.labels = Some(BTreeMap::from([(MANAGED_BY_LABEL.into(), "helm".into())]));
-        assert!(matches!(
-            inspect_seed_secret(Some(&s), &expected()),
-            SeedSecretState::NotOurs(Foreign::NotLabelled)
-        ));
+    }
+
+    #[test]
+    fn a_controlled_secret_that_lost_its_label_is_repaired() {
+        for labels in [
+            None,
+            Some(BTreeMap::from([(MANAGED_BY_LABEL.into(), "helm".into())])),
+        ] {
+            let mut s = built();
+            s.metadata.labels = labels;
+            match inspect_seed_secret(Some(&s), &expected()) {
+                SeedSecretState::Stale { fields, .. } => assert_eq!(fields, [SeedField::Label]),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
