@@ -952,6 +952,9 @@ impl ExtensionReconciler {
             management_lif: config.management_lif.ip.to_string(),
             svm_name: state.svm_name.clone(),
             svm_uuid: state.svm_uuid.clone().unwrap_or_default(),
+            // The restored password is the one ONTAP holds already, not a new one that might
+            // still be in flight.
+            password_set_at: None,
         };
         let seed = build_seed_secret(&svm, &fields)
             .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;

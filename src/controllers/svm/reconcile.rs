@@ -373,7 +373,7 @@ impl SvmReconciler {
             Ownership::Ours => {}
             Ownership::Foreign(_) if adopts(svm, &found) => {
                 if matches!(
-                    self.seed_state(svm, names, &found).await?,
+                    self.seed_state(svm, names, &found).await?.state,
                     SeedSecretState::Missing
                 ) {
                     return Ok(Outcome::waiting(
