@@ -5,6 +5,7 @@ pub mod api;
 pub mod cli;
 pub mod controllers;
 pub mod manifests;
+pub mod measure;
 pub use reconcile_engine as engine;
 pub mod ontap;
 pub mod runtime;

@@ -36,6 +36,7 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::KymaLoad(args) => ontap_operator::measure::kyma_load(args).await,
         Command::Version => {
             println!("ontap-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(())

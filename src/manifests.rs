@@ -1,5 +1,6 @@
 //! The generated manifests: `crds/`, `deploy/rbac.yaml` and the chart's ClusterRole rules (the
-//! operator's, and the Gardener Extension controller's for `extension.enabled`),
+//! operator's, the Gardener Extension controller's for `extension.enabled` and the Kyma
+//! controllers' for `kyma.enabled`),
 //! derived from the controllers' registrations so that a controller declares its CRD and the
 //! permissions it needs in one place. `make manifests` writes them; tests fail when the files
 //! drift from what this module generates.
@@ -63,10 +64,7 @@ fn offline<T>(
         Arc::new(Metrics::unregistered()),
         Arc::new(NoProbes),
     );
-    let settings = ClientSettings {
-        request_timeout: std::time::Duration::from_secs(30),
-        metrics: None,
-    };
+    let settings = ClientSettings::default();
     register(&mut manager, client, settings)?;
     Ok(read(&manager))
 }
@@ -83,6 +81,8 @@ pub fn declarations() -> Result<Declarations, ManifestError> {
                     health: Health::new(),
                     scope: Scope::default(),
                     extension: None,
+                    ontap_enabled: true,
+                    kyma: None,
                 },
             )
         },
@@ -108,9 +108,29 @@ pub fn extension_rules() -> Result<Vec<PolicyRule>, ManifestError> {
     )
 }
 
-/// Every CRD this operator owns, in a stable order.
+/// The Kyma controllers' CRDs and ClusterRole rules, read from their registrations alone: the
+/// chart adds the rules when `kyma.enabled`.
+pub fn kyma_declarations() -> Result<Declarations, ManifestError> {
+    offline(
+        |manager, client, _| {
+            controllers::kyma::register(
+                manager,
+                client,
+                &controllers::kyma::KymaSettings::default(),
+            )
+        },
+        |manager| Declarations {
+            crds: manager.crds(),
+            rules: manager.rbac_rules(),
+        },
+    )
+}
+
+/// Every CRD this operator owns, in a stable order: the ONTAP kinds, then the Kyma kinds.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, ManifestError> {
-    Ok(declarations()?.crds)
+    let mut crds = declarations()?.crds;
+    crds.extend(kyma_declarations()?.crds);
+    Ok(crds)
 }
 
 /// Why a manifest could not be generated.
@@ -187,7 +207,17 @@ pub fn rbac_yaml() -> Result<String, ManifestError> {
         ..Subject::default()
     };
     let leader = format!("{NAME}-leader-election");
-    documents(&[
+    let credentials = format!("{NAME}-credentials");
+    let role_binding = |name: &str| RoleBinding {
+        metadata: meta(name, Some(NAMESPACE)),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "Role".to_owned(),
+            name: name.to_owned(),
+        },
+        subjects: Some(vec![subject()]),
+    };
+    let mut objects = vec![
         value(
             &(ServiceAccount {
                 metadata: meta(NAME, Some(NAMESPACE)),
@@ -218,17 +248,77 @@ pub fn rbac_yaml() -> Result<String, ManifestError> {
                 rules: Some(leader_election_rules()),
             }),
         )?,
+        value(&role_binding(&leader))?,
         value(
-            &(RoleBinding {
-                metadata: meta(&leader, Some(NAMESPACE)),
-                role_ref: RoleRef {
-                    api_group: "rbac.authorization.k8s.io".to_owned(),
-                    kind: "Role".to_owned(),
-                    name: leader.clone(),
-                },
-                subjects: Some(vec![subject()]),
+            &(Role {
+                metadata: meta(&credentials, Some(NAMESPACE)),
+                rules: Some(credentials_rules()),
             }),
         )?,
+        value(&role_binding(&credentials))?,
+    ];
+    objects.extend(aggregated_roles()?);
+    documents(&objects)
+}
+
+/// OntapClusters' credential and CA Secrets are read in the operator's own namespace only
+/// (`--credentials-namespace`).
+fn credentials_rules() -> Vec<PolicyRule> {
+    vec![PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["secrets".to_owned()]),
+        verbs: vec!["get".to_owned()],
+        ..PolicyRule::default()
+    }]
+}
+
+/// ClusterRoles that Kubernetes' aggregation adds to the built-in `view`, `edit` and `admin`
+/// roles, so a namespace's users manage StorageVirtualMachines with the roles they already
+/// have. OntapClusters are not among them: they hold the cluster's admin credentials and stay
+/// with the cluster administrators.
+fn aggregated_roles() -> Result<Vec<serde_yaml::Value>, ManifestError> {
+    let svms = || {
+        vec![
+            "storagevirtualmachines".to_owned(),
+            "storagevirtualmachines/status".to_owned(),
+        ]
+    };
+    let role = |name: &str, aggregate_to: &[&str], verbs: &[&str], resources: Vec<String>| {
+        let mut labels = labels().unwrap_or_default();
+        for to in aggregate_to {
+            labels.insert(
+                format!("rbac.authorization.k8s.io/aggregate-to-{to}"),
+                "true".to_owned(),
+            );
+        }
+        ClusterRole {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some(labels),
+                ..ObjectMeta::default()
+            },
+            rules: Some(vec![PolicyRule {
+                api_groups: Some(vec![crate::api::GROUP.to_owned()]),
+                resources: Some(resources),
+                verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+                ..PolicyRule::default()
+            }]),
+            ..ClusterRole::default()
+        }
+    };
+    Ok(vec![
+        value(&role(
+            &format!("{NAME}-svm-view"),
+            &["view", "edit", "admin"],
+            &["get", "list", "watch"],
+            svms(),
+        ))?,
+        value(&role(
+            &format!("{NAME}-svm-edit"),
+            &["edit", "admin"],
+            &["create", "update", "patch", "delete", "deletecollection"],
+            vec!["storagevirtualmachines".to_owned()],
+        ))?,
     ])
 }
 
@@ -244,6 +334,13 @@ pub fn chart_rules_yaml() -> Result<String, ManifestError> {
 /// `extension.enabled`.
 pub fn chart_extension_rules_yaml() -> Result<String, ManifestError> {
     let rules = extension_rules()?;
+    Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
+}
+
+/// The Kyma controllers' ClusterRole rules (`deploy/chart/files/clusterrole-rules-kyma.yaml`),
+/// which the chart adds when `kyma.enabled`.
+pub fn chart_kyma_rules_yaml() -> Result<String, ManifestError> {
+    let rules = kyma_declarations()?.rules;
     Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
 }
 
@@ -274,6 +371,10 @@ pub fn files() -> Result<Vec<(String, String)>, ManifestError> {
     files.push((
         "deploy/chart/files/clusterrole-rules-extension.yaml".to_owned(),
         chart_extension_rules_yaml()?,
+    ));
+    files.push((
+        "deploy/chart/files/clusterrole-rules-kyma.yaml".to_owned(),
+        chart_kyma_rules_yaml()?,
     ));
     Ok(files)
 }

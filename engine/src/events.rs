@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::events::EventType;
 
 use super::conditions::{FALSE, find};
+use super::status::Halted;
 use super::step::{StepRecord, StepState};
 
 /// Reason of the Event emitted when a failing or waiting step succeeds again.
@@ -28,9 +29,18 @@ pub struct PlannedEvent {
     pub action: String,
 }
 
-/// The Events to emit for `records`, given the conditions as they were before.
-pub fn plan_events(before: &[Condition], records: &[StepRecord]) -> Vec<PlannedEvent> {
+/// The Events to emit for `records`, given the conditions and the halt as they were before.
+///
+/// A step whose `False` condition came from a wait (the halt before was that step, with no
+/// failed attempts) did not recover when it completes: the wait simply ended, and an Event per
+/// finished wait would be noise on every object that waits as a matter of course.
+pub fn plan_events(
+    before: &[Condition],
+    before_halted: Option<&Halted>,
+    records: &[StepRecord],
+) -> Vec<PlannedEvent> {
     let mut events = Vec::new();
+    let waited = |step: &str| before_halted.is_some_and(|h| h.step == step && h.attempts == 0);
     for record in records {
         let old = find(before, record.name);
         match &record.state {
@@ -47,7 +57,7 @@ pub fn plan_events(before: &[Condition], records: &[StepRecord]) -> Vec<PlannedE
                 }
             }
             StepState::Unchanged | StepState::Changed => {
-                if let Some(old) = old.filter(|c| c.status == FALSE) {
+                if let Some(old) = old.filter(|c| c.status == FALSE && !waited(record.name)) {
                     events.push(PlannedEvent {
                         type_: EventType::Normal,
                         reason: RECOVERED.to_owned(),
@@ -58,6 +68,41 @@ pub fn plan_events(before: &[Condition], records: &[StepRecord]) -> Vec<PlannedE
             }
             // Waiting is progress, not trouble; the condition says it.
             StepState::Waiting(_) => {}
+        }
+    }
+    events
+}
+
+/// The Events of a reconciler's own conditions ([`Reconciler::OWN_CONDITIONS`]
+/// (crate::Reconciler::OWN_CONDITIONS)): a Warning when one turns `False` (or changes its reason
+/// while `False`), a Normal when it turns `True` again. Nothing while it stays as it was.
+pub fn plan_own_events(
+    before: &[Condition],
+    after: &[Condition],
+    own: &[&str],
+) -> Vec<PlannedEvent> {
+    let mut events = Vec::new();
+    for condition in after.iter().filter(|c| own.contains(&c.type_.as_str())) {
+        let old = find(before, &condition.type_);
+        let unchanged =
+            old.is_some_and(|o| o.status == condition.status && o.reason == condition.reason);
+        if unchanged {
+            continue;
+        }
+        if condition.status == FALSE {
+            events.push(PlannedEvent {
+                type_: EventType::Warning,
+                reason: condition.reason.clone(),
+                note: condition.message.clone(),
+                action: condition.type_.clone(),
+            });
+        } else if old.is_some_and(|o| o.status == FALSE) {
+            events.push(PlannedEvent {
+                type_: EventType::Normal,
+                reason: condition.reason.clone(),
+                note: condition.message.clone(),
+                action: condition.type_.clone(),
+            });
         }
     }
     events
@@ -93,25 +138,49 @@ mod tests {
         let now = Time(Timestamp::UNIX_EPOCH);
         let mut conditions = compute_conditions(&[], &ok(), Some(1), &now);
         assert!(
-            plan_events(&conditions, &ok()).is_empty(),
+            plan_events(&conditions, None, &ok()).is_empty(),
             "healthy: silent"
         );
 
-        let e = plan_events(&conditions, &failing("Down"));
+        let e = plan_events(&conditions, None, &failing("Down"));
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].type_, EventType::Warning);
         assert_eq!(e[0].reason, "Down");
         conditions = compute_conditions(&conditions, &failing("Down"), Some(1), &now);
 
         assert!(
-            plan_events(&conditions, &failing("Down")).is_empty(),
+            plan_events(&conditions, None, &failing("Down")).is_empty(),
             "same failure again: no new Event"
         );
-        assert_eq!(plan_events(&conditions, &failing("Timeout")).len(), 1);
+        assert_eq!(plan_events(&conditions, None, &failing("Timeout")).len(), 1);
 
-        let e = plan_events(&conditions, &ok());
+        let e = plan_events(&conditions, None, &ok());
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].type_, EventType::Normal);
+        assert_eq!(e[0].reason, RECOVERED);
+    }
+
+    #[test]
+    fn a_wait_that_ends_is_no_recovery() {
+        let now = Time(Timestamp::UNIX_EPOCH);
+        let waiting = vec![StepRecord {
+            name: "S",
+            state: StepState::Waiting(crate::Wait {
+                reason: "Installing".into(),
+                message: "job running".into(),
+                after: Duration::from_secs(1),
+            }),
+            duration: Duration::ZERO,
+        }];
+        let conditions = compute_conditions(&[], &waiting, Some(1), &now);
+        let halted = Halted::after(None, &waiting, None);
+        assert!(plan_events(&conditions, halted.as_ref(), &ok()).is_empty());
+
+        // A failure before still recovers.
+        let conditions = compute_conditions(&[], &failing("Down"), Some(1), &now);
+        let halted = Halted::after(None, &failing("Down"), None);
+        let e = plan_events(&conditions, halted.as_ref(), &ok());
+        assert_eq!(e.len(), 1);
         assert_eq!(e[0].reason, RECOVERED);
     }
 }

@@ -26,10 +26,10 @@
 //!   which trace (printer columns for `kubectl get -o wide`).
 //! - **Events** on a step's first failure, on a new failure reason and on recovery; not per loop.
 //! - **Requeue policy**: per-object exponential backoff (1 s → 1000 s, reset on success) and a
-//!   token bucket on reconcile starts (30/s, burst 200), the later of the two winning — like
+//!   token bucket on reconcile starts (1,000/s, burst 2,000), the later of the two winning — like
 //!   controller-runtime's `MaxOf` limiter — plus a jittered periodic re-verification
 //!   (`--sync-period`, 10 min) that finds drift without events.
-//! - **Bounded concurrency** per controller (`--max-concurrent-reconciles`, 10); an object is
+//! - **Bounded concurrency** per controller (`--max-concurrent-reconciles`, 50); an object is
 //!   never reconciled twice at once.
 //! - **Client QPS/burst** ([`build_client`]) as a tower layer on the kube client.
 //! - **Lean shared caches** ([`SharedCache`]) without managedFields and the `kubectl apply`
@@ -205,11 +205,13 @@ pub mod inflight;
 pub mod lifecycle;
 pub mod manager;
 pub mod metrics;
+pub mod own_writes;
 mod queue;
 pub mod requeue;
 pub mod status;
 pub mod step;
 pub mod text;
+pub mod worker;
 
 pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, strip_metadata};
 pub use client::{ApiRateLimitLayer, ClientLimits, build_client};
@@ -221,6 +223,8 @@ pub use manager::{
     Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration, offline_client,
 };
 pub use metrics::Metrics;
+pub use own_writes::OwnWrites;
 pub use requeue::{Backoff, TokenBucket};
 pub use status::{ConditionedStatus, Halted, StatusWrite};
 pub use step::{Halt, Outcome, StepName, StepRecord, StepRunner, StepState, Summary, Wait};
+pub use worker::Worker;

@@ -241,8 +241,11 @@ impl Manager {
             self.metrics.clone(),
         );
         for wire in wiring {
-            let stream = wire(self, &cache)?;
+            let (stream, ready) = wire(self, &cache)?;
             controller = controller.triggers(stream);
+            if let Some(ready) = ready {
+                controller = controller.waits_for(ready);
+            }
         }
         let in_flight = controller.in_flight();
         let limit = self.config.stuck_reconcile_after;
@@ -300,32 +303,42 @@ impl Manager {
     }
 
     /// Runs every registered controller until `shutdown` resolves, then lets running reconciles
-    /// finish.
+    /// finish. Dropping the returned future instead (aborting its task) stops every controller
+    /// and every reconcile in flight at once: what a leader that lost its Lease must do, as
+    /// controller-runtime does, rather than act on for a grace period.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
         self.start_caches();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let running: Vec<_> = self
-            .controllers
-            .into_iter()
-            .map(|(_, run)| tokio::spawn(run(stop_rx.clone())))
-            .collect();
+        // A JoinSet aborts its tasks when dropped; detached spawns would outlive an abort.
+        let mut running = tokio::task::JoinSet::new();
+        for (_, run) in self.controllers {
+            running.spawn(run(stop_rx.clone()));
+        }
         shutdown.await;
         let _ = stop_tx.send(true);
-        for controller in running {
-            if let Err(err) = controller.await {
+        while let Some(joined) = running.join_next().await {
+            if let Err(err) = joined {
                 tracing::error!(error = %err, "a controller task failed");
             }
         }
     }
 }
 
-type Wire<K> = Box<
-    dyn FnOnce(
-            &mut Manager,
-            &SharedCache<K>,
-        ) -> Result<BoxStream<'static, ObjectRef<K>>, ManagerError>
-        + Send,
->;
+/// What one declaration wires into a controller: a stream of objects to reconcile, and the
+/// readiness of the cache it reads, which the controller waits for before its first reconcile.
+type Wired<K> = (
+    BoxStream<'static, ObjectRef<K>>,
+    Option<BoxFuture<'static, ()>>,
+);
+
+type Wire<K> =
+    Box<dyn FnOnce(&mut Manager, &SharedCache<K>) -> Result<Wired<K>, ManagerError> + Send>;
+
+/// Resolves once `cache` holds its initial list.
+fn ready<K: Object>(cache: &SharedCache<K>) -> BoxFuture<'static, ()> {
+    let cache = cache.clone();
+    Box::pin(async move { cache.wait_until_ready().await })
+}
 
 /// Everything about one controller: built by its module, handed to [`Manager::register`]. See
 /// the [crate documentation](crate) for an example.
@@ -372,18 +385,25 @@ where
     /// and the controller may use `verbs` on them besides reading.
     pub fn owns<C: Object>(mut self, config: watcher::Config, verbs: &[&str]) -> Self {
         self.rules.push(rule::<C>(&with_read(verbs)));
+        let own_writes = self.reconciler.own_writes();
         self.wiring.push(Box::new(move |manager, parents| {
             let children = manager.cache_with::<C>(config)?;
             let parents = parents.clone();
-            let stream = receiver_stream(children.subscribe()).flat_map(move |change| {
-                let child = match &change {
-                    Change::Applied(c) | Change::Deleted(c) => c.clone(),
-                };
-                futures::stream::iter(super::controller::owner_refs::<R::Resource, C>(
-                    &*child, &parents,
-                ))
-            });
-            Ok(stream.boxed())
+            let stream = receiver_stream(children.subscribe())
+                .then(move |change| {
+                    let parents = parents.clone();
+                    let own_writes = own_writes.clone();
+                    async move {
+                        super::controller::owners_to_reconcile::<R::Resource, C>(
+                            &change,
+                            &parents,
+                            own_writes.as_ref(),
+                        )
+                        .await
+                    }
+                })
+                .flat_map(futures::stream::iter);
+            Ok((stream.boxed(), Some(ready(&children))))
         }));
         self
     }
@@ -407,7 +427,7 @@ where
                 };
                 futures::stream::iter(map(&obj, &own))
             });
-            Ok(stream.boxed())
+            Ok((stream.boxed(), Some(ready(&watched))))
         }));
         self
     }
@@ -426,17 +446,20 @@ where
                 interval.tick().await;
                 Some(((), Some(interval)))
             });
-            Ok(ticks
-                .flat_map(move |()| {
-                    futures::stream::iter(
-                        own.store()
-                            .state()
-                            .iter()
-                            .map(|o| ObjectRef::from_obj(&**o))
-                            .collect::<Vec<_>>(),
-                    )
-                })
-                .boxed())
+            Ok((
+                ticks
+                    .flat_map(move |()| {
+                        futures::stream::iter(
+                            own.store()
+                                .state()
+                                .iter()
+                                .map(|o| ObjectRef::from_obj(&**o))
+                                .collect::<Vec<_>>(),
+                        )
+                    })
+                    .boxed(),
+                None,
+            ))
         }));
         self
     }
@@ -447,7 +470,7 @@ where
         stream: impl futures::Stream<Item = ObjectRef<R::Resource>> + Send + 'static,
     ) -> Self {
         let stream = stream.boxed();
-        self.wiring.push(Box::new(move |_, _| Ok(stream)));
+        self.wiring.push(Box::new(move |_, _| Ok((stream, None))));
         self
     }
 

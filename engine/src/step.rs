@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use super::error::{ErrorCategory, StepError};
 use super::metrics::Metrics;
+use super::worker::Worker;
 
 /// The name of a step: one variant of an enum per controller, declared with [`steps!`], so
 /// that a controller, its conditions and its tests share one spelling and a typo does not
@@ -239,6 +240,7 @@ pub struct StepRunner<S> {
     records: Vec<StepRecord>,
     steps: Vec<S>,
     halted: Option<S>,
+    worker: Worker,
 }
 
 impl<S: StepName> fmt::Debug for StepRunner<S> {
@@ -260,7 +262,20 @@ impl<S: StepName> StepRunner<S> {
             records: Vec::new(),
             steps: Vec::new(),
             halted: None,
+            worker: Worker::default(),
         }
+    }
+
+    /// The runner of a pass on `worker`.
+    pub(crate) fn on_worker(mut self, worker: Worker) -> Self {
+        self.worker = worker;
+        self
+    }
+
+    /// The worker this pass runs on, to [`park`](Worker::park) it while waiting for something
+    /// outside the engine. Take it before a step: the step's closure cannot borrow the runner.
+    pub fn worker(&self) -> Worker {
+        self.worker.clone()
     }
 
     /// A runner that records into `metrics`.

@@ -434,7 +434,10 @@ async fn mock_state_shows_records_in_full_shape_and_reset_clears() {
     let state = mock.state().await;
     assert_eq!(
         state,
-        json!({ "svms": [], "accounts": [], "interfaces": [], "jobs": [] })
+        json!({
+            "svms": [], "accounts": [], "interfaces": [], "jobs": [],
+            "job_stats": {"peak_in_flight": 0, "refused": 0}
+        })
     );
     assert!(mock.requests("").await.is_empty());
 }

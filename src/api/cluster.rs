@@ -1,4 +1,4 @@
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::{CustomResource, KubeSchema};
 use reconcile_engine::Halted;
 use schemars::JsonSchema;
@@ -19,6 +19,9 @@ use super::rules;
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
+#[x_kube(validation = Rule::new(
+    "(has(self.caSecretRef) ? 1 : 0) + (has(self.caFingerprint) ? 1 : 0) + (has(self.insecureSkipTLSVerify) && self.insecureSkipTLSVerify ? 1 : 0) <= 1"
+).message("choose one way to trust the cluster's certificate: caSecretRef, caFingerprint or insecureSkipTLSVerify"))]
 #[serde(rename_all = "camelCase")]
 pub struct OntapClusterSpec {
     /// HTTPS URL of the cluster management LIF, e.g. `https://10.0.0.10` or
@@ -36,12 +39,29 @@ pub struct OntapClusterSpec {
     /// Secret with the key `ca.crt`: the CA that signed the cluster's certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_secret_ref: Option<SecretReference>,
-    /// Skip TLS verification. Only for test clusters: the credentials can then be intercepted.
+    /// SHA-256 fingerprint of the cluster's certificate, or of a CA certificate in the chain it
+    /// presents, as `openssl x509 -noout -fingerprint -sha256` prints it (hex, colons optional).
+    /// The safe answer to ONTAP's self-signed certificates: only that certificate is trusted, so
+    /// nothing can be intercepted, and no CA bundle has to be exported from the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(
+        "self.matches('^[0-9A-Fa-f]{2}(:?[0-9A-Fa-f]{2}){31}$')"
+    ).message("must be a SHA-256 fingerprint: 32 bytes in hex, optionally separated by colons"))]
+    pub ca_fingerprint: Option<String>,
+    /// Skip TLS verification. Only for test clusters: the credentials can then be intercepted;
+    /// the cluster's `TLSVerified` condition and a Warning Event say so.
     #[serde(default, rename = "insecureSkipTLSVerify")]
     pub insecure_skip_tls_verify: bool,
+    /// The namespaces whose StorageVirtualMachines may use this cluster; absent: every namespace.
+    /// A StorageVirtualMachine elsewhere is refused with a condition, before anything is sent to
+    /// ONTAP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
 }
 
-/// A Secret named by namespace and name.
+/// A Secret named by namespace and name. The operator reads credential Secrets only in its own
+/// namespace (`--credentials-namespace`): whoever may create an OntapCluster must not be able to
+/// make the operator send any Secret of the cluster to a host of their choosing.
 #[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 pub struct SecretReference {
     #[schemars(length(min = 1, max = 63))]

@@ -7,14 +7,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::{CustomResourceExt, ResourceExt};
 
 use super::connections::{ClusterConnections, ontap_error};
 use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{OntapCluster, OntapClusterStatus, StorageVirtualMachine};
-use crate::engine::manager::rule;
+use crate::engine::conditions::{FALSE, TRUE, transition};
 use crate::engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepRunner,
 };
@@ -68,10 +69,17 @@ pub fn register(
             },
         )
         .watching(watch)
-        .watches::<StorageVirtualMachine>(|svm, _| vec![ObjectRef::new(&svm.spec.cluster_ref.name)])
+        // Only a cluster being deleted waits for its SVMs; a live one has no use for their
+        // changes, and 1,000 SVMs provisioning would otherwise probe ONTAP at every one.
+        .watches::<StorageVirtualMachine>(|svm, clusters| {
+            let cluster = ObjectRef::new(&svm.spec.cluster_ref.name);
+            match clusters.get(&cluster) {
+                Some(c) if c.metadata.deletion_timestamp.is_some() => vec![cluster],
+                _ => Vec::new(),
+            }
+        })
         .crd(OntapCluster::crd())
-        .every(REVERIFY_EVERY)
-        .rule(rule::<Secret>(&["get".to_owned()])),
+        .every(REVERIFY_EVERY),
     )
 }
 
@@ -140,10 +148,57 @@ impl ClusterReconciler {
     }
 }
 
+/// Condition: whether the operator checks the cluster's certificate. Not a step: an insecure
+/// cluster still works, so it must not hold `Ready` back, yet it has to show where users look
+/// (with a Warning Event), not only in the operator's log.
+pub const TLS_VERIFIED: &str = "TLSVerified";
+/// `TLSVerified` reason when `insecureSkipTLSVerify` is set.
+pub const INSECURE_SKIP_TLS_VERIFY: &str = "InsecureSkipTLSVerify";
+
+/// The `TLSVerified` condition of `cluster`'s spec, keeping the transition time of `current`.
+fn tls_condition(cluster: &OntapCluster, current: &[Condition]) -> Condition {
+    let spec = &cluster.spec;
+    let (status, reason, message) = if spec.insecure_skip_tls_verify {
+        (
+            FALSE,
+            INSECURE_SKIP_TLS_VERIFY,
+            "insecureSkipTLSVerify is set: the cluster's certificate is not checked, so anyone on the path can read the cluster's admin credentials; set caFingerprint (its certificate's SHA-256 fingerprint) or caSecretRef instead",
+        )
+    } else if spec.ca_fingerprint.is_some() {
+        (
+            TRUE,
+            "PinnedFingerprint",
+            "only the certificate with the fingerprint of spec.caFingerprint is trusted",
+        )
+    } else if spec.ca_secret_ref.is_some() {
+        (
+            TRUE,
+            "CASecret",
+            "the certificate is verified against the CA of spec.caSecretRef",
+        )
+    } else {
+        (
+            TRUE,
+            "SystemTrustStore",
+            "the certificate is verified against the system's trusted CAs",
+        )
+    };
+    transition(
+        current,
+        TLS_VERIFIED,
+        status,
+        reason.to_owned(),
+        message.to_owned(),
+        cluster.metadata.generation,
+        &Time(Timestamp::now()),
+    )
+}
+
 impl Reconciler for ClusterReconciler {
     type Resource = OntapCluster;
     type Step = ClusterStep;
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
+    const OWN_CONDITIONS: &'static [&'static str] = &[TLS_VERIFIED];
 
     /// Waits until no StorageVirtualMachine uses the cluster.
     async fn cleanup(
@@ -194,6 +249,9 @@ impl Reconciler for ClusterReconciler {
         status: &mut OntapClusterStatus,
         steps: &mut StepRunner<ClusterStep>,
     ) -> Result<(), Halt> {
+        let tls = tls_condition(cluster, &status.conditions);
+        status.conditions.retain(|c| c.type_ != TLS_VERIFIED);
+        status.conditions.push(tls);
         let probe = self.probes.probe(&cluster.name_any());
         let info = steps
             .step(ClusterStep::Connected, || async {

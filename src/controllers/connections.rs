@@ -3,16 +3,19 @@
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::api::{OntapCluster, SecretReference};
-use crate::engine::{Outcome, StepError, Wait};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::engine::{Outcome, StepError, Wait, Worker};
 use crate::ontap::{
-    Credentials, OntapClient, OntapConfig, OntapError, OntapMetrics, TlsVerification,
+    Aggregate, CertificateFingerprint, Credentials, OntapClient, OntapConfig, OntapError,
+    OntapMetrics, TlsVerification,
 };
 
 /// How long to wait before looking again for something the user has to create (a Secret, an
@@ -24,23 +27,53 @@ pub const MISSING_REFERENCE_RECHECK: Duration = Duration::from_secs(30);
 pub struct ClientSettings {
     pub request_timeout: Duration,
     pub metrics: Option<OntapMetrics>,
+    /// The one namespace whose Secrets an OntapCluster may name for its credentials and CA.
+    pub credentials_namespace: String,
+    /// The proxy ONTAP requests go through; `None`: none, whatever the environment says.
+    pub proxy: Option<reqwest::Url>,
+    /// ONTAP jobs (SVM create, change, delete) the operator runs at once per cluster.
+    pub svm_jobs_per_cluster: usize,
+    /// How long a cluster's aggregate list is used for SVM creates before it is listed again.
+    pub aggregates_max_age: Duration,
 }
+
+/// ONTAP runs at most 5 SVM jobs at once and refuses a 6th (13434894).
+pub const DEFAULT_SVM_JOBS_PER_CLUSTER: usize = 5;
 
 impl Default for ClientSettings {
     fn default() -> Self {
         Self {
             request_timeout: OntapConfig::DEFAULT_REQUEST_TIMEOUT,
             metrics: None,
+            credentials_namespace: crate::manifests::NAMESPACE.to_owned(),
+            proxy: None,
+            svm_jobs_per_cluster: DEFAULT_SVM_JOBS_PER_CLUSTER,
+            aggregates_max_age: AGGREGATES_MAX_AGE,
         }
     }
 }
+
+/// `Connected` reason: an OntapCluster names a Secret outside the credentials namespace.
+pub const SECRET_NAMESPACE_NOT_ALLOWED: &str = "SecretNamespaceNotAllowed";
 
 #[derive(Clone)]
 pub struct ClusterConnections {
     kube: Client,
     settings: ClientSettings,
     clients: Arc<Mutex<HashMap<String, (u64, OntapClient)>>>,
+    /// Job slots per cluster name; they outlive a client rebuilt for new credentials, as the
+    /// jobs started through the old one still run.
+    job_slots: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    /// Each cluster's aggregates as last listed, and when.
+    aggregates: Arc<Mutex<HashMap<String, Listed>>>,
 }
+
+/// A cluster's aggregates and when they were listed.
+type Listed = (Instant, Vec<Aggregate>);
+
+/// How long a cluster's aggregate list is used for SVM creates before it is listed again, by
+/// default: aggregates come and go in hours, SVMs are created by the thousand in minutes.
+pub const AGGREGATES_MAX_AGE: Duration = Duration::from_secs(30);
 
 /// Why no client could be had: something the user has to create, or a step error.
 pub enum ConnectError {
@@ -88,6 +121,68 @@ impl ClusterConnections {
             kube,
             settings,
             clients: Arc::default(),
+            job_slots: Arc::default(),
+            aggregates: Arc::default(),
+        }
+    }
+
+    /// The aggregates of `cluster`, listed through `client` at most every
+    /// [`ClientSettings::aggregates_max_age`]; only what an SVM create body names, so a list that is a little
+    /// old costs at worst a refused create (after which [`forget_aggregates`](Self::forget_aggregates)).
+    pub async fn aggregates(
+        &self,
+        cluster: &str,
+        client: &OntapClient,
+    ) -> Result<Vec<Aggregate>, OntapError> {
+        if let Some((at, list)) = self.lock_aggregates().get(cluster)
+            && at.elapsed() < self.settings.aggregates_max_age
+        {
+            return Ok(list.clone());
+        }
+        let list = client.aggregates().await?;
+        self.lock_aggregates()
+            .insert(cluster.to_owned(), (Instant::now(), list.clone()));
+        Ok(list)
+    }
+
+    /// Lists `cluster`'s aggregates afresh next time.
+    pub fn forget_aggregates(&self, cluster: &str) {
+        self.lock_aggregates().remove(cluster);
+    }
+
+    fn lock_aggregates(&self) -> std::sync::MutexGuard<'_, HashMap<String, Listed>> {
+        self.aggregates.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One of the cluster's job slots, held while an ONTAP job the operator starts runs: more
+    /// jobs than ONTAP runs at once would only be refused ("too many jobs"), each refusal a
+    /// request and a pass spent for nothing. The wait does not hold a worker
+    /// ([`Worker::park`]); slots go out first come, first served. A [`Wait`] when too many
+    /// passes wait already: the object is looked at again after [`ONTAP_BUSY_RECHECK`].
+    pub async fn job_slot(
+        &self,
+        cluster: &str,
+        worker: &Worker,
+    ) -> Result<OwnedSemaphorePermit, Wait> {
+        let slots = {
+            let mut all = self.job_slots.lock().unwrap_or_else(|p| p.into_inner());
+            all.entry(cluster.to_owned())
+                .or_insert_with(|| {
+                    Arc::new(Semaphore::new(self.settings.svm_jobs_per_cluster.max(1)))
+                })
+                .clone()
+        };
+        let busy = || Wait {
+            reason: "JobSlotBusy".into(),
+            message: format!(
+                "the operator runs as many ONTAP jobs on the cluster {cluster} as it allows ({}); waiting for one to end",
+                self.settings.svm_jobs_per_cluster
+            ),
+            after: ONTAP_BUSY_RECHECK,
+        };
+        match worker.park(slots.acquire_owned()).await {
+            Some(Ok(permit)) => Ok(permit),
+            Some(Err(_)) | None => Err(busy()),
         }
     }
 
@@ -96,11 +191,29 @@ impl ClusterConnections {
         self.settings.request_timeout
     }
 
+    /// The namespace whose Secrets OntapClusters may name.
+    pub fn credentials_namespace(&self) -> &str {
+        &self.settings.credentials_namespace
+    }
+
     async fn read_secret(
         &self,
         reference: &SecretReference,
         what: &str,
     ) -> Result<Secret, ConnectError> {
+        // Checked before reading: otherwise whoever may create an OntapCluster could have any
+        // Secret of the cluster sent, as Basic credentials, to an endpoint of their choosing.
+        let allowed = &self.settings.credentials_namespace;
+        if reference.namespace != *allowed {
+            return Err(StepError::invalid(
+                SECRET_NAMESPACE_NOT_ALLOWED,
+                format!(
+                    "the {what} Secret {}/{} is outside the namespace {allowed}, the only one whose Secrets the operator reads for OntapClusters (--credentials-namespace); move the Secret there",
+                    reference.namespace, reference.name
+                ),
+            )
+            .into());
+        }
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &reference.namespace);
         match api.get_opt(&reference.name).await {
             Ok(Some(secret)) => Ok(secret),
@@ -157,6 +270,14 @@ impl ClusterConnections {
         })?);
         let endpoint = reqwest::Url::parse(&spec.endpoint)
             .map_err(|e| StepError::invalid("InvalidEndpoint", format!("spec.endpoint: {e}")))?;
+        let pin = spec
+            .ca_fingerprint
+            .as_deref()
+            .map(str::parse::<CertificateFingerprint>)
+            .transpose()
+            .map_err(|e| {
+                StepError::invalid("InvalidFingerprint", format!("spec.caFingerprint: {e}"))
+            })?;
 
         let mut hasher = DefaultHasher::new();
         (
@@ -164,6 +285,7 @@ impl ClusterConnections {
             username.as_str(),
             password.expose_secret(),
             &ca,
+            pin.map(|p| p.0),
             spec.insecure_skip_tls_verify,
         )
             .hash(&mut hasher);
@@ -175,8 +297,9 @@ impl ClusterConnections {
             return Ok(client.clone());
         }
         let mut config = OntapConfig::new(endpoint, Credentials::new(username, password));
-        config.tls = TlsVerification::from_spec(ca, spec.insecure_skip_tls_verify);
+        config.tls = TlsVerification::from_spec(ca, pin, spec.insecure_skip_tls_verify);
         config.request_timeout = self.settings.request_timeout;
+        config.proxy = self.settings.proxy.clone();
         config.metrics = self.settings.metrics.clone();
         let client = OntapClient::new(config).map_err(|e| ontap_error("ClientConfigInvalid", e))?;
         self.lock().insert(key, (fingerprint, client.clone()));
@@ -186,6 +309,7 @@ impl ClusterConnections {
     /// Drops the cached client of a deleted cluster.
     pub fn forget(&self, cluster_name: &str) {
         self.lock().remove(cluster_name);
+        self.forget_aggregates(cluster_name);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, OntapClient)>> {

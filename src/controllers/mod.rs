@@ -1,11 +1,12 @@
 //! The controllers, each on the reconcile engine: OntapCluster (connectivity) and
 //! StorageVirtualMachine (SVM, LIFs, account, verified seed Secret). Each module declares its
 //! registration; [`register_all`] is the one list of them. The Gardener Extension controller
-//! ([`extension`]) joins them when enabled.
+//! ([`extension`]) and the Kyma inventory controllers ([`kyma`]) join them when enabled.
 
 pub mod cluster;
 pub mod connections;
 pub mod extension;
+pub mod kyma;
 pub mod svm;
 
 use kube::Client;
@@ -34,6 +35,10 @@ pub struct ControllerContext {
     /// The Gardener Extension controller's settings; `None`: not running (its kinds exist only
     /// in a Gardener seed).
     pub extension: Option<extension::controller::ExtensionSettings>,
+    /// Whether the ONTAP controllers (OntapCluster, StorageVirtualMachine) run.
+    pub ontap_enabled: bool,
+    /// The Kyma controllers' settings; `None`: not running.
+    pub kyma: Option<kyma::KymaSettings>,
 }
 
 /// Registers every controller of the operator with `manager`.
@@ -41,6 +46,12 @@ pub fn register_all(
     manager: &mut Manager,
     context: &ControllerContext,
 ) -> Result<(), ManagerError> {
+    if let Some(settings) = &context.kyma {
+        kyma::register(manager, context.client.clone(), settings)?;
+    }
+    if !context.ontap_enabled {
+        return Ok(());
+    }
     let connections = ClusterConnections::new(context.client.clone(), context.ontap.clone());
     let clusters = match &context.scope.cluster_selector {
         Some(selector) => watcher::Config::default().labels(selector),

@@ -179,7 +179,14 @@ impl OntapClient {
             );
         }
         let tls = super::tls::client_config(&config.tls)?;
-        let http = reqwest::Client::builder()
+        let builder = match &config.proxy {
+            None => reqwest::Client::builder().no_proxy(),
+            Some(proxy) => reqwest::Client::builder().proxy(
+                reqwest::Proxy::all(proxy.clone())
+                    .map_err(|e| OntapError::Config(format!("proxy {proxy}: {e}")))?,
+            ),
+        };
+        let http = builder
             .tls_backend_preconfigured(tls)
             .connect_timeout(config.connect_timeout)
             // Credentials must not follow a redirect anywhere.
@@ -446,10 +453,41 @@ impl OntapClient {
     pub(crate) async fn mutate(&self, req: &Request<'_>) -> Result<()> {
         let resp = self.execute(req).await?;
         if resp.status != StatusCode::ACCEPTED {
+            // ONTAP answers a synchronous change with a JSON object (often `{}`) or nothing. A
+            // 2xx with anything else came from something in between (a proxy's page) and says
+            // nothing about whether ONTAP did it: taking it for success would, on a DELETE,
+            // drop the finalizer of an SVM that still exists.
+            if !resp.body.iter().all(u8::is_ascii_whitespace) {
+                let _: serde_json::Map<String, serde_json::Value> =
+                    model::decode(&req.method, req.endpoint, resp.status, &resp.body)?;
+            }
             return Ok(());
         }
         let link: JobLink = model::decode(&req.method, req.endpoint, resp.status, &resp.body)?;
         self.wait_for_job(&link.job.uuid).await.map(|_| ())
+    }
+
+    /// [`mutate`](Self::mutate) for a POST sent with `return_records=true`: the record ONTAP
+    /// created, as its answer carries it (keys and name), so that no lookup has to follow. `None`
+    /// when the answer carries no record (a server that ignores the parameter).
+    pub(crate) async fn mutate_returning<T: DeserializeOwned>(
+        &self,
+        req: &Request<'_>,
+    ) -> Result<Option<T>> {
+        let resp = self.execute(req).await?;
+        let created = if !resp.body.is_empty() {
+            model::decode::<model::Created<T>>(&req.method, req.endpoint, resp.status, &resp.body)?
+                .records
+                .into_iter()
+                .next()
+        } else {
+            None
+        };
+        if resp.status == StatusCode::ACCEPTED {
+            let link: JobLink = model::decode(&req.method, req.endpoint, resp.status, &resp.body)?;
+            self.wait_for_job(&link.job.uuid).await?;
+        }
+        Ok(created)
     }
 
     /// Fetches a job once.
@@ -489,6 +527,20 @@ impl OntapClient {
         let mut interval = cfg.initial_interval;
         let mut last_state = String::from("unknown");
         loop {
+            // Even the first look waits: a job is never done the moment it was accepted, and a
+            // poll that can only say "running" is a request ONTAP answers for nothing.
+            let now = tokio::time::Instant::now();
+            if now + interval > deadline {
+                return Err(OntapError::JobTimeout {
+                    job_uuid: uuid.to_owned(),
+                    state: last_state,
+                    waited: now - started,
+                });
+            }
+            tokio::time::sleep(interval).await;
+            interval = interval
+                .mul_f64(cfg.multiplier.max(1.0))
+                .min(cfg.max_interval);
             match self.job(uuid).await {
                 Ok(job) => {
                     span.record("state", job.state.as_str());
@@ -515,18 +567,6 @@ impl OntapClient {
                     });
                 }
             }
-            let now = tokio::time::Instant::now();
-            if now + interval > deadline {
-                return Err(OntapError::JobTimeout {
-                    job_uuid: uuid.to_owned(),
-                    state: last_state,
-                    waited: now - started,
-                });
-            }
-            tokio::time::sleep(interval).await;
-            interval = interval
-                .mul_f64(cfg.multiplier.max(1.0))
-                .min(cfg.max_interval);
         }
     }
 }

@@ -42,9 +42,57 @@ pub enum TlsVerification {
     System,
     /// Only the CAs in this PEM bundle (a cluster's self-signed certificate, a private CA).
     CaBundle(Vec<u8>),
+    /// Only a certificate with this SHA-256 fingerprint: the server's own (a self-signed
+    /// cluster certificate), or a CA certificate of the presented chain that signed it.
+    Pinned(CertificateFingerprint),
     /// No verification at all. The credentials can then be intercepted; the client logs a
     /// warning when it is built this way.
     InsecureSkipVerify,
+}
+
+/// A SHA-256 certificate fingerprint.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CertificateFingerprint(pub [u8; 32]);
+
+impl CertificateFingerprint {
+    /// Of a DER-encoded certificate.
+    pub fn of(der: &[u8]) -> Self {
+        let digest = ring::digest::digest(&ring::digest::SHA256, der);
+        let mut bytes = [0u8; 32];
+        bytes.copy_from_slice(digest.as_ref());
+        Self(bytes)
+    }
+}
+
+impl std::str::FromStr for CertificateFingerprint {
+    type Err = String;
+
+    /// Hex as openssl prints it (`AB:CD:…`), colons optional, either case.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let hex: String = text.chars().filter(|c| *c != ':').collect();
+        let invalid = || format!("{text:?} is not a SHA-256 fingerprint (32 bytes in hex)");
+        if hex.len() != 64 || !hex.is_ascii() {
+            return Err(invalid());
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| invalid())?;
+        }
+        Ok(Self(bytes))
+    }
+}
+
+impl fmt::Display for CertificateFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hex: Vec<String> = self.0.iter().map(|b| format!("{b:02X}")).collect();
+        f.write_str(&hex.join(":"))
+    }
+}
+
+impl fmt::Debug for CertificateFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Debug for TlsVerification {
@@ -52,20 +100,32 @@ impl fmt::Debug for TlsVerification {
         match self {
             Self::System => f.write_str("System"),
             Self::CaBundle(pem) => write!(f, "CaBundle({} bytes)", pem.len()),
+            Self::Pinned(fingerprint) => write!(f, "Pinned({fingerprint})"),
             Self::InsecureSkipVerify => f.write_str("InsecureSkipVerify"),
         }
     }
 }
 
 impl TlsVerification {
-    /// From the OntapCluster spec's two settings; skipping verification wins, as the user asked
-    /// for it explicitly.
-    pub fn from_spec(ca_pem: Option<Vec<u8>>, insecure_skip_verify: bool) -> Self {
-        match (insecure_skip_verify, ca_pem) {
-            (true, _) => Self::InsecureSkipVerify,
-            (false, Some(pem)) => Self::CaBundle(pem),
-            (false, None) => Self::System,
+    /// From the OntapCluster spec's settings, which admission allows one of at a time; should
+    /// several arrive anyway (an object stored before the rule existed), skipping verification
+    /// wins, as the user asked for it explicitly, then the pin, then the CA bundle.
+    pub fn from_spec(
+        ca_pem: Option<Vec<u8>>,
+        fingerprint: Option<CertificateFingerprint>,
+        insecure_skip_verify: bool,
+    ) -> Self {
+        match (insecure_skip_verify, fingerprint, ca_pem) {
+            (true, _, _) => Self::InsecureSkipVerify,
+            (false, Some(fingerprint), _) => Self::Pinned(fingerprint),
+            (false, None, Some(pem)) => Self::CaBundle(pem),
+            (false, None, None) => Self::System,
         }
+    }
+
+    /// Whether the server's identity is checked at all.
+    pub fn verifies(&self) -> bool {
+        !matches!(self, Self::InsecureSkipVerify)
     }
 }
 
@@ -129,6 +189,10 @@ pub struct OntapConfig {
     pub max_response_bytes: usize,
     /// Page size asked for on collection GETs.
     pub page_size: u32,
+    /// The HTTP(S) proxy requests go through. `None`: straight to the cluster, whatever
+    /// `HTTPS_PROXY` says: an operator-wide proxy variable meant for other traffic must not
+    /// route cluster-admin credentials through a third party unasked.
+    pub proxy: Option<Url>,
     /// Where per-request metrics go; none when `None`.
     pub metrics: Option<OntapMetrics>,
     /// Builds the W3C `traceparent` header of each request from its span.
@@ -155,6 +219,7 @@ impl OntapConfig {
             retry: RetryConfig::default(),
             max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
             page_size: 500,
+            proxy: None,
             metrics: None,
             traceparent: otel_traceparent,
         }
@@ -183,17 +248,45 @@ mod tests {
 
     #[test]
     fn tls_from_spec_prefers_the_explicit_insecure_flag() {
+        let pin = CertificateFingerprint([7; 32]);
         assert!(matches!(
-            TlsVerification::from_spec(Some(vec![1]), true),
+            TlsVerification::from_spec(Some(vec![1]), Some(pin), true),
             TlsVerification::InsecureSkipVerify
         ));
         assert!(matches!(
-            TlsVerification::from_spec(Some(vec![1]), false),
+            TlsVerification::from_spec(Some(vec![1]), Some(pin), false),
+            TlsVerification::Pinned(_)
+        ));
+        assert!(matches!(
+            TlsVerification::from_spec(Some(vec![1]), None, false),
             TlsVerification::CaBundle(_)
         ));
         assert!(matches!(
-            TlsVerification::from_spec(None, false),
+            TlsVerification::from_spec(None, None, false),
             TlsVerification::System
         ));
+    }
+
+    #[test]
+    fn fingerprints_parse_in_openssl_and_plain_spelling() {
+        let colons: CertificateFingerprint = ["aB"; 32].join(":").parse().unwrap();
+        let plain: CertificateFingerprint = "AB".repeat(32).parse().unwrap();
+        assert_eq!(colons, plain);
+        assert_eq!(plain.to_string(), ["AB"; 32].join(":"));
+        for bad in [
+            "",
+            "AB:CD",
+            &"ZZ".repeat(32),
+            &"AB".repeat(33),
+            &"é".repeat(32),
+        ] {
+            assert!(bad.parse::<CertificateFingerprint>().is_err(), "{bad:?}");
+        }
+        let der = b"not really a certificate";
+        assert_eq!(
+            CertificateFingerprint::of(der).0[..4],
+            [0xd6, 0x18, 0x22, 0x55][..],
+            "SHA-256 of the bytes"
+        );
     }
 }

@@ -18,7 +18,9 @@ mod tls;
 mod trace;
 
 pub use client::OntapClient;
-pub use config::{Credentials, JobPollConfig, OntapConfig, RetryConfig, TlsVerification};
+pub use config::{
+    CertificateFingerprint, Credentials, JobPollConfig, OntapConfig, RetryConfig, TlsVerification,
+};
 pub use error::{
     ApiError, ApiErrorArgument, ErrorClass, OntapError, Result, TransportFailure, classify_code,
     classify_status, codes,

@@ -397,6 +397,14 @@ pub struct JobLink {
     pub job: JobRef,
 }
 
+/// A record's keys as a POST with `return_records=true` returns them.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub(crate) struct CreatedKey {
+    pub uuid: String,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct JobRef {
     pub uuid: String,
@@ -404,6 +412,14 @@ pub struct JobRef {
 
 // ---------------------------------------------------------------------------------------------
 // Collections and pagination
+
+/// The answer to a POST with `return_records=true`: the created record (its keys and name),
+/// next to the job link when ONTAP answers 202; no `records` when not asked for.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Created<T> {
+    #[serde(default = "Vec::new")]
+    pub records: Vec<T>,
+}
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Collection<T> {

@@ -16,8 +16,9 @@ use super::client::{Body, OntapClient, Request, RetryMode, endpoints};
 use super::config::Credentials;
 use super::error::{OntapError, Result};
 use super::model::{
-    ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Aggregate, ClusterInfo, INTERFACE_FIELDS,
-    IpInterface, IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch,
+    ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Aggregate, ClusterInfo, CreatedKey,
+    INTERFACE_FIELDS, IpInterface, IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch,
+    SvmState,
 };
 
 /// The result of a delete.
@@ -98,6 +99,16 @@ fn unique_by_name<T>(
     }
 }
 
+/// A created record that names another object than the one posted is not ours to build on.
+fn created_name(endpoint: &'static str, name: &str, created: &CreatedKey) -> Result<()> {
+    match created.name.as_deref() {
+        Some(other) if other != name => Err(OntapError::Inconsistent(format!(
+            "{endpoint}: created {name:?}, the answer names {other:?}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn deleted(result: Result<()>) -> Result<DeleteOutcome> {
     match result {
         Ok(_) => Ok(DeleteOutcome::Deleted),
@@ -160,17 +171,35 @@ impl OntapClient {
     /// Not retried. On an ambiguous error ([`OntapError::is_ambiguous`]: timeout, lost
     /// connection, expired job) the SVM may exist: call [`svm_by_name`](Self::svm_by_name).
     /// A name already in use is a [`Conflict`](super::ErrorClass::Conflict).
+    ///
+    /// The POST asks for the created record (`return_records=true`): with its uuid, the SVM is
+    /// what was asked for — the job succeeded, and ONTAP creates SVMs running — so no lookup
+    /// follows. Only a server that returns no record costs the lookup by name.
     pub async fn create_svm(&self, svm: &SvmCreate) -> Result<Svm> {
         let name = filter_value("SVM name", &svm.name)?;
         let req = Request {
             method: Method::POST,
             endpoint: endpoints::SVMS,
-            url: self.url(&["api", "svm", "svms"], &[])?,
+            url: self.url(&["api", "svm", "svms"], &[("return_records", "true")])?,
             body: Some(Body::json(svm)?),
             auth: None,
             retry: RetryMode::Never,
         };
-        self.mutate(&req).await?;
+        if let Some(created) = self.mutate_returning::<CreatedKey>(&req).await? {
+            created_name(endpoints::SVMS, name, &created)?;
+            return Ok(Svm {
+                uuid: created.uuid,
+                name: svm.name.clone(),
+                state: Some(SvmState::Running),
+                subtype: None,
+                comment: svm.comment.clone(),
+                ipspace: svm.ipspace.clone(),
+                aggregates: svm.aggregates.clone(),
+                nfs: svm.nfs,
+                iscsi: svm.iscsi,
+                nvme: svm.nvme,
+            });
+        }
         self.svm_by_name(name).await?.ok_or_else(|| {
             OntapError::Inconsistent(format!(
                 "SVM {name:?} was created but a lookup by name finds nothing"
@@ -267,12 +296,27 @@ impl OntapClient {
         let req = Request {
             method: Method::POST,
             endpoint: endpoints::INTERFACES,
-            url: self.url(&["api", "network", "ip", "interfaces"], &[])?,
+            url: self.url(
+                &["api", "network", "ip", "interfaces"],
+                &[("return_records", "true")],
+            )?,
             body: Some(Body::json(interface)?),
             auth: None,
             retry: RetryMode::Never,
         };
-        self.mutate(&req).await?;
+        // As for SVMs: the created record's uuid makes the interface the one asked for.
+        if let Some(created) = self.mutate_returning::<CreatedKey>(&req).await? {
+            created_name(endpoints::INTERFACES, &interface.name, &created)?;
+            return Ok(IpInterface {
+                uuid: created.uuid,
+                name: interface.name.clone(),
+                enabled: Some(interface.enabled),
+                ip: Some(interface.ip.clone()),
+                location: interface.location.clone(),
+                svm: Some(interface.svm.clone()),
+                service_policy: interface.service_policy.clone(),
+            });
+        }
         self.interface_by_name(svm_uuid, &interface.name)
             .await?
             .ok_or_else(|| {

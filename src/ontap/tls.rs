@@ -12,7 +12,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::config::TlsVerification;
+use super::config::{CertificateFingerprint, TlsVerification};
 use super::error::OntapError;
 
 pub(crate) fn client_config(tls: &TlsVerification) -> Result<rustls::ClientConfig, OntapError> {
@@ -32,9 +32,16 @@ pub(crate) fn client_config(tls: &TlsVerification) -> Result<rustls::ClientConfi
         TlsVerification::CaBundle(pem) => builder
             .with_root_certificates(root_store(pem)?)
             .with_no_client_auth(),
+        TlsVerification::Pinned(fingerprint) => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(CertificateCheck::pinned(
+                *fingerprint,
+                provider,
+            )))
+            .with_no_client_auth(),
         TlsVerification::InsecureSkipVerify => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_custom_certificate_verifier(Arc::new(CertificateCheck::any(provider)))
             .with_no_client_auth(),
     };
     // reqwest leaves ALPN to a preconfigured config; the client speaks HTTP/1.1 only.
@@ -60,21 +67,69 @@ pub(crate) fn root_store(pem: &[u8]) -> Result<RootCertStore, OntapError> {
     Ok(roots)
 }
 
-/// Accepts any server certificate, but still checks handshake signatures so the connection is
-/// at least consistently encrypted with the presented key.
+/// The two verifiers rustls' own cannot express. `Pinned` trusts exactly one certificate: when
+/// the server's own certificate carries the fingerprint (ONTAP's self-signed default), the pin is
+/// the whole trust decision, as its name and dates are whatever the cluster was installed with;
+/// when a CA certificate of the presented chain carries it, the server's certificate must verify
+/// against that CA as its only root, name and dates included. `AnyCertificate` accepts every
+/// certificate. Both still check handshake signatures, so the connection is at least
+/// consistently encrypted with the presented key.
 #[derive(Debug)]
-struct AcceptAnyCertificate(Arc<CryptoProvider>);
+struct CertificateCheck {
+    pin: Option<CertificateFingerprint>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for AcceptAnyCertificate {
+impl CertificateCheck {
+    fn pinned(pin: CertificateFingerprint, provider: Arc<CryptoProvider>) -> Self {
+        Self {
+            pin: Some(pin),
+            provider,
+        }
+    }
+
+    fn any(provider: Arc<CryptoProvider>) -> Self {
+        Self {
+            pin: None,
+            provider,
+        }
+    }
+}
+
+impl ServerCertVerifier for CertificateCheck {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(pin) = self.pin else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        if CertificateFingerprint::of(end_entity) == pin {
+            return Ok(ServerCertVerified::assertion());
+        }
+        let Some(ca) = intermediates
+            .iter()
+            .find(|c| CertificateFingerprint::of(c) == pin)
+        else {
+            return Err(rustls::Error::General(format!(
+                "no certificate the server presented has the pinned fingerprint {pin}"
+            )));
+        };
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(ca.clone().into_owned())
+            .map_err(|e| rustls::Error::General(format!("pinned CA certificate: {e}")))?;
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            self.provider.clone(),
+        )
+        .build()
+        .map_err(|e| rustls::Error::General(format!("pinned CA certificate: {e}")))?;
+        verifier.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
     }
 
     fn verify_tls12_signature(
@@ -87,7 +142,7 @@ impl ServerCertVerifier for AcceptAnyCertificate {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -101,12 +156,14 @@ impl ServerCertVerifier for AcceptAnyCertificate {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -13,14 +13,14 @@ pub struct EngineArgs {
     #[arg(long, env = "ONTAP_OPERATOR_SYNC_PERIOD", value_parser = humantime::parse_duration, default_value = "10m")]
     pub sync_period: Duration,
     /// Reconciles running at once, per controller.
-    #[arg(long, env = "ONTAP_OPERATOR_MAX_CONCURRENT_RECONCILES", default_value_t = 10,
+    #[arg(long, env = "ONTAP_OPERATOR_MAX_CONCURRENT_RECONCILES", default_value_t = 50,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_reconciles: u16,
     /// Kubernetes API requests per second (client-side token bucket); 0 disables the limit.
-    #[arg(long, env = "ONTAP_OPERATOR_KUBE_API_QPS", default_value_t = 50.0)]
+    #[arg(long, env = "ONTAP_OPERATOR_KUBE_API_QPS", default_value_t = 1000.0)]
     pub kube_api_qps: f32,
     /// Kubernetes API requests allowed in a burst.
-    #[arg(long, env = "ONTAP_OPERATOR_KUBE_API_BURST", default_value_t = 100)]
+    #[arg(long, env = "ONTAP_OPERATOR_KUBE_API_BURST", default_value_t = 2000)]
     pub kube_api_burst: u32,
     /// First retry delay after a failed reconcile; doubles per consecutive failure.
     #[arg(long, env = "ONTAP_OPERATOR_BACKOFF_BASE", value_parser = humantime::parse_duration, default_value = "1s")]
@@ -29,11 +29,19 @@ pub struct EngineArgs {
     #[arg(long, env = "ONTAP_OPERATOR_BACKOFF_MAX", value_parser = humantime::parse_duration, default_value = "1000s")]
     pub backoff_max: Duration,
     /// Reconcile starts per second, per controller; 0 disables the limit.
-    #[arg(long, env = "ONTAP_OPERATOR_RECONCILE_RATE", default_value_t = 30.0)]
+    #[arg(long, env = "ONTAP_OPERATOR_RECONCILE_RATE", default_value_t = 1000.0)]
     pub reconcile_rate: f64,
     /// Reconcile starts allowed in a burst, per controller.
-    #[arg(long, env = "ONTAP_OPERATOR_RECONCILE_BURST", default_value_t = 200)]
+    #[arg(long, env = "ONTAP_OPERATOR_RECONCILE_BURST", default_value_t = 2000)]
     pub reconcile_burst: u32,
+    /// Reconciles per controller that may wait without holding a worker (for a slot of an ONTAP
+    /// cluster's job limit); beyond it they requeue.
+    #[arg(
+        long,
+        env = "ONTAP_OPERATOR_MAX_PARKED_RECONCILES",
+        default_value_t = 2000
+    )]
+    pub max_parked_reconciles: u32,
 }
 
 impl From<&EngineArgs> for EngineConfig {
@@ -45,6 +53,7 @@ impl From<&EngineArgs> for EngineConfig {
             backoff_max: args.backoff_max,
             reconcile_rate: args.reconcile_rate,
             reconcile_burst: args.reconcile_burst,
+            max_parked_reconciles: args.max_parked_reconciles,
             ..EngineConfig::default()
         }
     }

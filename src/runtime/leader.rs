@@ -1,10 +1,11 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, through `kube-lease-manager` (maintained,
 //! built for kube 5, server-side apply on the Lease so two holders cannot both win).
 //!
-//! On top of the crate, this process double-checks its own leadership: a holder that cannot renew
-//! (API server unreachable) keeps believing it leads while the Lease expires and a standby takes
-//! over. So the leader re-reads the Lease on every renew interval and, like controller-runtime,
-//! gives up — ends the process — as soon as the Lease no longer names it or has expired.
+//! On top of the crate, this process fences its own leadership: a holder that cannot renew (API
+//! server unreachable, or its connection black-holed) would keep believing it leads while the
+//! Lease expires and a standby takes over. So the leader re-reads the Lease often, each read
+//! bounded by a timeout, and, like controller-runtime, gives up — drops its in-flight reconciles
+//! and ends the process — before the Lease, measured from its own renew time, can expire.
 
 use std::time::Duration;
 
@@ -16,6 +17,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::health::{Leadership, LeadershipState};
+
+/// How long before the Lease can expire for others a leader that could not confirm its renewal
+/// stops acting (at most half of the renew interval): room for the time the stop itself takes.
+pub const FENCE_MARGIN: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Debug)]
 pub struct LeaderElectionConfig {
@@ -113,55 +118,74 @@ impl LeaderElection {
         Ok(())
     }
 
-    /// Resolves when leadership is lost, by the manager's word or because the Lease, read back,
-    /// no longer names this process as an unexpired holder.
+    /// Resolves when leadership is lost: by the manager's word, because the Lease read back no
+    /// longer names this process, or — the fence — because no read has confirmed a renewal in
+    /// time. The fence is measured from the Lease's own `renewTime` (what a standby measures
+    /// from), not from when a read returned, and falls [`FENCE_MARGIN`] before the Lease can
+    /// expire for others. Every read is bounded by a timeout: a black-holed connection would
+    /// otherwise hang a read far beyond the Lease, while this process acts on as leader.
     pub async fn lost(&mut self) -> LeaderElectionError {
         let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.namespace);
-        let check_every = self.config.renew_before.max(Duration::from_secs(1));
-        let mut last_confirmed = tokio::time::Instant::now();
-        loop {
+        let check_every = (self.config.renew_before / 4)
+            .clamp(Duration::from_millis(250), Duration::from_secs(2));
+        // Just acquired: the Lease was renewed no earlier than now minus a check.
+        let mut fence =
+            tokio::time::Instant::now() + self.fence_after(Duration::ZERO).unwrap_or_default();
+        let reason = loop {
+            let now = tokio::time::Instant::now();
+            if now >= fence {
+                break "no renewal confirmed before the Lease could expire for others";
+            }
+            let next_check = (now + check_every).min(fence);
             tokio::select! {
                 changed = self.receiver.changed() => {
                     if changed.is_err() || !*self.receiver.borrow_and_update() {
-                        break;
+                        break "the lease manager reported the loss";
                     }
                 }
-                _ = tokio::time::sleep(check_every) => {
-                    match api.get(&self.config.lease_name).await {
-                        Ok(lease) if self.still_holds(&lease) => last_confirmed = tokio::time::Instant::now(),
-                        Ok(_) => break,
-                        Err(error) => {
-                            tracing::warn!(%error, "reading the lease back failed");
-                            // Without a confirmation for a whole lease duration, another
-                            // process may already lead: stop before acting on stale leadership.
-                            if last_confirmed.elapsed() >= self.config.lease_duration.saturating_sub(self.config.renew_before) {
-                                break;
-                            }
-                        }
+                () = tokio::time::sleep_until(next_check) => {
+                    // Bounded by the fence itself: a read that has not answered by then is moot.
+                    let timeout = fence.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1));
+                    match tokio::time::timeout(timeout, api.get(&self.config.lease_name)).await {
+                        Ok(Ok(lease)) => match self.renewed_ago(&lease) {
+                            Some(ago) => match self.fence_after(ago) {
+                                Some(left) => fence = tokio::time::Instant::now() + left,
+                                None => break "the Lease read back has expired",
+                            },
+                            None => break "the Lease read back names another holder",
+                        },
+                        Ok(Err(error)) => tracing::warn!(%error, "reading the lease back failed"),
+                        Err(_) => tracing::warn!(?timeout, "reading the lease back timed out"),
                     }
                 }
             }
-        }
+        };
         self.state.set(Leadership::Standby);
-        tracing::error!(identity = %self.config.identity, "leadership lost");
+        tracing::error!(identity = %self.config.identity, reason, "leadership lost");
         LeaderElectionError::Lost(self.config.lease_name.clone())
     }
 
-    fn still_holds(&self, lease: &Lease) -> bool {
-        let Some(spec) = &lease.spec else {
-            return false;
-        };
+    /// How long after a renewal `ago` in the past this process may still act: until
+    /// [`FENCE_MARGIN`] before the Lease expires; `None` when that moment has passed.
+    fn fence_after(&self, ago: Duration) -> Option<Duration> {
+        let margin = FENCE_MARGIN.min(self.config.renew_before / 2);
+        self.config
+            .lease_duration
+            .checked_sub(margin)?
+            .checked_sub(ago)
+            .filter(|left| !left.is_zero())
+    }
+
+    /// How long ago the Lease was last renewed, if it names this process.
+    fn renewed_ago(&self, lease: &Lease) -> Option<Duration> {
+        let spec = lease.spec.as_ref()?;
         if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
-            return false;
+            return None;
         }
-        let duration = spec.lease_duration_seconds.map(i64::from).unwrap_or(0);
-        match &spec.renew_time {
-            Some(renewed) => {
-                let expires = renewed.0.as_second() + duration;
-                expires > Timestamp::now().as_second()
-            }
-            None => false,
-        }
+        let renewed = spec.renew_time.as_ref()?.0;
+        let ago = Timestamp::now().duration_since(renewed);
+        // A renewal "in the future" (clock skew between replicas' writes) counts as just now.
+        Some(Duration::try_from(ago).unwrap_or_default())
     }
 
     /// Gives the Lease back so a standby takes over at once instead of after its expiry.

@@ -14,10 +14,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::RunArgs;
+use crate::cli::{ControllerSet, RunArgs};
 use crate::controllers::connections::ClientSettings;
 use crate::controllers::extension::controller::ExtensionSettings;
 use crate::controllers::extension::heartbeat::{self, HeartbeatConfig};
+use crate::controllers::kyma::KymaSettings;
+use crate::controllers::kyma::render::RenderMetrics;
 use crate::controllers::{self, ControllerContext, Scope};
 use crate::engine::{
     ClientLimits, EngineConfig, Identity, Manager, ManagerConfig, Metrics, build_client,
@@ -71,7 +73,6 @@ pub async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result
     }
 }
 
-/// Resolves on the first SIGTERM or SIGINT.
 /// The Extension controller's settings, when `--extension-type` enables it.
 fn extension_settings(args: &RunArgs) -> Option<ExtensionSettings> {
     let extension_type = args.extension_type.clone()?;
@@ -86,6 +87,19 @@ fn extension_settings(args: &RunArgs) -> Option<ExtensionSettings> {
     Some(settings)
 }
 
+/// The Kyma controllers' settings, when `--controllers` names them.
+fn kyma_settings(args: &RunArgs, metrics: &RenderMetrics) -> Option<KymaSettings> {
+    args.controllers
+        .contains(&ControllerSet::Kyma)
+        .then(|| KymaSettings {
+            helm: args.helm.clone(),
+            time_scale: args.kyma_time_scale,
+            progress_interval: args.kyma_progress_interval,
+            render_metrics: metrics.clone(),
+        })
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
 pub async fn shutdown_signal() -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
@@ -146,6 +160,10 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
     let engine_metrics = Metrics::new(&mut registry, METRIC_PREFIX);
     let ontap_metrics = OntapMetrics::new();
     ontap_metrics.register(&mut registry);
+    let kyma_render_metrics = RenderMetrics::default();
+    if args.controllers.contains(&ControllerSet::Kyma) {
+        kyma_render_metrics.register(&mut registry);
+    }
     let config = kube_config(args.kubeconfig.as_deref()).await?;
     let client = build_client(
         config,
@@ -213,10 +231,20 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
             ontap: ClientSettings {
                 request_timeout: args.ontap_request_timeout,
                 metrics: Some(ontap_metrics.clone()),
+                credentials_namespace: args
+                    .credentials_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .unwrap_or_else(|| crate::manifests::NAMESPACE.into()),
+                proxy: args.ontap_proxy.clone(),
+                svm_jobs_per_cluster: usize::from(args.ontap_svm_jobs_per_cluster),
+                aggregates_max_age: args.ontap_aggregates_max_age,
             },
             health: health.clone(),
             scope,
             extension: extension_settings(&args),
+            ontap_enabled: args.controllers.contains(&ControllerSet::Ontap),
+            kyma: kyma_settings(&args, &kyma_render_metrics),
         },
     )
     .context("wiring the controllers")?;
@@ -321,13 +349,23 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
     .await;
 
     // Stop taking work, let running reconciles finish within the bound, then give the lease up.
+    // A lost Lease grants no such bound: another replica may already act, so everything in
+    // flight is dropped at once.
     controllers_stop.cancel();
-    let _ = tokio::time::timeout(args.shutdown_timeout, async {
-        if let Some(controllers) = controllers {
+    let lost = matches!(
+        outcome
+            .as_ref()
+            .map_err(|e| e.downcast_ref::<leader::LeaderElectionError>()),
+        Err(Some(leader::LeaderElectionError::Lost(_)))
+    );
+    if let Some(controllers) = controllers {
+        if lost {
+            controllers.abort();
             let _ = controllers.await;
+        } else {
+            let _ = tokio::time::timeout(args.shutdown_timeout, controllers).await;
         }
-    })
-    .await;
+    }
     leader_status.get_or_create(&lease_labels).set(0);
     if let Some(election) = election {
         let _ = tokio::time::timeout(Duration::from_secs(5), election.release()).await;

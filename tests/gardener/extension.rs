@@ -89,6 +89,7 @@ fn respawn_operator(w: &mut SvmWorld, namespace: &str) {
     let mut args = operator_args(namespace);
     args.extend([
         format!("--ontap-cluster-selector=ontap-test={}", w.env.namespace),
+        format!("--credentials-namespace={}", w.env.namespace),
         "--ontap-request-timeout=2s".into(),
         "--backoff-max=5s".into(),
     ]);

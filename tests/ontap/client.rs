@@ -740,3 +740,84 @@ async fn ambiguous_create_over_tls() {
     assert!(err.is_ambiguous(), "{err:?}");
     assert!(client.svm_by_name("tls2").await.unwrap().is_some());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Trust and routing
+
+/// The fingerprint of the mock's (self-signed) certificate is enough to trust it; any other
+/// fingerprint is a transport error, never a connection.
+#[tokio::test]
+async fn a_pinned_fingerprint_is_the_whole_trust_decision() {
+    use ontap_operator::ontap::CertificateFingerprint;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
+    let mock = Mock::start_tls(mock_config()).await;
+    let der = CertificateDer::from_pem_slice(mock.server.cert_pem().unwrap().as_bytes()).unwrap();
+    let mut cfg = client_config(&mock.base_url());
+    cfg.tls = TlsVerification::Pinned(CertificateFingerprint::of(&der));
+    OntapClient::new(cfg).unwrap().cluster().await.unwrap();
+
+    let mut cfg = client_config(&mock.base_url());
+    cfg.retry.max_attempts = 1;
+    cfg.tls = TlsVerification::Pinned(CertificateFingerprint([0; 32]));
+    let err = OntapClient::new(cfg).unwrap().cluster().await.unwrap_err();
+    assert!(matches!(err, OntapError::Transport { .. }), "{err:?}");
+}
+
+/// A configured proxy is used: it sees the CONNECT to the cluster.
+#[tokio::test]
+async fn a_configured_proxy_carries_the_requests() {
+    use tokio::io::AsyncReadExt;
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = proxy.local_addr().unwrap();
+    let seen = tokio::spawn(async move {
+        let (mut socket, _) = proxy.accept().await.unwrap();
+        let mut head = vec![0u8; 1024];
+        let n = socket.read(&mut head).await.unwrap();
+        String::from_utf8_lossy(&head[..n]).into_owned()
+    });
+    let mut cfg = client_config("https://ontap.invalid:8443");
+    cfg.retry.max_attempts = 1;
+    cfg.proxy = Some(format!("http://{address}").parse().unwrap());
+    let _ = OntapClient::new(cfg).unwrap().cluster().await;
+    let head = seen.await.unwrap();
+    assert!(head.starts_with("CONNECT ontap.invalid:8443"), "{head}");
+}
+
+/// The proxy variables of the environment are not used for ONTAP: run in a child process of
+/// this test binary, with every proxy variable pointing at a port where nothing listens.
+#[test]
+fn proxy_variables_of_the_environment_are_ignored() {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "client::requests_go_straight_to_the_cluster",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("https_proxy", "http://127.0.0.1:9")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("ALL_PROXY", "http://127.0.0.1:9")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && out.contains("1 passed"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+#[ignore = "run by proxy_variables_of_the_environment_are_ignored with proxy variables set"]
+async fn requests_go_straight_to_the_cluster() {
+    let mock = Mock::start_tls(mock_config()).await;
+    let mut cfg = client_config(&mock.base_url());
+    cfg.retry.max_attempts = 1;
+    cfg.tls = TlsVerification::CaBundle(mock.server.cert_pem().unwrap().as_bytes().to_vec());
+    OntapClient::new(cfg).unwrap().cluster().await.unwrap();
+}

@@ -652,9 +652,51 @@ async fn invalid_cluster_specs_are_rejected_naming_the_field() {
             "spec.insecureSkipTLSVerify",
             "boolean",
         ),
+        (
+            "fingerprint too short",
+            "/spec/caFingerprint",
+            json!("AB:CD:EF"),
+            "spec.caFingerprint",
+            "SHA-256 fingerprint",
+        ),
+        (
+            "fingerprint not hex",
+            "/spec/caFingerprint",
+            json!("ZZ".repeat(32)),
+            "spec.caFingerprint",
+            "SHA-256 fingerprint",
+        ),
+        (
+            "fingerprint and insecure",
+            "/spec/insecureSkipTLSVerify",
+            json!(true),
+            "spec",
+            "one way to trust",
+        ),
+        (
+            "CA Secret and insecure",
+            "/spec/insecureSkipTLSVerify",
+            json!(true),
+            "spec",
+            "one way to trust",
+        ),
     ];
     for (i, (case, pointer, value, field, says)) in cases.into_iter().enumerate() {
         let mut manifest = ontap_cluster(&format!("{prefix}-invalid-{i}")).json();
+        // The two trust settings that must not be combined with the flag the case sets.
+        match case {
+            "fingerprint and insecure" => set(
+                &mut manifest,
+                "/spec/caFingerprint",
+                json!(["AB"; 32].join(":")),
+            ),
+            "CA Secret and insecure" => set(
+                &mut manifest,
+                "/spec/caSecretRef",
+                json!({"namespace": "ontap-system", "name": "lab-ca"}),
+            ),
+            _ => {}
+        }
         set(&mut manifest, pointer, value);
         let result = api.create(&PostParams::default(), &object(manifest)).await;
         assert_rejected(result, case, field, says);
@@ -683,6 +725,17 @@ async fn valid_cluster_specs_are_accepted() {
                 "/spec/caSecretRef",
                 json!({"namespace": "ontap-system", "name": "lab-ca"}),
             );
+        }
+        // Both spellings of a fingerprint: with colons (openssl's) and without.
+        if i == 1 {
+            set(
+                &mut manifest,
+                "/spec/caFingerprint",
+                json!(["ab"; 32].join(":")),
+            );
+        }
+        if i == 2 {
+            set(&mut manifest, "/spec/caFingerprint", json!("0F".repeat(32)));
         }
         let created = api
             .create(&PostParams::default(), &object(manifest))

@@ -16,6 +16,7 @@ fn spawn(kubeconfig: &std::path::Path, ns: &str, id: &str) -> OperatorProcess {
         &[
             &format!("--namespace={ns}"),
             &format!("--ontap-cluster-selector=ontap-test={ns}"),
+            "--credentials-namespace=default",
             "--leader-elect",
             &format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
             &format!("--leader-election-id={id}"),
@@ -143,5 +144,63 @@ async fn sigterm_releases_the_lease_so_a_standby_takes_over_at_once() {
         start.elapsed() < LEASE,
         "a released lease should be taken without waiting for expiry: {:?}",
         start.elapsed()
+    );
+}
+
+/// A leader whose API server connection is black-holed — no error, no reset, just silence —
+/// cannot renew. It must stop acting before its Lease can expire for the standby, measured from
+/// the Lease's own renew time, and not hang in a read that never answers.
+#[tokio::test]
+async fn a_black_holed_leader_stops_before_a_standby_takes_over() {
+    use crate::support::blackhole::{BlackHole, api_server};
+
+    let env = crate::support::env().await;
+    let kubeconfig = operator_identity(&env.client).await;
+    let id = "election-blackhole";
+    let hole = BlackHole::start(api_server(&kubeconfig)).await;
+    let mut a = spawn(&hole.kubeconfig(&kubeconfig), &env.namespace, id);
+    a.wait_readyz(200, Duration::from_secs(30)).await;
+    single_leader(&[&a], id, Duration::from_secs(20)).await;
+    let b = spawn(&kubeconfig, &env.namespace, id);
+    b.wait_readyz(200, Duration::from_secs(30)).await;
+    create_cluster(&env.client, &env.namespace, id).await;
+    assert_eq!(
+        single_leader(&[&a, &b], id, Duration::from_secs(1)).await,
+        0
+    );
+
+    hole.cut();
+    let start = Instant::now();
+    let mut a_stopped = None;
+    let mut b_leads = None;
+    while b_leads.is_none() {
+        assert!(
+            start.elapsed() < LEASE * 4,
+            "no takeover within {:?}",
+            LEASE * 4
+        );
+        if a_stopped.is_none() && (a.exited().is_some() || !is_leader(&a, id).await) {
+            a_stopped = Some(start.elapsed());
+        }
+        if is_leader(&b, id).await {
+            b_leads = Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let a_stopped = a_stopped.unwrap_or_else(|| {
+        panic!(
+            "the cut-off leader still leads while the standby took over:\n{}",
+            crate::support::tail(&a.logs(), 30)
+        )
+    });
+    let b_leads = b_leads.unwrap();
+    assert!(
+        a_stopped < b_leads,
+        "the cut-off leader stopped at {a_stopped:?}, after the standby took over at {b_leads:?}"
+    );
+    assert!(
+        a.logs().contains("leadership lost"),
+        "{}",
+        crate::support::tail(&a.logs(), 30)
     );
 }

@@ -12,5 +12,6 @@ mod crds_generated;
 mod deploy;
 mod leader_election;
 mod liveness;
+mod no_secrets;
 mod readiness_sync;
 mod tracing_jaeger;

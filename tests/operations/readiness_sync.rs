@@ -33,7 +33,7 @@ async fn readyz_is_503_until_every_cache_has_synced() {
             "metadata": { "name": name },
             "rules": [
                 { "apiGroups": ["ontap.storage.dev"], "resources": resources, "verbs": ["get", "list", "watch"] },
-                { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"] }
+                { "apiGroups": [""], "resources": ["secrets", "namespaces"], "verbs": ["get", "list", "watch"] }
             ]
         }))
         .unwrap()

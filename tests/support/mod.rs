@@ -20,6 +20,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 pub mod admission;
+pub mod blackhole;
 pub mod fixtures;
 pub mod gardener;
 pub mod jaeger;

@@ -80,6 +80,7 @@ impl SvmWorld {
 
         let defaults = [
             format!("--namespace={ns}"),
+            format!("--credentials-namespace={ns}"),
             format!("--ontap-cluster-selector=ontap-test={ns}"),
             "--ontap-request-timeout=2s".to_string(),
             "--backoff-max=5s".to_string(),

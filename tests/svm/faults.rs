@@ -24,6 +24,9 @@ const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 const DELAY_MS: u64 = 3_000;
 /// The verify world re-verifies every SVM this often.
 const SYNC_PERIOD: &str = "--sync-period=2s";
+/// Every create lists the aggregates, as recorded: a list reused from the case before would leave
+/// its fault unfired.
+const EVERY_AGGREGATE_LIST: &str = "--ontap-aggregates-max-age=0s";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Phase {
@@ -49,20 +52,43 @@ enum Action {
     ApplyThenReset,
     JobFailure,
     Delay,
+    /// The same error three times in a row: retries must back off and still converge.
+    RepeatedError,
+    /// 401, as for credentials ONTAP rejects for a moment: on the account's own verification
+    /// it must not mint a new password unless a second look confirms the rejection.
+    Unauthorized,
+    /// A 200 whose body is a proxy's HTML page, the request not applied.
+    Malformed,
 }
 
 impl Action {
-    const ALL: [Action; 5] = [
+    const ALL: [Action; 8] = [
         Action::Error,
         Action::Reset,
         Action::ApplyThenReset,
         Action::JobFailure,
         Action::Delay,
+        Action::RepeatedError,
+        Action::Unauthorized,
+        Action::Malformed,
     ];
+
+    /// How many consecutive matching requests the fault hits.
+    fn times(self) -> u64 {
+        match self {
+            Action::RepeatedError => 3,
+            _ => 1,
+        }
+    }
 
     fn fault(self) -> FaultAction {
         let fault = match self {
-            Action::Error => serde_json::json!({ "type": "error" }),
+            Action::Error | Action::RepeatedError => serde_json::json!({ "type": "error" }),
+            Action::Unauthorized => serde_json::json!({
+                "type": "error", "status": 401, "code": "6691623",
+                "message": "User is not authorized"
+            }),
+            Action::Malformed => serde_json::json!({ "type": "malformed", "status": 200 }),
             Action::Reset => serde_json::json!({ "type": "reset" }),
             Action::ApplyThenReset => serde_json::json!({ "type": "apply_then_reset" }),
             Action::JobFailure => serde_json::json!({ "type": "job_failure" }),
@@ -79,7 +105,11 @@ impl Action {
     }
 
     fn name(self) -> &'static str {
-        self.fault().name()
+        match self {
+            Action::RepeatedError => "repeated_error",
+            Action::Unauthorized => "unauthorized",
+            _ => self.fault().name(),
+        }
     }
 }
 
@@ -110,7 +140,7 @@ impl Case {
             method: Some(self.request.method.clone()),
             path: self.request.template.clone(),
             after: self.request.occurrence,
-            times: Some(1),
+            times: Some(self.action.times()),
             probability: None,
             action: self.action.fault(),
         }
@@ -230,7 +260,7 @@ async fn seed_username(world: &SvmWorld, name: &str) -> Result<String, String> {
 
 /// One clean create → verify pass → delete, as the mock saw it.
 async fn record_flows() -> Flows {
-    let world = SvmWorld::with(fast_mock(), &[SYNC_PERIOD]).await;
+    let world = SvmWorld::with(fast_mock(), &[SYNC_PERIOD, EVERY_AGGREGATE_LIST]).await;
     let start = last_seq(&world).await;
     world.create_svm("recorded", 0).await;
     world.wait_ready("recorded", CONVERGE_WITHIN).await;
@@ -442,8 +472,8 @@ async fn run_cases(phase: Phase, action: Action, cases: Vec<Case>) -> Vec<Outcom
         return Vec::new();
     }
     let extra: &[&str] = match phase {
-        Phase::Verify => &[SYNC_PERIOD],
-        Phase::Create | Phase::Delete => &[],
+        Phase::Verify => &[SYNC_PERIOD, EVERY_AGGREGATE_LIST],
+        Phase::Create | Phase::Delete => &[EVERY_AGGREGATE_LIST],
     };
     let world = SvmWorld::with(fast_mock(), extra).await;
     let mut outcomes = Vec::new();
@@ -582,4 +612,19 @@ async fn every_job_failing_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_delayed_beyond_the_client_timeout_converges() {
     run_action(Action::Delay).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_failing_three_times_in_a_row_converges() {
+    run_action(Action::RepeatedError).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_answered_401_converges() {
+    run_action(Action::Unauthorized).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_answered_with_a_proxy_page_converges() {
+    run_action(Action::Malformed).await;
 }

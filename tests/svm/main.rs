@@ -7,7 +7,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cost;
 mod faults;
 mod hardening;
 mod kube_faults;
 mod provisioning;
+mod tenancy;

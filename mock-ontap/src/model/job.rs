@@ -121,6 +121,10 @@ pub struct Jobs {
     by_uuid: HashMap<String, Job>,
     in_flight: BTreeSet<(Instant, String)>,
     finished: BTreeSet<(Instant, String)>,
+    /// The most SVM jobs that ever ran at once, and how many were refused for the limit: what a
+    /// client that keeps to ONTAP's limit must keep at most the limit and zero.
+    peak_in_flight: usize,
+    refused: u64,
 }
 
 impl Jobs {
@@ -147,6 +151,11 @@ impl Jobs {
 
     pub fn in_flight_count(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// `{peak_in_flight, refused}` since the start (or the last reset).
+    pub fn stats(&self) -> Value {
+        json!({ "peak_in_flight": self.peak_in_flight, "refused": self.refused })
     }
 
     /// The SVM a rename still in flight gives this name to: the name is reserved meanwhile.
@@ -178,9 +187,10 @@ impl Row for JobRow {
 
 impl Model {
     /// Starts an SVM job, refusing when ONTAP's limit of concurrent SVM jobs is reached.
-    pub(super) fn check_job_slot(&self) -> ApiResult<()> {
+    pub(super) fn check_job_slot(&mut self) -> ApiResult<()> {
         let limit = self.settings.max_concurrent_svm_jobs;
         if limit > 0 && self.jobs.in_flight_count() >= limit {
+            self.jobs.refused += 1;
             return Err(ApiError::bad_request(
                 codes::SVM_JOB_LIMIT,
                 format!(
@@ -211,6 +221,7 @@ impl Model {
             effect,
         };
         self.jobs.in_flight.insert((job.end_at, job.uuid.clone()));
+        self.jobs.peak_in_flight = self.jobs.peak_in_flight.max(self.jobs.in_flight.len());
         self.jobs.by_uuid.insert(job.uuid.clone(), job.clone());
         job
     }

@@ -153,6 +153,7 @@ impl Model {
             accounts: self.account_rows(&admin, &everything),
             interfaces: self.interface_rows(&admin, &everything),
             jobs: self.job_rows(&everything, now),
+            job_stats: self.jobs.stats(),
         }
     }
 }
@@ -163,6 +164,7 @@ pub struct Snapshot {
     accounts: Vec<account::AccountRow>,
     interfaces: Vec<interface::InterfaceRow>,
     jobs: Vec<job::JobRow>,
+    job_stats: Value,
 }
 
 impl Snapshot {
@@ -175,6 +177,7 @@ impl Snapshot {
             "accounts": all(&self.accounts),
             "interfaces": all(&self.interfaces),
             "jobs": all(&self.jobs),
+            "job_stats": self.job_stats,
         })
     }
 }

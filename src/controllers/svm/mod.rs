@@ -7,6 +7,7 @@ pub mod naming;
 pub mod password;
 pub mod reconcile;
 pub mod seed_secret;
+pub mod tenancy;
 
 pub use desired::{
     DesiredError, DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, Ownership, RemovalReason,

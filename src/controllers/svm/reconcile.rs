@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
@@ -14,6 +14,7 @@ use kube::{Api, Client, CustomResourceExt, ResourceExt};
 use secrecy::SecretString;
 
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use super::tenancy;
 use super::{
     DesiredLif, ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret,
     default_account_name, default_svm_name, desired_lifs, generate_password, inspect_seed_secret,
@@ -25,8 +26,8 @@ use crate::api::{
 };
 use crate::controllers::connections::{ClusterConnections, missing, ontap_busy, ontap_error};
 use crate::engine::{
-    ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, Reconciler, Registration,
-    SharedCache, StepError, StepRunner, Summary, Wait,
+    ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
+    Registration, SharedCache, StepError, StepRunner, Summary, Wait, Worker,
 };
 use crate::ontap::{
     Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, ObjectRef as OntapRef,
@@ -82,7 +83,10 @@ pub fn register(
     let reconciler = SvmReconciler {
         kube: manager.client().clone(),
         clusters,
+        svms: manager.cache::<StorageVirtualMachine>()?,
+        namespaces: manager.cache::<Namespace>()?,
         connections,
+        own_writes: OwnWrites::default(),
     };
     manager.register(
         Registration::new(CONTROLLER, reconciler)
@@ -90,7 +94,9 @@ pub fn register(
             .owns::<Secret>(
                 watcher::Config::default()
                     .labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")),
-                &["create", "patch", "delete"],
+                // `get`: a seed Secret that lost its label is outside the cache, and is read
+                // directly to be repaired rather than reported as someone else's.
+                &["get", "create", "patch", "delete"],
             )
             .watches::<OntapCluster>(|cluster, svms| {
                 let name = cluster.name_any();
@@ -100,6 +106,16 @@ pub fn register(
                     .filter(|s| s.spec.cluster_ref.name == name)
                     .map(|s| ObjectRef::from_obj(&**s))
                     .collect()
+            })
+            // A namespace's labels decide which clusters its objects may use.
+            .watches::<Namespace>(|namespace, svms| {
+                let name = namespace.name_any();
+                svms.store()
+                    .state()
+                    .iter()
+                    .filter(|s| s.namespace().as_deref() == Some(name.as_str()))
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect()
             }),
     )
 }
@@ -107,7 +123,11 @@ pub fn register(
 pub struct SvmReconciler {
     pub kube: Client,
     pub clusters: SharedCache<OntapCluster>,
+    pub svms: SharedCache<StorageVirtualMachine>,
+    pub namespaces: SharedCache<Namespace>,
     pub connections: ClusterConnections,
+    /// The seed Secrets this controller wrote: their events need no second pass.
+    pub own_writes: OwnWrites,
 }
 
 /// The names this object's ONTAP and Kubernetes objects go by.
@@ -123,6 +143,10 @@ impl Reconciler for SvmReconciler {
     type Resource = StorageVirtualMachine;
     type Step = SvmStep;
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
+
+    fn own_writes(&self) -> Option<OwnWrites> {
+        Some(self.own_writes.clone())
+    }
 
     async fn reconcile(
         &self,
@@ -203,10 +227,61 @@ impl SvmReconciler {
         }
     }
 
-    /// Step `ClusterReady`: the OntapCluster exists, is Ready, and its credentials load.
+    /// Whether `svm`'s namespace may use `cluster`, and no older object holds the SVM name or a
+    /// LIF address it asks for ([`tenancy`](super::tenancy)).
+    fn tenancy(
+        &self,
+        svm: &StorageVirtualMachine,
+        cluster: &OntapCluster,
+        names: &Names,
+    ) -> Result<(), StepError> {
+        let namespace = svm.namespace().unwrap_or_default();
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&namespace))
+            .map(|ns| ns.labels().clone())
+            .ok_or_else(|| {
+                StepError::transient_msg(
+                    "NamespaceUnknown",
+                    format!("the namespace {namespace} is not in the cache yet"),
+                )
+            })?;
+        let allowed = tenancy::namespace_allowed(cluster.spec.namespace_selector.as_ref(), &labels)
+            .map_err(|e| StepError::invalid("InvalidNamespaceSelector", e))?;
+        if !allowed {
+            return Err(StepError::invalid(
+                "NamespaceNotAllowed",
+                format!(
+                    "the OntapCluster {}'s namespaceSelector does not admit the namespace {namespace}; a cluster administrator can label the namespace or widen the selector",
+                    cluster.name_any()
+                ),
+            ));
+        }
+        let claims = tenancy::Claims::of(svm, names.svm.clone());
+        let others = self.svms.store().state();
+        let contested = tenancy::contested(
+            svm,
+            &claims,
+            others.iter().map(|other| {
+                let status = other.status.clone().unwrap_or_default();
+                (
+                    &**other,
+                    tenancy::Claims::of(other, self.names(other, &status).svm),
+                )
+            }),
+        );
+        match contested {
+            Some(why) => Err(StepError::conflict("ClaimedByAnother", why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Step `ClusterReady`: the OntapCluster exists, is Ready, admits this object (only while it
+    /// lives: cleanup of what was provisioned must go on), and its credentials load.
     async fn cluster(
         &self,
         svm: &StorageVirtualMachine,
+        names: &Names,
         steps: &mut StepRunner<SvmStep>,
     ) -> Result<OntapClient, Halt> {
         steps
@@ -229,6 +304,9 @@ impl SvmReconciler {
                     .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
                 // A cluster being deleted is not Ready (it waits for its SVMs), yet its SVMs
                 // must still reach it to clean up: then the connection itself is the test.
+                if svm.metadata.deletion_timestamp.is_none() {
+                    self.tenancy(svm, &cluster, names)?;
+                }
                 let deleting = cluster.metadata.deletion_timestamp.is_some();
                 if !deleting && ready.is_none_or(|c| c.status != "True") {
                     let why = ready
@@ -266,10 +344,11 @@ impl SvmReconciler {
                 })
                 .await;
         }
-        let client = self.cluster(svm, steps).await?;
+        let client = self.cluster(svm, &names, steps).await?;
+        let worker = steps.worker();
         let ontap_svm = steps
             .step(SvmStep::SVMReady, || {
-                self.ensure_svm(svm, &names, status.uuid.as_deref(), &client)
+                self.ensure_svm(svm, &names, status.uuid.as_deref(), &client, &worker)
             })
             .await?;
         // Recorded only once the SVM exists: a name in the status is one ONTAP holds.
@@ -278,14 +357,14 @@ impl SvmReconciler {
         steps
             .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
             .await?;
-        steps
+        let verified = steps
             .step(SvmStep::AccountReady, || {
                 self.ensure_account(svm, &names, &ontap_svm, &client)
             })
             .await?;
         steps
             .step(SvmStep::SecretReady, || {
-                self.ensure_secret(svm, &names, &ontap_svm, &client)
+                self.ensure_secret(svm, &names, &ontap_svm, &client, verified)
             })
             .await?;
         status.secret_ref = Some(names.secret.clone());
@@ -300,10 +379,34 @@ impl SvmReconciler {
         names: &Names,
         recorded: Option<&str>,
         client: &OntapClient,
+        worker: &Worker,
     ) -> Result<Outcome<Svm>, StepError> {
         // The engine added the finalizer before this pass, so deleting the object always cleans
         // up what this step creates.
         let mut changed = false;
+        let cluster = &svm.spec.cluster_ref.name;
+        // Never provisioned: the pass is about to start a job. Its slot is taken before the
+        // lookup, so that the lookup is fresh however long the wait, and a pass that waits
+        // costs ONTAP nothing.
+        let mut slot = None;
+        if recorded.is_none() {
+            match self.connections.job_slot(cluster, worker).await {
+                Ok(permit) => slot = Some(permit),
+                Err(wait) => return Ok(Outcome::Waiting(wait)),
+            }
+        }
+        macro_rules! job_slot {
+            () => {
+                if slot.is_none() {
+                    match self.connections.job_slot(cluster, worker).await {
+                        Ok(permit) => slot = Some(permit),
+                        Err(wait) => return Ok(Outcome::Waiting(wait)),
+                    }
+                }
+                // Held until the step returns, whichever way.
+                debug_assert!(slot.is_some());
+            };
+        }
         let found = match lookup_svm(client, &names.svm).await? {
             Some(found) => found,
             None => {
@@ -326,9 +429,11 @@ impl SvmReconciler {
                 }
                 let mut body = svm_create(svm, &names.svm)
                     .map_err(|e| StepError::invalid("InvalidSpec", e.to_string()))?;
+                job_slot!();
                 // Only where there is something to create: the steady state does not pay for it.
-                let aggregates = client
-                    .aggregates()
+                let aggregates = self
+                    .connections
+                    .aggregates(cluster, client)
                     .await
                     .map_err(|e| ontap_error("AggregateLookupFailed", e))?;
                 if body.aggregates.is_empty() {
@@ -359,6 +464,8 @@ impl SvmReconciler {
                         // The POST may have been applied, or a previous attempt's job may be
                         // running: never create twice, look again by name.
                         if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
+                            // An aggregate named in the body may be gone: list them afresh.
+                            self.connections.forget_aggregates(cluster);
                             return Err(ontap_error("SVMCreateFailed", e));
                         }
                         match lookup_svm(client, &names.svm).await? {
@@ -385,6 +492,7 @@ impl SvmReconciler {
                         ONTAP_SETTLING,
                     ));
                 }
+                job_slot!();
                 let mark = SvmPatch {
                     comment: Some(super::ownership_comment(
                         &names.uid,
@@ -434,6 +542,7 @@ impl SvmReconciler {
                 ));
             }
             Some(SvmState::Stopped) => {
+                job_slot!();
                 let start = SvmPatch {
                     state: Some(SvmTargetState::Running),
                     ..SvmPatch::default()
@@ -453,6 +562,7 @@ impl SvmReconciler {
             _ => {}
         }
         if let Some(patch) = protocol_patch(&svm.spec.protocols, &found) {
+            job_slot!();
             if let Some(wait) = job(
                 client.patch_svm(&found.uuid, &patch).await,
                 "SVMProtocolsFailed",
@@ -461,6 +571,7 @@ impl SvmReconciler {
             }
             changed = true;
         }
+        drop(slot);
         Ok(if changed {
             Outcome::Changed(found)
         } else {
@@ -469,29 +580,35 @@ impl SvmReconciler {
     }
 
     /// Step `AccountReady`: the SVM-scoped account exists with role vsadmin, unlocked.
+    ///
+    /// When the seed Secret holds the account's credentials, one GET authenticated as the
+    /// account both proves them and reads the account (role; an account that can log in is not
+    /// locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM costs
+    /// ONTAP this GET and the two lookups before it. Otherwise the administrator looks.
     async fn ensure_account(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         ontap_svm: &Svm,
         client: &OntapClient,
-    ) -> Result<Outcome, StepError> {
+    ) -> Result<Outcome<Option<Verified>>, StepError> {
+        let seed = self.seed_state(svm, names, ontap_svm).await?;
+        if let SeedSecretState::Complete { username, password } = &seed.state
+            && *username == names.account
+            && let AccountCheck::Valid(account) =
+                confirmed_check(client, &ontap_svm.uuid, &names.account, password).await?
+        {
+            check_role(&account, names)?;
+            return Ok(Outcome::Unchanged(Some(Verified {
+                password_set_at: seed.password_set_at,
+            })));
+        }
         let existing = client
             .account(&ontap_svm.uuid, &names.account)
             .await
             .map_err(|e| ontap_error("AccountLookupFailed", e))?;
         if let Some(account) = existing {
-            let role = account.role.as_ref().and_then(|r| r.name.as_deref());
-            if role != Some("vsadmin") {
-                return Err(StepError::invalid(
-                    "AccountRoleMismatch",
-                    format!(
-                        "the account {} has role {}, not vsadmin; it is not changed",
-                        names.account,
-                        role.unwrap_or("unknown")
-                    ),
-                ));
-            }
+            check_role(&account, names)?;
             if unlock_needed(&account) {
                 let unlock = AccountPatch {
                     locked: Some(false),
@@ -501,13 +618,12 @@ impl SvmReconciler {
                     .patch_account(&ontap_svm.uuid, &names.account, &unlock)
                     .await
                     .map_err(|e| ontap_error("AccountUnlockFailed", e))?;
-                return Ok(Outcome::changed());
+                return Ok(Outcome::Changed(None));
             }
-            return Ok(Outcome::unchanged());
+            return Ok(Outcome::Unchanged(None));
         }
         // A password must exist before the account does; it goes into the Secret first, so a
         // crash right after the account is created leaves a Secret that matches it.
-        let seed = self.seed_state(svm, names, ontap_svm).await?;
         // The Secret-first write below replaces the only record of a previous account name.
         retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
         let password = match seed.state {
@@ -537,9 +653,9 @@ impl SvmReconciler {
             comment: Some(format!("ontap-operator:uid={}", names.uid)),
         };
         match client.create_account(&create).await {
-            Ok(()) => Ok(Outcome::changed()),
+            Ok(()) => Ok(Outcome::Changed(None)),
             // Applied or not, the next pass looks again; a duplicate means it exists already.
-            Err(e) if e.class() == ErrorClass::Conflict => Ok(Outcome::changed()),
+            Err(e) if e.class() == ErrorClass::Conflict => Ok(Outcome::Changed(None)),
             Err(e) => Err(ontap_error("AccountCreateFailed", e)),
         }
     }
@@ -587,6 +703,9 @@ impl SvmReconciler {
         let mut secret = build_seed_secret(svm, &fields)
             .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
+        let pending = self
+            .own_writes
+            .begin::<Secret>(Some(&names.namespace), &names.secret);
         let written = match read_version {
             None => {
                 let params = PostParams {
@@ -607,7 +726,7 @@ impl SvmReconciler {
                 .await
             }
         };
-        written.map_err(|e| match e {
+        let written = written.map_err(|e| match e {
             kube::Error::Api(status) if status.code == 409 => StepError::conflict(
                 "SecretChangedMeanwhile",
                 format!(
@@ -617,6 +736,7 @@ impl SvmReconciler {
             ),
             e => StepError::from_kube("SecretWriteFailed", e),
         })?;
+        pending.done(&written);
         Ok(())
     }
 
@@ -630,7 +750,12 @@ impl SvmReconciler {
         names: &Names,
         ontap_svm: &Svm,
         client: &OntapClient,
+        verified: Option<Verified>,
     ) -> Result<Outcome, StepError> {
+        // `AccountReady` authenticated with the Secret's credentials in this very pass.
+        if let Some(verified) = verified {
+            return Ok(self.settled(verified.password_set_at));
+        }
         let seed = self.seed_state(svm, names, ontap_svm).await?;
         let check = |password: SecretString| async move {
             confirmed_check(client, &ontap_svm.uuid, &names.account, &password).await
@@ -745,7 +870,7 @@ impl SvmReconciler {
             names.svm = provisioned.clone();
         }
         if svm.spec.deletion_policy == DeletionPolicy::Delete {
-            let client = self.cluster(svm, steps).await?;
+            let client = self.cluster(svm, &names, steps).await?;
             let found = steps
                 .step(SvmStep::SVMFound, || {
                     find_for_deletion(&client, &names, status.uuid.as_deref())
@@ -794,8 +919,17 @@ impl SvmReconciler {
                         Ok(Outcome::changed())
                     })
                     .await?;
+                let worker = steps.worker();
                 steps
                     .step(SvmStep::SVMDeleted, || async {
+                        let _slot = match self
+                            .connections
+                            .job_slot(&svm.spec.cluster_ref.name, &worker)
+                            .await
+                        {
+                            Ok(slot) => slot,
+                            Err(wait) => return Ok(Outcome::Waiting(wait)),
+                        };
                         Ok(
                             match job(client.delete_svm(&found.uuid).await, "SVMDeleteFailed")? {
                                 Some(wait) => Outcome::Waiting(wait),
@@ -932,6 +1066,27 @@ async fn retire_renamed_account(
         .delete_account(&ontap_svm.uuid, username)
         .await
         .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
+    Ok(())
+}
+
+/// The seed Secret's credentials authenticated as the account in `AccountReady`, this pass.
+struct Verified {
+    password_set_at: Option<Timestamp>,
+}
+
+/// The account must have role vsadmin; another role is not changed.
+fn check_role(account: &Account, names: &Names) -> Result<(), StepError> {
+    let role = account.role.as_ref().and_then(|r| r.name.as_deref());
+    if role != Some("vsadmin") {
+        return Err(StepError::invalid(
+            "AccountRoleMismatch",
+            format!(
+                "the account {} has role {}, not vsadmin; it is not changed",
+                names.account,
+                role.unwrap_or("unknown")
+            ),
+        ));
+    }
     Ok(())
 }
 

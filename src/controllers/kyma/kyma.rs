@@ -1,0 +1,499 @@
+//! The Kyma controller: one HelmComponent `<kyma>-<component>` per listed component, owned by
+//! the Kyma (controller owner reference), found through the shared HelmComponent cache's owner
+//! index — never by listing or scanning. The status says `reconciling` with the components not
+//! yet at `success` in `waitingFor`, or `success`; children no longer listed are deleted, and so
+//! are all children when the Kyma is deleted (through the finalizer: the test control plane, like
+//! any cluster without kube-controller-manager, has no garbage collector).
+//!
+//! Writes are what the scale benchmark counts: a child is created once (creates whose watch
+//! event has not arrived yet are remembered, so a pass woken by a sibling's event does not post
+//! them again), and `waitingFor` is refreshed at most every progress interval while the status
+//! stays `reconciling` — `reconciling` and `success` themselves are written at once.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client, CustomResourceExt, Resource, ResourceExt};
+
+use super::component::Lifecycle;
+use super::render::CHART_VERSION;
+use crate::api::kyma::{
+    HelmComponent, HelmComponentSpec, HelmComponentState, Kyma, KymaCluster, KymaState, KymaStatus,
+};
+use crate::engine::{
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
+    StepRunner,
+};
+
+crate::engine::steps! {
+    /// The steps of the Kyma controller.
+    pub enum KymaStep {
+        /// Every listed component has its HelmComponent, with the spec the Kyma implies.
+        ComponentsCreated,
+        /// No HelmComponent of a component no longer listed remains.
+        UnlistedDeleted,
+        /// Every component reached `success`.
+        ComponentsSucceeded,
+        /// Cleanup: every HelmComponent of the Kyma is gone.
+        ComponentsDeleted,
+    }
+}
+
+/// The controller's name: its metrics label, queue name and Events' reporter.
+pub const CONTROLLER: &str = "kyma";
+
+/// Keeps a Kyma until its HelmComponents are deleted.
+pub const FINALIZER: &str = "inventory.kyma-project.io/components";
+
+/// Creates and deletes of one pass sent at once.
+const PARALLEL_WRITES: usize = 8;
+
+/// How long a create or delete whose watch event has not arrived is trusted: far beyond a
+/// watch's usual lag, short enough that a lost event costs one late repair, not a stuck object.
+const EXPECTATION_TTL: Duration = Duration::from_secs(60);
+
+/// How often a deleting Kyma looks again at children that are still there (their deletion
+/// events also wake it).
+const DELETE_RECHECK: Duration = Duration::from_secs(5);
+
+/// Reason of `ComponentsSucceeded` while components install.
+pub const WAITING_REASON: &str = "ComponentsInstalling";
+
+/// Registers the Kyma controller; the Cluster kind's CRD comes with it.
+pub fn register(
+    manager: &mut Manager,
+    client: Client,
+    lifecycle: Lifecycle,
+    progress_interval: Duration,
+) -> Result<(), ManagerError> {
+    let components = manager.cache::<HelmComponent>()?;
+    manager.register(
+        Registration::new(
+            CONTROLLER,
+            KymaReconciler {
+                client,
+                components,
+                progress_interval: lifecycle.scaled(progress_interval.as_secs_f64()),
+                expected: Expectations::default(),
+                progress: Mutex::new(HashMap::new()),
+            },
+        )
+        .crd(Kyma::crd())
+        .crd(KymaCluster::crd())
+        .owns::<HelmComponent>(watcher::Config::default(), &["create", "patch", "delete"]),
+    )
+}
+
+pub struct KymaReconciler {
+    client: Client,
+    components: SharedCache<HelmComponent>,
+    /// `waitingFor` changes are written at most this often while reconciling.
+    progress_interval: Duration,
+    expected: Expectations,
+    /// When each reconciling Kyma's `waitingFor` was last changed, by a hash of its UID.
+    progress: Mutex<HashMap<u64, Instant>>,
+}
+
+fn key(s: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// Creates and deletes sent but not yet seen in the cache, by a hash of the child's
+/// `namespace/name` — client-go's "expectations", so that a pass woken by one child's event does
+/// not post the siblings created a moment ago once more.
+#[derive(Default)]
+struct Expectations {
+    pending: Mutex<HashMap<u64, (Expected, Instant)>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expected {
+    Created,
+    Deleted,
+}
+
+impl Expectations {
+    fn expect(&self, child: &str, what: Expected) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key(child), (what, Instant::now()));
+    }
+
+    /// Whether `what` was done to `child` recently and the cache (which shows `cached`) has
+    /// not caught up yet; drops expectations that are met or expired.
+    fn pending(&self, child: &str, what: Expected, cached: bool) -> bool {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let k = key(child);
+        let Some((expected, at)) = pending.get(&k).copied() else {
+            return false;
+        };
+        let met = match expected {
+            Expected::Created => cached,
+            Expected::Deleted => !cached,
+        };
+        if met || at.elapsed() > EXPECTATION_TTL {
+            pending.remove(&k);
+            return false;
+        }
+        expected == what
+    }
+
+    fn forget(&self, child: &str) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key(child));
+    }
+}
+
+/// The HelmComponent a Kyma implies for one of its components.
+fn desired_child(kyma: &Kyma, name: &str, namespace: Option<&str>) -> HelmComponent {
+    HelmComponent {
+        metadata: ObjectMeta {
+            name: Some(child_name(kyma, name)),
+            namespace: kyma.namespace(),
+            owner_references: kyma.controller_owner_ref(&()).map(|o| vec![o]),
+            labels: Some([("inventory.kyma-project.io/kyma".to_owned(), kyma.name_any())].into()),
+            ..ObjectMeta::default()
+        },
+        spec: HelmComponentSpec {
+            component_name: name.to_owned(),
+            chart_location: Some(name.to_owned()),
+            version: Some(CHART_VERSION.to_owned()),
+            namespace: namespace.map(str::to_owned),
+        },
+        status: None,
+    }
+}
+
+/// `<kyma>-<component>`.
+pub fn child_name(kyma: &Kyma, component: &str) -> String {
+    format!("{}-{component}", kyma.name_any())
+}
+
+fn ns_name(obj: &HelmComponent) -> String {
+    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+fn is_controlled_by(child: &HelmComponent, uid: &str) -> bool {
+    child
+        .owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+impl KymaReconciler {
+    fn api(&self, kyma: &Kyma) -> Api<HelmComponent> {
+        Api::namespaced(self.client.clone(), &kyma.namespace().unwrap_or_default())
+    }
+
+    /// The Kyma's children in the cache, by name.
+    fn children(&self, kyma: &Kyma) -> HashMap<String, Arc<HelmComponent>> {
+        let uid = kyma.uid().unwrap_or_default();
+        self.components
+            .children_of(&uid)
+            .into_iter()
+            .filter(|c| is_controlled_by(c, &uid))
+            .map(|c| (c.name_any(), c))
+            .collect()
+    }
+
+    async fn create(
+        &self,
+        api: &Api<HelmComponent>,
+        kyma: &Kyma,
+        child: HelmComponent,
+    ) -> Result<bool, StepError> {
+        let name = child.name_any();
+        let full = ns_name(&child);
+        match api.create(&PostParams::default(), &child).await {
+            Ok(_) => {
+                self.expected.expect(&full, Expected::Created);
+                Ok(true)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Ours and not cached yet, or someone else's object of that name.
+                let existing = api.get(&name).await?;
+                let uid = kyma.uid().unwrap_or_default();
+                if is_controlled_by(&existing, &uid) {
+                    Ok(false)
+                } else {
+                    Err(StepError::conflict(
+                        "ComponentNameTaken",
+                        format!("a HelmComponent {name} exists that this Kyma does not own"),
+                    ))
+                }
+            }
+            Err(e) => Err(StepError::from_kube("CreateFailed", e)),
+        }
+    }
+
+    async fn delete(
+        &self,
+        api: &Api<HelmComponent>,
+        child: &HelmComponent,
+    ) -> Result<(), StepError> {
+        let full = ns_name(child);
+        let params = DeleteParams {
+            // Only the object we looked at: a newer one of the same name is not ours to judge.
+            preconditions: child.uid().map(|uid| kube::api::Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&child.name_any(), &params).await {
+            Ok(_) => {
+                self.expected.expect(&full, Expected::Deleted);
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {
+                self.expected.forget(&full);
+                Ok(())
+            }
+            Err(e) => Err(StepError::from_kube("DeleteFailed", e)),
+        }
+    }
+
+    /// Deletes `children`, a few at a time; the first error wins.
+    async fn delete_all(
+        &self,
+        api: &Api<HelmComponent>,
+        children: Vec<Arc<HelmComponent>>,
+    ) -> Result<usize, StepError> {
+        let todo: Vec<_> = children
+            .into_iter()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .filter(|c| !self.expected.pending(&ns_name(c), Expected::Deleted, true))
+            .collect();
+        let n = todo.len();
+        let results: Vec<Result<(), StepError>> = futures::stream::iter(todo)
+            .map(|c| async move { self.delete(api, &c).await })
+            .buffer_unordered(PARALLEL_WRITES)
+            .collect()
+            .await;
+        results.into_iter().collect::<Result<Vec<()>, _>>()?;
+        Ok(n)
+    }
+
+    /// The `waitingFor` to show now: `computed`, unless the status stays `reconciling` and the
+    /// last change was less than the progress interval ago — then the current one, and when the
+    /// rest of the interval is over.
+    fn progress(
+        &self,
+        kyma_key: u64,
+        current: &KymaStatus,
+        computed: Vec<String>,
+    ) -> (Vec<String>, Option<Duration>) {
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        if computed.is_empty() {
+            progress.remove(&kyma_key);
+            return (computed, None);
+        }
+        if current.status != Some(KymaState::Reconciling) || current.waiting_for == computed {
+            if current.waiting_for != computed {
+                progress.insert(kyma_key, Instant::now());
+            }
+            return (computed, None);
+        }
+        match progress.get(&kyma_key) {
+            Some(at) if at.elapsed() < self.progress_interval => (
+                current.waiting_for.clone(),
+                Some(self.progress_interval - at.elapsed()),
+            ),
+            _ => {
+                progress.insert(kyma_key, Instant::now());
+                (computed, None)
+            }
+        }
+    }
+}
+
+impl Reconciler for KymaReconciler {
+    type Resource = Kyma;
+    type Step = KymaStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+
+    async fn reconcile(
+        &self,
+        kyma: &Kyma,
+        status: &mut KymaStatus,
+        steps: &mut StepRunner<KymaStep>,
+    ) -> Result<(), Halt> {
+        let api = self.api(kyma);
+        let children = self.children(kyma);
+        let listed: HashSet<String> = kyma
+            .spec
+            .components
+            .iter()
+            .map(|c| child_name(kyma, &c.name))
+            .collect();
+
+        steps
+            .step(KymaStep::ComponentsCreated, || async {
+                let mut creates = Vec::new();
+                let mut repairs = Vec::new();
+                for component in &kyma.spec.components {
+                    let desired =
+                        desired_child(kyma, &component.name, component.namespace.as_deref());
+                    let name = desired.name_any();
+                    if name.len() > 253 {
+                        return Err(StepError::invalid(
+                            "NameTooLong",
+                            format!("the HelmComponent name {name} is longer than 253 characters"),
+                        ));
+                    }
+                    match children.get(&name) {
+                        Some(child) => {
+                            self.expected.forget(&ns_name(child));
+                            if child.spec != desired.spec
+                                && child.metadata.deletion_timestamp.is_none()
+                            {
+                                repairs.push(desired);
+                            }
+                        }
+                        None if self.expected.pending(
+                            &ns_name(&desired),
+                            Expected::Created,
+                            false,
+                        ) => {}
+                        None => creates.push(desired),
+                    }
+                }
+                if creates.is_empty() && repairs.is_empty() {
+                    return Ok(Outcome::unchanged());
+                }
+                let created: Vec<Result<bool, StepError>> = futures::stream::iter(creates)
+                    .map(|child| self.create(&api, kyma, child))
+                    .buffer_unordered(PARALLEL_WRITES)
+                    .collect()
+                    .await;
+                created.into_iter().collect::<Result<Vec<bool>, _>>()?;
+                for desired in repairs {
+                    let patch = serde_json::json!({ "spec": desired.spec });
+                    api.patch(
+                        &desired.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                    .map_err(|e| StepError::from_kube("UpdateFailed", e))?;
+                }
+                Ok(Outcome::changed())
+            })
+            .await?;
+
+        steps
+            .step(KymaStep::UnlistedDeleted, || async {
+                let unlisted: Vec<Arc<HelmComponent>> = children
+                    .values()
+                    .filter(|c| !listed.contains(&c.name_any()))
+                    .cloned()
+                    .collect();
+                if self.delete_all(&api, unlisted).await? == 0 {
+                    return Ok(Outcome::unchanged());
+                }
+                Ok(Outcome::changed())
+            })
+            .await?;
+
+        let waiting: Vec<String> = kyma
+            .spec
+            .components
+            .iter()
+            .filter(|c| {
+                children
+                    .get(&child_name(kyma, &c.name))
+                    .and_then(|child| child.status.as_ref())
+                    .and_then(|s| s.status)
+                    != Some(HelmComponentState::Success)
+            })
+            .map(|c| c.name.clone())
+            .collect();
+        let kyma_key = key(&kyma.uid().unwrap_or_default());
+        let (waiting_for, refresh) = self.progress(kyma_key, status, waiting);
+        status.status = Some(if waiting_for.is_empty() {
+            KymaState::Success
+        } else {
+            KymaState::Reconciling
+        });
+        status.waiting_for = waiting_for;
+        steps
+            .step(KymaStep::ComponentsSucceeded, || async {
+                if status.waiting_for.is_empty() {
+                    return Ok(Outcome::unchanged());
+                }
+                // The children's status events wake the Kyma; the refresh of a held-back
+                // `waitingFor` is the only timer needed.
+                Ok(Outcome::waiting(
+                    WAITING_REASON,
+                    "waiting for components to reach success (see status.waitingFor)",
+                    refresh.unwrap_or(Duration::from_secs(3600)),
+                ))
+            })
+            .await
+    }
+
+    async fn cleanup(
+        &self,
+        kyma: &Kyma,
+        _status: &mut KymaStatus,
+        steps: &mut StepRunner<KymaStep>,
+    ) -> Result<(), Halt> {
+        let api = self.api(kyma);
+        steps
+            .step(KymaStep::ComponentsDeleted, || async {
+                let children: Vec<Arc<HelmComponent>> = self.children(kyma).into_values().collect();
+                if children.is_empty() {
+                    return Ok(Outcome::unchanged());
+                }
+                let n = children.len();
+                self.delete_all(&api, children).await?;
+                Ok(Outcome::waiting(
+                    "ComponentsDeleting",
+                    format!("{n} HelmComponent(s) of this Kyma are being deleted"),
+                    DELETE_RECHECK,
+                ))
+            })
+            .await
+    }
+
+    fn forget(&self, kyma: &Kyma) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key(&kyma.uid().unwrap_or_default()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expectations_hold_until_the_cache_catches_up() {
+        let e = Expectations::default();
+        assert!(!e.pending("ns/a", Expected::Created, false));
+        e.expect("ns/a", Expected::Created);
+        assert!(
+            e.pending("ns/a", Expected::Created, false),
+            "not cached yet"
+        );
+        assert!(!e.pending("ns/a", Expected::Created, true), "cached: met");
+        assert!(
+            !e.pending("ns/a", Expected::Created, false),
+            "met expectations are dropped"
+        );
+        e.expect("ns/b", Expected::Deleted);
+        assert!(e.pending("ns/b", Expected::Deleted, true));
+        assert!(!e.pending("ns/b", Expected::Deleted, false));
+    }
+}

@@ -1,0 +1,240 @@
+//! Which namespaces may use an OntapCluster, and which StorageVirtualMachine holds an SVM name
+//! or a LIF address when two ask for the same one. Decided from the objects alone, before any
+//! request reaches ONTAP: one tenant must not take a name or an address another tenant's object
+//! asked for first, nor use a cluster its namespace was not granted.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::ResourceExt;
+use kube::core::{Selector, SelectorExt};
+
+use crate::api::StorageVirtualMachine;
+
+/// Whether a namespace with `labels` may use a cluster with `selector` (none: every namespace).
+pub fn namespace_allowed(
+    selector: Option<&LabelSelector>,
+    labels: &BTreeMap<String, String>,
+) -> Result<bool, String> {
+    let Some(selector) = selector else {
+        return Ok(true);
+    };
+    let selector = Selector::try_from(selector.clone())
+        .map_err(|e| format!("the OntapCluster's namespaceSelector is invalid: {e}"))?;
+    Ok(selector.matches(labels))
+}
+
+/// What a StorageVirtualMachine asks ONTAP for that no other may have on the same cluster.
+#[derive(Debug)]
+pub struct Claims {
+    pub svm_name: String,
+    pub addresses: Vec<IpAddr>,
+}
+
+impl Claims {
+    /// `svm`'s claims, its SVM named `svm_name`.
+    pub fn of(svm: &StorageVirtualMachine, svm_name: String) -> Self {
+        let spec = &svm.spec;
+        let addresses = std::iter::once(&spec.management_lif)
+            .chain(&spec.data_lifs)
+            .filter_map(|lif| lif.ip.parse().ok())
+            .collect();
+        Self {
+            svm_name,
+            addresses,
+        }
+    }
+}
+
+/// Which of two objects holds a contested claim: one already provisioned in ONTAP, then the
+/// older one (creation times have whole seconds), then the first by namespace/name, so every
+/// pass (and every replica) decides the same way and a working SVM never loses its claim.
+fn precedes(a: &StorageVirtualMachine, b: &StorageVirtualMachine) -> bool {
+    let key = |s: &StorageVirtualMachine| {
+        (
+            s.status.as_ref().and_then(|st| st.uuid.as_ref()).is_none(),
+            s.metadata.creation_timestamp.clone().map(|t| t.0),
+            s.namespace().unwrap_or_default(),
+            s.name_any(),
+        )
+    };
+    key(a) < key(b)
+}
+
+/// The first claim of `svm` that an older object on the same cluster already holds, as the
+/// message of a condition. `others` are every StorageVirtualMachine the operator sees, each with
+/// its claims; `svm` itself among them is skipped.
+pub fn contested<'a>(
+    svm: &StorageVirtualMachine,
+    claims: &Claims,
+    others: impl IntoIterator<Item = (&'a StorageVirtualMachine, Claims)>,
+) -> Option<String> {
+    let namespace = svm.namespace().unwrap_or_default();
+    for (other, theirs) in others {
+        if other.uid() == svm.uid()
+            || other.spec.cluster_ref != svm.spec.cluster_ref
+            || !precedes(other, svm)
+        {
+            continue;
+        }
+        // A tenant learns that a name is taken, not who in another namespace took it.
+        let holder = if other.namespace().unwrap_or_default() == namespace {
+            format!("the StorageVirtualMachine {}", other.name_any())
+        } else {
+            "a StorageVirtualMachine of another namespace".to_owned()
+        };
+        if theirs.svm_name == claims.svm_name {
+            return Some(format!(
+                "the SVM name {} on cluster {} is claimed by {holder}, created earlier; choose another spec.svmName",
+                claims.svm_name, svm.spec.cluster_ref.name
+            ));
+        }
+        if let Some(address) = claims
+            .addresses
+            .iter()
+            .find(|a| theirs.addresses.contains(a))
+        {
+            return Some(format!(
+                "the LIF address {address} on cluster {} is claimed by {holder}, created earlier; choose another address",
+                svm.spec.cluster_ref.name
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelectorRequirement, Time};
+    use k8s_openapi::jiff::Timestamp;
+    use serde_json::json;
+
+    fn svm(namespace: &str, name: &str, created: i64, ips: &[&str]) -> StorageVirtualMachine {
+        let mut svm: StorageVirtualMachine = serde_json::from_value(json!({
+            "apiVersion": "ontap.storage.dev/v1alpha1",
+            "kind": "StorageVirtualMachine",
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("{namespace}-{name}")},
+            "spec": {
+                "clusterRef": {"name": "lab"},
+                "managementLif": {"ip": ips[0], "prefixLength": 24},
+                "dataLifs": ips[1..].iter().map(|ip| json!({"ip": ip, "prefixLength": 24})).collect::<Vec<_>>(),
+            }
+        }))
+        .unwrap();
+        svm.metadata.creation_timestamp = Some(Time(Timestamp::from_second(created).unwrap()));
+        svm
+    }
+
+    #[test]
+    fn no_selector_admits_every_namespace_and_a_selector_only_its_own() {
+        let labels: BTreeMap<String, String> = [("tenant".to_owned(), "a".to_owned())].into();
+        assert!(namespace_allowed(None, &labels).unwrap());
+        let only_b = LabelSelector {
+            match_labels: Some([("tenant".to_owned(), "b".to_owned())].into()),
+            ..LabelSelector::default()
+        };
+        assert!(!namespace_allowed(Some(&only_b), &labels).unwrap());
+        let a_or_b = LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "tenant".into(),
+                operator: "In".into(),
+                values: Some(vec!["a".into(), "b".into()]),
+            }]),
+            ..LabelSelector::default()
+        };
+        assert!(namespace_allowed(Some(&a_or_b), &labels).unwrap());
+        let broken = LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "tenant".into(),
+                operator: "Near".into(),
+                values: None,
+            }]),
+            ..LabelSelector::default()
+        };
+        assert!(namespace_allowed(Some(&broken), &labels).is_err());
+    }
+
+    #[test]
+    fn the_older_object_keeps_a_contested_name_or_address() {
+        let first = svm("team-a", "db", 100, &["192.0.2.10", "192.0.2.11"]);
+        let later = svm("team-b", "db", 200, &["192.0.2.20", "192.0.2.11"]);
+        let claims = |s: &StorageVirtualMachine, name: &str| Claims::of(s, name.to_owned());
+
+        // Distinct names, one shared data address: the later object is refused, the first not.
+        let why = contested(
+            &later,
+            &claims(&later, "b"),
+            [(&first, claims(&first, "a")), (&later, claims(&later, "b"))],
+        )
+        .unwrap();
+        assert!(
+            why.contains("192.0.2.11") && why.contains("another namespace"),
+            "{why}"
+        );
+        assert!(
+            !why.contains("team-a"),
+            "another tenant's namespace is not named: {why}"
+        );
+        assert!(
+            contested(
+                &first,
+                &claims(&first, "a"),
+                [(&later, claims(&later, "b"))]
+            )
+            .is_none()
+        );
+
+        // The same SVM name, no shared address.
+        let named = svm("team-a", "other", 300, &["192.0.2.30"]);
+        let why = contested(
+            &named,
+            &claims(&named, "a"),
+            [(&first, claims(&first, "a"))],
+        )
+        .unwrap();
+        assert!(
+            why.contains("SVM name a") && why.contains("StorageVirtualMachine db"),
+            "{why}"
+        );
+
+        // IPv6 spellings of one address are one address.
+        let v6 = svm("team-c", "x", 400, &["2001:db8::1"]);
+        let v6_again = svm("team-d", "y", 500, &["2001:0db8:0:0::1"]);
+        assert!(
+            contested(
+                &v6_again,
+                &claims(&v6_again, "y"),
+                [(&v6, claims(&v6, "x"))]
+            )
+            .is_some()
+        );
+    }
+
+    #[test]
+    fn a_provisioned_object_keeps_its_claim_against_one_of_the_same_second() {
+        let mut holder = svm("team-b", "zz", 100, &["192.0.2.10"]);
+        holder.status = Some(serde_json::from_value(json!({"uuid": "u-1"})).unwrap());
+        let newcomer = svm("team-a", "aa", 100, &["192.0.2.10"]);
+        let claims = |s: &StorageVirtualMachine| Claims::of(s, s.name_any());
+        assert!(contested(&newcomer, &claims(&newcomer), [(&holder, claims(&holder))]).is_some());
+        assert!(contested(&holder, &claims(&holder), [(&newcomer, claims(&newcomer))]).is_none());
+    }
+
+    #[test]
+    fn other_clusters_do_not_contest() {
+        let first = svm("team-a", "db", 100, &["192.0.2.10"]);
+        let mut elsewhere = svm("team-b", "db", 200, &["192.0.2.10"]);
+        elsewhere.spec.cluster_ref.name = "other".into();
+        assert!(
+            contested(
+                &elsewhere,
+                &Claims::of(&elsewhere, "a".into()),
+                [(&first, Claims::of(&first, "a".into()))]
+            )
+            .is_none()
+        );
+    }
+}

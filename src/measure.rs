@@ -1,0 +1,537 @@
+//! Measuring the Kyma controllers at scale: the load driver behind `ontap-operator kyma-load`
+//! and the helpers the benchmark (`tests/bench_kyma.rs`) shares with it — Kymas created as the
+//! experiment's `sample-data.sh` creates them, the time until each reports `success`,
+//! percentiles, a process's peak RSS, the API server's requests by verb, and the write rate a
+//! plain client gets from the API server.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+
+use crate::api::kyma::{Kyma, KymaComponent, KymaSpec, KymaState};
+use crate::cli::KymaLoadArgs;
+use crate::controllers::kyma::component::Lifecycle;
+use crate::controllers::kyma::{STANDARD_COMPONENTS, standard_namespace};
+
+/// Creates running at once when no rate is set.
+const CREATE_CONCURRENCY: usize = 32;
+
+/// The Kyma `sample-data.sh` creates: the 18 standard components, `istio` and `certificates`
+/// in `istio-system`, `application-connector` in `kyma-integration`.
+pub fn sample_kyma(name: &str, namespace: &str) -> Kyma {
+    Kyma {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: KymaSpec {
+            components: STANDARD_COMPONENTS
+                .iter()
+                .map(|c| KymaComponent {
+                    name: (*c).to_owned(),
+                    namespace: standard_namespace(c).map(str::to_owned),
+                })
+                .collect(),
+        },
+        status: None,
+    }
+}
+
+/// `kyma-sample-<i>`, as `sample-data.sh` names them (from 1).
+pub fn sample_name(i: usize) -> String {
+    format!("kyma-sample-{i}")
+}
+
+/// How long one standard Kyma takes alone at `time_scale`: its longest component's lifecycle.
+pub fn single_kyma_time(time_scale: f64) -> Duration {
+    let lifecycle = Lifecycle { time_scale };
+    STANDARD_COMPONENTS
+        .iter()
+        .map(|c| lifecycle.total(c))
+        .max()
+        .unwrap_or_default()
+}
+
+/// Creates `namespace` unless it exists.
+pub async fn ensure_namespace(client: &Client, namespace: &str) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("creating namespace {namespace}")),
+    }
+}
+
+/// Creates `kymas` (at `rate` per second, or as fast as the API server takes them with
+/// `rate <= 0`); returns when each create was sent, by name.
+pub async fn create_kymas(
+    client: &Client,
+    kymas: Vec<Kyma>,
+    rate: f64,
+) -> anyhow::Result<HashMap<String, Instant>> {
+    let start = Instant::now();
+    let results: Vec<anyhow::Result<(String, Instant)>> =
+        futures::stream::iter(kymas.into_iter().enumerate())
+            .map(|(i, kyma)| {
+                let client = client.clone();
+                async move {
+                    if rate > 0.0 {
+                        let at = start + Duration::from_secs_f64(i as f64 / rate);
+                        tokio::time::sleep_until(at.into()).await;
+                    }
+                    let api: Api<Kyma> =
+                        Api::namespaced(client, &kyma.namespace().unwrap_or_default());
+                    let sent = Instant::now();
+                    api.create(&PostParams::default(), &kyma)
+                        .await
+                        .with_context(|| format!("creating Kyma {}", kyma.name_any()))?;
+                    Ok((kyma.name_any(), sent))
+                }
+            })
+            .buffer_unordered(CREATE_CONCURRENCY)
+            .collect()
+            .await;
+    results.into_iter().collect()
+}
+
+/// The first time each Kyma of a namespace was seen with `status: success`, from a watch
+/// started before the Kymas are created.
+#[derive(Clone)]
+pub struct SuccessWatch {
+    seen: Arc<Mutex<HashMap<String, Instant>>>,
+    task: Arc<tokio::task::AbortHandle>,
+}
+
+impl Drop for SuccessWatch {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.task) == 1 {
+            self.task.abort();
+        }
+    }
+}
+
+impl SuccessWatch {
+    /// Starts watching the Kymas of `namespace`.
+    pub fn start(client: &Client, namespace: &str) -> Self {
+        let api: Api<Kyma> = Api::namespaced(client.clone(), namespace);
+        let seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+        let task = tokio::spawn({
+            let seen = seen.clone();
+            async move {
+                let stream = watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .applied_objects();
+                let mut stream = std::pin::pin!(stream);
+                loop {
+                    match stream.try_next().await {
+                        Ok(Some(kyma)) => {
+                            let success = kyma.status.as_ref().and_then(|s| s.status)
+                                == Some(KymaState::Success);
+                            if success {
+                                seen.lock()
+                                    .unwrap_or_else(PoisonError::into_inner)
+                                    .entry(kyma.name_any())
+                                    .or_insert_with(Instant::now);
+                            }
+                        }
+                        Ok(None) => return,
+                        Err(e) => tracing::warn!(error = %e, "watching Kymas"),
+                    }
+                }
+            }
+        })
+        .abort_handle();
+        SuccessWatch {
+            seen,
+            task: Arc::new(task),
+        }
+    }
+
+    /// How many of `names` were seen at success.
+    pub fn count(&self, names: &[String]) -> usize {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        names.iter().filter(|n| seen.contains_key(*n)).count()
+    }
+
+    /// Waits until every one of `names` was seen at success, calling `progress` every 10 s;
+    /// returns when each was seen, or how many were by the deadline.
+    pub async fn wait_all(
+        &self,
+        names: &[String],
+        timeout: Duration,
+        mut progress: impl FnMut(usize),
+    ) -> Result<HashMap<String, Instant>, usize> {
+        let deadline = Instant::now() + timeout;
+        let mut report = Instant::now();
+        loop {
+            let done = self.count(names);
+            if done == names.len() {
+                let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+                return Ok(names
+                    .iter()
+                    .filter_map(|n| Some((n.clone(), *seen.get(n)?)))
+                    .collect());
+            }
+            if Instant::now() > deadline {
+                return Err(done);
+            }
+            if report.elapsed() >= Duration::from_secs(10) {
+                report = Instant::now();
+                progress(done);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// The `p`-th percentile (0–100) of `sorted`, nearest rank.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// A `/proc/<pid>/status` value in kB, e.g. `VmHWM` (peak RSS) or `VmRSS`.
+pub fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The API server's `apiserver_request_total`, summed by the labels named in `by`
+/// (`verb`, `resource`, `subresource`, `code`), joined with a space.
+pub async fn apiserver_requests(
+    client: &Client,
+    by: &[&str],
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .context("building the /metrics request")?;
+    let text = client
+        .request_text(request)
+        .await
+        .context("reading the API server's /metrics")?;
+    Ok(sum_by(&text, "apiserver_request_total", by))
+}
+
+/// Sums the samples of `metric` in a Prometheus text exposition by the labels in `by`.
+pub fn sum_by(text: &str, metric: &str, by: &[&str]) -> BTreeMap<String, f64> {
+    let mut sums = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some(rest) = line.strip_prefix(metric) else {
+            continue;
+        };
+        let Some((labels, value)) = rest.strip_prefix('{').and_then(|r| r.rsplit_once("} ")) else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        // API server label values hold no commas or quotes.
+        let labels: HashMap<&str, &str> = labels
+            .split(',')
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                Some((k, v.trim_matches('"')))
+            })
+            .collect();
+        let key = by
+            .iter()
+            .map(|l| labels.get(l).copied().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join(" ");
+        *sums.entry(key.trim().to_owned()).or_default() += value;
+    }
+    sums
+}
+
+/// `after - before`, per key, dropping zeros.
+pub fn difference(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    let mut diff = after.clone();
+    for (k, v) in before {
+        *diff.entry(k.clone()).or_default() -= v;
+    }
+    diff.retain(|_, v| *v != 0.0);
+    diff
+}
+
+/// Writes among API server requests: the verbs that change objects.
+pub const WRITE_VERBS: [&str; 5] = ["POST", "PUT", "PATCH", "DELETE", "APPLY"];
+
+/// The API server's write rate as a plain client (no client-side limit) sees it: `count` small
+/// ConfigMaps created with 32 requests in flight, in a namespace of their own that is deleted
+/// afterwards. Writes per second.
+pub async fn plain_write_rate(
+    client: &Client,
+    namespace: &str,
+    count: usize,
+) -> anyhow::Result<f64> {
+    ensure_namespace(client, namespace).await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let start = Instant::now();
+    let results: Vec<Result<ConfigMap, kube::Error>> = futures::stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let cm = ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some(format!("write-rate-{i}")),
+                        ..ObjectMeta::default()
+                    },
+                    data: Some([("i".to_owned(), i.to_string())].into()),
+                    ..ConfigMap::default()
+                };
+                api.create(&PostParams::default(), &cm).await
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .collect()
+        .await;
+    let elapsed = start.elapsed();
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    anyhow::ensure!(failed == 0, "{failed} of {count} writes failed");
+    let _ = api
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces.delete(namespace, &DeleteParams::default()).await;
+    Ok(count as f64 / elapsed.as_secs_f64())
+}
+
+/// What a load run measured.
+#[derive(Clone, Debug, Default)]
+pub struct LoadReport {
+    pub kymas: usize,
+    pub created_in: Duration,
+    pub all_success_after: Duration,
+    /// From each Kyma's create to its first `success`, sorted.
+    pub per_kyma: Vec<Duration>,
+    pub single_kyma: Duration,
+    pub peak_rss_kib: Option<u64>,
+    /// API server requests during the run, by verb.
+    pub requests_by_verb: BTreeMap<String, f64>,
+    /// API server requests during the run, by verb, resource and subresource.
+    pub requests_by_resource: BTreeMap<String, f64>,
+}
+
+impl LoadReport {
+    /// Writes during the run.
+    pub fn writes(&self) -> f64 {
+        self.requests_by_verb
+            .iter()
+            .filter(|(v, _)| WRITE_VERBS.contains(&v.as_str()))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The report as lines of text.
+    pub fn lines(&self) -> Vec<String> {
+        let ratio = self.all_success_after.as_secs_f64() / self.single_kyma.as_secs_f64().max(1e-9);
+        let mut lines = vec![
+            format!("Kymas                    {}", self.kymas),
+            format!(
+                "created in               {:.1} s",
+                self.created_in.as_secs_f64()
+            ),
+            format!(
+                "all success after        {:.1} s = {ratio:.2} x the single-Kyma time ({:.1} s)",
+                self.all_success_after.as_secs_f64(),
+                self.single_kyma.as_secs_f64()
+            ),
+            format!(
+                "per Kyma                 p50 {:.1} s, p99 {:.1} s, max {:.1} s",
+                percentile(&self.per_kyma, 50.0).as_secs_f64(),
+                percentile(&self.per_kyma, 99.0).as_secs_f64(),
+                percentile(&self.per_kyma, 100.0).as_secs_f64()
+            ),
+        ];
+        if let Some(kib) = self.peak_rss_kib {
+            lines.push(format!(
+                "operator peak RSS        {:.1} MiB",
+                kib as f64 / 1024.0
+            ));
+        }
+        lines.push(format!(
+            "API server writes        {:.0} = {:.1} per Kyma",
+            self.writes(),
+            self.writes() / self.kymas.max(1) as f64
+        ));
+        lines.push("API server requests by verb".to_owned());
+        for (verb, n) in &self.requests_by_verb {
+            lines.push(format!("  {n:>9.0} {verb}"));
+        }
+        lines.push("API server requests by verb, resource, subresource".to_owned());
+        for (key, n) in &self.requests_by_resource {
+            lines.push(format!("  {n:>9.0} {key}"));
+        }
+        lines
+    }
+}
+
+/// Creates `count` sample Kymas in `namespace` and, with `wait`, waits for all to succeed.
+pub async fn run_load(
+    client: &Client,
+    namespace: &str,
+    count: usize,
+    rate: f64,
+    wait: Option<Duration>,
+    operator_pid: Option<u32>,
+    single_kyma: Duration,
+) -> anyhow::Result<LoadReport> {
+    ensure_namespace(client, namespace).await?;
+    let names: Vec<String> = (1..=count).map(sample_name).collect();
+    let kymas = names.iter().map(|n| sample_kyma(n, namespace)).collect();
+    let by_verb = |client: Client| async move { apiserver_requests(&client, &["verb"]).await };
+    let by_resource = |client: Client| async move {
+        apiserver_requests(&client, &["verb", "resource", "subresource"]).await
+    };
+    let verbs_before = by_verb(client.clone()).await.unwrap_or_default();
+    let resources_before = by_resource(client.clone()).await.unwrap_or_default();
+    let watch = SuccessWatch::start(client, namespace);
+    let start = Instant::now();
+    let sent = create_kymas(client, kymas, rate).await?;
+    let created_in = start.elapsed();
+    let mut report = LoadReport {
+        kymas: count,
+        created_in,
+        single_kyma,
+        ..LoadReport::default()
+    };
+    if let Some(timeout) = wait {
+        let seen = watch
+            .wait_all(&names, timeout, |done| {
+                println!(
+                    "kyma-load: {:>5.0} s: {done}/{count} success",
+                    start.elapsed().as_secs_f64()
+                );
+            })
+            .await
+            .map_err(|done| {
+                anyhow::anyhow!("only {done}/{count} Kymas reached success within {timeout:?}")
+            })?;
+        report.all_success_after = seen
+            .values()
+            .map(|at| at.duration_since(start))
+            .max()
+            .unwrap_or_default();
+        let mut per_kyma: Vec<Duration> = seen
+            .iter()
+            .filter_map(|(name, at)| Some(at.saturating_duration_since(*sent.get(name)?)))
+            .collect();
+        per_kyma.sort();
+        report.per_kyma = per_kyma;
+    }
+    report.peak_rss_kib = operator_pid.and_then(|pid| proc_status_kb(pid, "VmHWM"));
+    report.requests_by_verb = difference(
+        &verbs_before,
+        &by_verb(client.clone()).await.unwrap_or_default(),
+    );
+    report.requests_by_resource = difference(
+        &resources_before,
+        &by_resource(client.clone()).await.unwrap_or_default(),
+    );
+    Ok(report)
+}
+
+/// `ontap-operator kyma-load`.
+pub async fn kyma_load(args: KymaLoadArgs) -> anyhow::Result<()> {
+    let config = crate::runtime::kube_config(args.kubeconfig.as_deref()).await?;
+    let client = Client::try_from(config).context("building the Kubernetes client")?;
+    let single = args
+        .single_kyma_seconds
+        .map(Duration::from_secs_f64)
+        .unwrap_or_else(|| single_kyma_time(args.time_scale));
+    let report = run_load(
+        &client,
+        &args.namespace,
+        args.kymas,
+        args.rate,
+        args.wait.then_some(args.timeout),
+        args.operator_pid,
+        single,
+    )
+    .await?;
+    for line in report.lines() {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_kyma_is_the_experiments() {
+        let kyma = sample_kyma("kyma-sample-1", "pb");
+        assert_eq!(kyma.spec.components.len(), 18);
+        let ns = |name: &str| {
+            kyma.spec
+                .components
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.namespace.clone())
+        };
+        assert_eq!(ns("istio").as_deref(), Some("istio-system"));
+        assert_eq!(ns("certificates").as_deref(), Some("istio-system"));
+        assert_eq!(
+            ns("application-connector").as_deref(),
+            Some("kyma-integration")
+        );
+        assert_eq!(ns("logging"), None);
+        assert_eq!(single_kyma_time(1.0), Duration::from_secs(67));
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<Duration> = (1..=100).map(Duration::from_secs).collect();
+        assert_eq!(percentile(&v, 50.0), Duration::from_secs(50));
+        assert_eq!(percentile(&v, 99.0), Duration::from_secs(99));
+        assert_eq!(percentile(&v, 100.0), Duration::from_secs(100));
+        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn apiserver_request_totals_sum_by_labels() {
+        let text = r#"# HELP apiserver_request_total x
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="inventory.kyma-project.io",resource="helmcomponents",scope="resource",subresource="",verb="POST",version="v1alpha1"} 18
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="inventory.kyma-project.io",resource="helmcomponents",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 90
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="LIST",version="v1"} 3
+"#;
+        let by_verb = sum_by(text, "apiserver_request_total", &["verb"]);
+        assert_eq!(by_verb["POST"], 18.0);
+        assert_eq!(by_verb["PATCH"], 90.0);
+        let by = sum_by(
+            text,
+            "apiserver_request_total",
+            &["resource", "subresource"],
+        );
+        assert_eq!(by["helmcomponents status"], 90.0);
+        assert_eq!(by["helmcomponents"], 18.0);
+    }
+}
