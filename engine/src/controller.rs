@@ -308,6 +308,7 @@ impl<R: Reconciler> Controller<R> {
             in_flight,
             written: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
+            released: Mutex::new(HashMap::new()),
         });
 
         let mut background = tokio::task::JoinSet::new();
@@ -452,6 +453,12 @@ struct Shared<R: Reconciler> {
     /// The fingerprint of each object as last seen or written by this controller: a change
     /// that leaves it as it is (a status write, our own finalizer) triggers no reconcile.
     seen: Mutex<HashMap<Key, u64>>,
+    /// The uid of each object whose cleanup completed and whose finalizer this controller
+    /// removed, until the cache shows it gone. A trigger queued during that last pass (the
+    /// deletion of a child it cleaned up, say) would otherwise run the cleanup once more on the
+    /// cached copy that still carries the finalizer: every request of it for nothing, and a
+    /// pass that only happens when the cache is slow.
+    released: Mutex<HashMap<Key, String>>,
 }
 
 /// What a pass works on besides the status it computes.
@@ -489,6 +496,28 @@ impl<R: Reconciler> Shared<R> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&key_of(obj_ref));
+        self.released
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key_of(obj_ref));
+    }
+
+    fn release(&self, obj_ref: &ObjectRef<R::Resource>, obj: &R::Resource) {
+        if let Some(uid) = obj.uid() {
+            self.released
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key_of(obj_ref), uid);
+        }
+    }
+
+    /// Whether `obj` is a cached copy, from before our finalizer removal, of an object whose
+    /// cleanup already completed: nobody else puts our finalizer back on the same object.
+    fn already_released(&self, obj_ref: &ObjectRef<R::Resource>, obj: &R::Resource) -> bool {
+        let released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
+        released
+            .get(&key_of(obj_ref))
+            .is_some_and(|uid| obj.meta().uid.as_ref() == Some(uid))
     }
 
     /// The cache shows the object at `resource_version`: our last write, if it has caught up
@@ -570,15 +599,28 @@ impl<R: Reconciler> Shared<R> {
                 self.forget(obj_ref);
                 return self.end(PassEnd::Gone);
             }
+            Some((_, FinalizerState::Deleting)) if self.already_released(obj_ref, obj) => {
+                return self.end(PassEnd::Gone);
+            }
             Some((_, FinalizerState::Deleting)) => Lifecycle::Deleting,
             Some((f, FinalizerState::Missing)) => {
+                // Our own write must not cost a second pass when its event arrives, and the
+                // event can arrive before the write's answer: the object as the write will leave
+                // it is known beforehand.
+                let mut expected = obj.clone();
+                expected
+                    .meta_mut()
+                    .finalizers
+                    .get_or_insert_with(Vec::new)
+                    .push(f.to_owned());
+                self.saw(obj_ref, fingerprint(&expected));
                 match lifecycle::add_finalizer(&self.client, obj, f, self.name).await {
                     Ok(written) => {
-                        // Our own write must not cost a second pass when its event arrives.
                         self.saw(obj_ref, fingerprint(&written));
                         resource_version = written.resource_version();
                     }
                     Err(err) => {
+                        self.saw(obj_ref, fingerprint(obj));
                         let pass = Pass {
                             obj_ref,
                             obj,
@@ -614,6 +656,7 @@ impl<R: Reconciler> Shared<R> {
             match lifecycle::remove_finalizer(&self.client, obj, f, self.name).await {
                 Ok(()) => {
                     self.forget(obj_ref);
+                    self.release(obj_ref, obj);
                     self.publish_events(obj, &before, &[], steps.records(), trace_id.as_deref())
                         .await;
                     return self.end(PassEnd::Gone);
@@ -946,6 +989,7 @@ async fn feed_from_cache<R: Reconciler>(
                 let r = ObjectRef::from_obj(&*obj);
                 shared.observed(&r, obj.meta().resource_version.as_deref());
                 if shared.saw(&r, fingerprint(&*obj)) {
+                    tracing::debug!(object = %r, "the object changed");
                     queue.add(r);
                 }
             }
@@ -999,7 +1043,15 @@ pub(crate) async fn owners_to_reconcile<P: Object, C: Object>(
             c
         }
     };
-    owner_refs::<P, C>(&**child, parents)
+    let owners = owner_refs::<P, C>(&**child, parents);
+    if !owners.is_empty() {
+        tracing::debug!(
+            kind = %C::kind(&()),
+            name = %child.name_any(),
+            "an owned object changed"
+        );
+    }
+    owners
 }
 
 pub(crate) fn owner_refs<P: Object, C: Resource>(

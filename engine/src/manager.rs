@@ -22,7 +22,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 
 use super::cache::{Change, ScopedApi, SharedCache};
 use super::config::{EngineConfig, Identity};
@@ -425,7 +425,16 @@ where
                 let obj = match &change {
                     Change::Applied(o) | Change::Deleted(o) => o.clone(),
                 };
-                futures::stream::iter(map(&obj, &own))
+                let queued = map(&obj, &own);
+                if !queued.is_empty() {
+                    tracing::debug!(
+                        kind = %W::kind(&()),
+                        name = %obj.name_any(),
+                        queued = queued.len(),
+                        "a watched object changed"
+                    );
+                }
+                futures::stream::iter(queued)
             });
             Ok((stream.boxed(), Some(ready(&watched))))
         }));

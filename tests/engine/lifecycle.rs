@@ -160,3 +160,75 @@ async fn cleanup_runs_on_deletion_and_the_finalizer_stays_until_it_succeeded() {
     .await;
     ctl.stop().await;
 }
+
+// A trigger queued while the last cleanup pass runs (a child's deletion, typically) reaches the
+// object after its finalizer went, while the cache may still show it with the finalizer. The
+// engine before this test ran the whole cleanup again on that stale copy; the SVM controller's
+// fault matrix saw it as a deletion flow whose length depended on the cache's timing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_object_seen_stale_is_not_cleaned_up_twice() {
+    let env = env().await;
+    let ctl = ToyController::new(fast_backoff())
+        .limits(unlimited())
+        .with_finalizer()
+        .gated()
+        .start(&env)
+        .await;
+    let gate = ctl.gate.clone().unwrap();
+    let released = ToyStep::BackendReleased.as_str();
+    let cleanup_steps = || {
+        ctl.world
+            .steps("once")
+            .iter()
+            .filter(|s| **s == released)
+            .count()
+    };
+
+    ctl.world.refuse_release("once", true);
+    create(&env, toy("once").value(1).build()).await;
+    wait_condition(&env, "once", "Ready", "True", None).await;
+    toys(&env)
+        .delete("once", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_condition(&env, "once", released, "False", Some("ReleaseRefused")).await;
+    // The cache keeps the object as it is now: being deleted, our finalizer on it.
+    gate.freeze().await;
+    ctl.world.refuse_release("once", false);
+    poll(
+        "the cleanup completed",
+        Duration::from_secs(15),
+        async || (ctl.world.cleanups("once") == 1).then_some(()),
+    )
+    .await;
+    poll(
+        "the object gone from the server",
+        Duration::from_secs(15),
+        async || {
+            toys(&env)
+                .get_opt("once")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    let steps_before = cleanup_steps();
+    let passes_before = ctl.reconciles();
+    ctl.trigger("once");
+    poll(
+        "the triggered pass ended",
+        Duration::from_secs(15),
+        async || (ctl.reconciles() > passes_before).then_some(()),
+    )
+    .await;
+    assert_eq!(
+        cleanup_steps(),
+        steps_before,
+        "the stale copy was cleaned up again"
+    );
+    assert_eq!(ctl.world.cleanups("once"), 1);
+    gate.set(GateMode::Open);
+    ctl.stop().await;
+}
