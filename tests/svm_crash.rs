@@ -21,8 +21,9 @@ async fn ten_svms_provisioned_through_thirty_operator_kills_are_all_ready_withou
     let mut config = fast_mock();
     // Long enough that kills land while ONTAP jobs are running.
     config.settings.job_duration_ms = 300;
-    // One SVM at a time, and an ONTAP that takes 100 ms per answer as real ones do: provisioning
-    // then lasts long enough for every kill to interrupt it.
+    // One SVM at a time, and an ONTAP that takes 300 ms per answer (real ones take 100 ms to
+    // seconds): provisioning then lasts long enough for every kill to interrupt it, even now
+    // that an SVM costs about nine requests.
     let mut world = SvmWorld::with(config, &["--max-concurrent-reconciles=1"]).await;
     world
         .mock
@@ -33,7 +34,7 @@ async fn ten_svms_provisioned_through_thirty_operator_kills_are_all_ready_withou
             after: 0,
             times: None,
             probability: None,
-            action: FaultAction::Delay { ms: 100 },
+            action: FaultAction::Delay { ms: 300 },
         })
         .unwrap();
     let names: Vec<String> = (0..SVMS).map(|i| format!("crash-{i}")).collect();

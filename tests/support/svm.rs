@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::fixtures::{SvmFixture, ontap_cluster, svm};
 use super::mock::{Mock, fast_mock};
 use super::operator::{OperatorProcess, operator_identity};
-use super::{TestEnv, env, tail};
+use super::{TestEnv, env, poll, tail};
 
 pub struct SvmWorld {
     pub env: TestEnv,
@@ -165,6 +165,20 @@ impl SvmWorld {
     }
 
     /// Waits until the SVM is Ready with `observedGeneration` current.
+    /// Waits until the world's OntapCluster reports `Ready=True`.
+    pub async fn wait_cluster_ready(&self, timeout: Duration) {
+        poll("the OntapCluster Ready", timeout, async || {
+            let cluster = self.clusters().get_opt(&self.cluster).await.ok()??;
+            cluster
+                .status?
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+                .then_some(())
+        })
+        .await;
+    }
+
     pub async fn wait_ready(&self, name: &str, timeout: Duration) -> StorageVirtualMachine {
         self.wait_condition(name, "Ready", "True", timeout).await
     }
