@@ -86,6 +86,19 @@ impl MockState {
         change(&mut self.model().0.settings);
     }
 
+    /// Whether `user`/`password` log in as an account of the SVM named `svm`, as a workload
+    /// holding those credentials would. Asked of the model directly: unlike a request it is
+    /// neither logged nor hit by faults, so tests can sample it while faults are armed.
+    pub fn accepts_svm_login(&self, user: &str, password: &str, svm: &str) -> bool {
+        let (model, _) = self.model();
+        match model.authenticate(user, password) {
+            Some(crate::model::Principal::Svm { svm_uuid, .. }) => {
+                model.svm(&svm_uuid).is_some_and(|s| s.name == svm)
+            }
+            _ => false,
+        }
+    }
+
     pub fn admin(&self) -> &Credentials {
         &self.inner.initial.admin
     }

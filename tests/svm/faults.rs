@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use crate::support::mock::fast_mock;
 use crate::support::svm::SvmWorld;
 use crate::support::{tail, try_poll};
-use mock_ontap::{FaultAction, FaultSpec};
+use k8s_openapi::api::core::v1::Secret;
+use mock_ontap::{FaultAction, FaultSpec, MockState};
+use ontap_operator::api::StorageVirtualMachine;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -32,6 +34,9 @@ const EVERY_AGGREGATE_LIST: &str = "--ontap-aggregates-max-age=0s";
 enum Phase {
     Create,
     Verify,
+    /// The pass after the account's password was changed behind the operator's back: the
+    /// rejection confirmed, a new password set and verified.
+    Rotate,
     Delete,
 }
 
@@ -40,6 +45,7 @@ impl fmt::Display for Phase {
         f.write_str(match self {
             Phase::Create => "create",
             Phase::Verify => "verify",
+            Phase::Rotate => "rotate",
             Phase::Delete => "delete",
         })
     }
@@ -258,7 +264,54 @@ async fn seed_username(world: &SvmWorld, name: &str) -> Result<String, String> {
         .ok_or_else(|| "no seed Secret".to_string())
 }
 
-/// One clean create → verify pass → delete, as the mock saw it.
+/// The password someone sets on the account in ONTAP behind the operator's back.
+const CHANGED_BEHIND_OUR_BACK: &str = "Behind0urBack9";
+
+/// Waits until a pass of the operator ended, then changes the account's password in ONTAP, as
+/// an admin would from the CLI: the next pass finds the published credentials rejected and
+/// rotates. Returns the change's place in the request log.
+async fn change_password_between_passes(
+    world: &SvmWorld,
+    name: &str,
+    username: &str,
+) -> Result<u64, String> {
+    let uuid = world
+        .svms()
+        .get(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .status
+        .and_then(|s| s.uuid)
+        .ok_or("no status.uuid")?;
+    let now = last_seq(world).await;
+    try_poll(
+        Duration::from_secs(20),
+        async || match operator_verifies_after(world, now, username).await.first() {
+            Some(_) => Ok(()),
+            None => Err("no pass ended yet".to_string()),
+        },
+    )
+    .await?;
+    let path = format!("/api/security/accounts/{uuid}/{username}");
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::PATCH,
+            &path,
+            serde_json::json!({ "password": CHANGED_BEHIND_OUR_BACK }),
+        )
+        .await;
+    world
+        .mock
+        .requests(&[("method", "PATCH"), ("path", &path)])
+        .await
+        .last()
+        .map(seq)
+        .ok_or_else(|| "the change is not in the request log".to_string())
+}
+
+/// One clean create → verify pass → password changed in ONTAP and rotated → delete, as the
+/// mock saw it.
 async fn record_flows() -> Flows {
     let world = SvmWorld::with(fast_mock(), &[SYNC_PERIOD, EVERY_AGGREGATE_LIST]).await;
     let start = last_seq(&world).await;
@@ -278,6 +331,20 @@ async fn record_flows() -> Flows {
     .await
     .unwrap();
     let (created, verified) = (seq(&verifies[0]), seq(&verifies[1]));
+    let changed = change_password_between_passes(&world, "recorded", &username)
+        .await
+        .unwrap();
+    // The rotation pass, then the pass that verifies again once no older password request can
+    // land any more: only then is the world quiet again.
+    let rotated = try_poll(CONVERGE_WITHIN, async || {
+        let verifies = operator_verifies_after(&world, changed, &username).await;
+        match verifies.as_slice() {
+            [rotation, _settled, ..] => Ok(seq(rotation)),
+            _ => Err(format!("{} passes since the change", verifies.len())),
+        }
+    })
+    .await
+    .unwrap();
     settle(&world).await.unwrap();
     let before_delete = last_seq(&world).await;
     world
@@ -297,6 +364,7 @@ async fn record_flows() -> Flows {
     Flows::from([
         (Phase::Create, phase(start, created)),
         (Phase::Verify, phase(created, verified)),
+        (Phase::Rotate, phase(changed, rotated)),
         (Phase::Delete, phase(before_delete, u64::MAX)),
     ])
 }
@@ -332,6 +400,8 @@ struct Outcome {
     fired: bool,
     result: Result<(), String>,
     took: Duration,
+    /// Samples that saw the object Ready with working credentials ([`ReadySampler`]).
+    ready_samples: usize,
 }
 
 async fn converged(world: &SvmWorld, name: &str, index: u8) -> Result<(), String> {
@@ -380,33 +450,46 @@ async fn delete_cleanly(world: &SvmWorld, name: &str) -> Result<(), String> {
 async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outcome {
     let started = Instant::now();
     let mut fired = false;
+    let mut sampler = None;
     let result = async {
         match case.phase {
             Phase::Create => {
                 settle(world).await?;
                 world.mock.state().add_fault(case.fault())?;
+                sampler = Some(ReadySampler::start(world, name));
                 world.create_svm(name, index).await;
                 let converged = converged(world, name, index).await;
                 fired = world.mock.fault_hits().await > 0;
                 world.mock.state().clear_faults();
                 converged?;
+                outlast_a_late_request(case).await;
                 delete_cleanly(world, name).await
             }
-            Phase::Verify => {
+            Phase::Verify | Phase::Rotate => {
+                if case.phase == Phase::Verify {
+                    sampler = Some(ReadySampler::start(world, name));
+                }
                 world.create_svm(name, index).await;
                 converged(world, name, index).await?;
                 let username = seed_username(world, name).await?;
                 // Inject between two passes, so the occurrence counts from a pass's start.
-                let now = last_seq(world).await;
-                try_poll(
-                    Duration::from_secs(20),
-                    async || match operator_verifies_after(world, now, &username).await.first() {
-                        Some(_) => Ok(()),
-                        None => Err("no pass ended yet".to_string()),
-                    },
-                )
-                .await?;
-                let injected = last_seq(world).await;
+                let injected =
+                    match case.phase {
+                        Phase::Rotate => {
+                            change_password_between_passes(world, name, &username).await?
+                        }
+                        _ => {
+                            let now = last_seq(world).await;
+                            try_poll(Duration::from_secs(20), async || {
+                                match operator_verifies_after(world, now, &username).await.first() {
+                                    Some(_) => Ok(()),
+                                    None => Err("no pass ended yet".to_string()),
+                                }
+                            })
+                            .await?;
+                            last_seq(world).await
+                        }
+                    };
                 world.mock.state().add_fault(case.fault())?;
                 let hit = try_poll(Duration::from_secs(20), async || {
                     if world.mock.fault_hits().await > 0 {
@@ -437,9 +520,16 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                 })
                 .await?;
                 world.mock.state().clear_faults();
+                // Until the operator saw the change made behind its back, Ready=True with
+                // rejected credentials is what it last knew; from its repair on it must hold.
+                if sampler.is_none() {
+                    sampler = Some(ReadySampler::start(world, name));
+                }
+                outlast_a_late_request(case).await;
                 delete_cleanly(world, name).await
             }
             Phase::Delete => {
+                sampler = Some(ReadySampler::start(world, name));
                 world.create_svm(name, index).await;
                 converged(world, name, index).await?;
                 settle(world).await?;
@@ -452,7 +542,12 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
         }
     }
     .await;
-    let result = result.map_err(|e| {
+    let sampled = match sampler {
+        Some(sampler) => sampler.finish().await,
+        None => Ok(0),
+    };
+    let ready_samples = *sampled.as_ref().unwrap_or(&0);
+    let result = result.and_then(|()| sampled.map(|_| ())).map_err(|e| {
         format!(
             "{e}\n--- operator log (tail) ---\n{}",
             tail(&world.operator.logs(), 40)
@@ -463,6 +558,126 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
         fired,
         result,
         took: started.elapsed(),
+        ready_samples,
+    }
+}
+
+/// A delayed request lands after its client gave up: the case goes on sampling until it
+/// surely has, so that a password it sets late is caught claiming Ready.
+async fn outlast_a_late_request(case: &Case) {
+    if case.action == Action::Delay {
+        tokio::time::sleep(Duration::from_millis(DELAY_MS + 1_000)).await;
+    }
+}
+
+/// Samples an SVM object all through a case: it must never say `Ready=True` while the
+/// credentials its seed Secret publishes fail against ONTAP — the outage this operator exists
+/// to prevent. ONTAP is asked directly ([`MockState::accepts_svm_login`]), so the sampling
+/// neither shows in the request log nor trips the case's fault.
+struct ReadySampler {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<(usize, Vec<String>)>,
+}
+
+impl ReadySampler {
+    fn start(world: &SvmWorld, name: &str) -> Self {
+        let svms = world.svms();
+        let secrets = world.secrets();
+        let ontap = world.mock.state().clone();
+        let name = name.to_owned();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let (mut ready_samples, mut violations) = (0, Vec::new());
+            loop {
+                match ready_but_failing(&svms, &secrets, &ontap, &name).await {
+                    Sample::NotReady => {}
+                    Sample::ReadyAndWorking => ready_samples += 1,
+                    Sample::ReadyButFailing(why) => violations.push(why),
+                }
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+            }
+            (ready_samples, violations)
+        });
+        ReadySampler { stop, task }
+    }
+
+    /// How many samples saw Ready with working credentials; an error listing every sample
+    /// that saw Ready with failing ones.
+    async fn finish(self) -> Result<usize, String> {
+        let _ = self.stop.send(());
+        let (ready_samples, violations) = self.task.await.map_err(|e| e.to_string())?;
+        match violations.as_slice() {
+            [] => Ok(ready_samples),
+            _ => Err(format!(
+                "Ready=True while the seed Secret's credentials failed, {} times:\n{}",
+                violations.len(),
+                violations.join("\n")
+            )),
+        }
+    }
+}
+
+enum Sample {
+    NotReady,
+    ReadyAndWorking,
+    ReadyButFailing(String),
+}
+
+async fn ready_but_failing(
+    svms: &kube::Api<StorageVirtualMachine>,
+    secrets: &kube::Api<Secret>,
+    ontap: &MockState,
+    name: &str,
+) -> Sample {
+    let Ok(Some(first)) = svms.get_opt(name).await else {
+        return Sample::NotReady;
+    };
+    // Deleting the object retires its account: the credentials stop working on purpose.
+    if first.metadata.deletion_timestamp.is_some() {
+        return Sample::NotReady;
+    }
+    let Some(status) = first.status.as_ref() else {
+        return Sample::NotReady;
+    };
+    if !status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+    {
+        return Sample::NotReady;
+    }
+    let (Some(secret_name), Some(svm_name)) = (&status.secret_ref, &status.svm_name) else {
+        return Sample::ReadyButFailing("Ready without status.secretRef or svmName".into());
+    };
+    let Ok(secret) = secrets.get_opt(secret_name).await else {
+        return Sample::NotReady;
+    };
+    let field = |key: &str| -> Option<String> {
+        let data = secret.as_ref()?.data.as_ref()?;
+        String::from_utf8(data.get(key)?.0.clone()).ok()
+    };
+    let works = match (field("username"), field("password"), field("svm")) {
+        (Some(user), Some(password), Some(svm)) => {
+            svm == *svm_name && ontap.accepts_svm_login(&user, &password, svm_name)
+        }
+        _ => false,
+    };
+    if works {
+        return Sample::ReadyAndWorking;
+    }
+    // Only a claim that stood through the whole check counts: a status written meanwhile may
+    // already have withdrawn it.
+    match svms.get_opt(name).await {
+        Ok(Some(again)) if again.metadata.resource_version == first.metadata.resource_version => {
+            Sample::ReadyButFailing(format!(
+                "status at resourceVersion {:?} says Ready; the Secret {secret_name}'s credentials for {svm_name} fail",
+                first.metadata.resource_version
+            ))
+        }
+        _ => Sample::NotReady,
     }
 }
 
@@ -472,7 +687,7 @@ async fn run_cases(phase: Phase, action: Action, cases: Vec<Case>) -> Vec<Outcom
         return Vec::new();
     }
     let extra: &[&str] = match phase {
-        Phase::Verify => &[SYNC_PERIOD, EVERY_AGGREGATE_LIST],
+        Phase::Verify | Phase::Rotate => &[SYNC_PERIOD, EVERY_AGGREGATE_LIST],
         Phase::Create | Phase::Delete => &[EVERY_AGGREGATE_LIST],
     };
     let world = SvmWorld::with(fast_mock(), extra).await;
@@ -499,12 +714,18 @@ async fn run_action(action: Action) {
     let of =
         |phase: Phase| -> Vec<Case> { mine.iter().filter(|c| c.phase == phase).cloned().collect() };
     let started = Instant::now();
-    let (create, verify, delete) = tokio::join!(
+    let (create, verify, rotate, delete) = tokio::join!(
         run_cases(Phase::Create, action, of(Phase::Create)),
         run_cases(Phase::Verify, action, of(Phase::Verify)),
+        run_cases(Phase::Rotate, action, of(Phase::Rotate)),
         run_cases(Phase::Delete, action, of(Phase::Delete)),
     );
-    let outcomes: Vec<Outcome> = create.into_iter().chain(verify).chain(delete).collect();
+    let outcomes: Vec<Outcome> = create
+        .into_iter()
+        .chain(verify)
+        .chain(rotate)
+        .chain(delete)
+        .collect();
     let mut report = format!(
         "{}: {} of the matrix's {} cases in {:?}\n",
         action.name(),
@@ -514,9 +735,10 @@ async fn run_action(action: Action) {
     );
     for o in &outcomes {
         report += &format!(
-            "  {:<60} {:>6.1}s {}{}\n",
+            "  {:<60} {:>6.1}s {:>4} Ready samples {}{}\n",
             o.case.to_string(),
             o.took.as_secs_f64(),
+            o.ready_samples,
             if o.result.is_ok() {
                 "converged"
             } else {
@@ -572,6 +794,7 @@ async fn the_matrix_covers_every_request_of_every_flow() {
         (Phase::Create, ("POST", "/api/network/ip/interfaces")),
         (Phase::Create, ("POST", "/api/security/accounts")),
         (Phase::Verify, ("GET", "/api/svm/svms")),
+        (Phase::Rotate, ("PATCH", "/api/security/accounts/*")),
         (Phase::Delete, ("DELETE", "/api/svm/svms/*")),
     ] {
         assert!(

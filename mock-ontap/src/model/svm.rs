@@ -212,7 +212,7 @@ impl Svm {
 }
 
 impl Model {
-    pub(super) fn svm(&self, uuid: &str) -> Option<&Svm> {
+    pub(crate) fn svm(&self, uuid: &str) -> Option<&Svm> {
         self.svms.get(uuid)
     }
 
