@@ -172,6 +172,11 @@ pub struct RunArgs {
     /// The OntapCluster of shoots whose providerConfig names none; default: the only one there is.
     #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_DEFAULT_CLUSTER")]
     pub extension_default_cluster: Option<String>,
+    /// Where the StorageVirtualMachines that provision per-project SVMs (metal-stack's layout:
+    /// one SVM per project, one account per shoot) live; default: the pod's namespace
+    /// (POD_NAMESPACE), else `ontap-operator-system`. The operator must watch it.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_PROJECT_NAMESPACE")]
+    pub extension_project_namespace: Option<String>,
     /// The Trident operator image of shoots whose providerConfig names none.
     #[arg(long, env = "ONTAP_OPERATOR_TRIDENT_OPERATOR_IMAGE")]
     pub trident_operator_image: Option<String>,

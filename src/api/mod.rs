@@ -13,7 +13,7 @@ mod svm;
 pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};
 pub use svm::{
     ClusterReference, DeletionPolicy, LifSpec, StorageVirtualMachine, StorageVirtualMachineSpec,
-    StorageVirtualMachineStatus, SvmAccountSpec, SvmPhase, SvmProtocols,
+    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
 crate::engine::conditioned_status!(

@@ -1,4 +1,4 @@
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::{CustomResource, KubeSchema};
 use reconcile_engine::Halted;
 use schemars::JsonSchema;
@@ -41,8 +41,20 @@ use super::rules;
 #[x_kube(validation = Rule::new(
     "!isIP(self.managementLif.ip) || self.dataLifs.all(l, !isIP(l.ip) || !(ip(l.ip) == ip(self.managementLif.ip)))"
 ).message("a data LIF must not use the management LIF's IP address").field_path(".dataLifs"))]
+#[x_kube(validation = Rule::new(
+    "self.mode != 'AccountOnly' || has(self.svmName)"
+).message("an AccountOnly object names the existing SVM it makes its account on in svmName").field_path(".svmName"))]
+#[x_kube(validation = Rule::new(
+    "self.mode != 'AccountOnly' || !has(self.shareWith)"
+).message("an AccountOnly object shares no SVM: shareWith belongs on the object that provisions it").field_path(".shareWith"))]
 #[serde(rename_all = "camelCase")]
 pub struct StorageVirtualMachineSpec {
+    /// What the object manages in ONTAP: `Owned` (default) the SVM, its LIFs, its account and
+    /// the seed Secret; `AccountOnly` only an account and its seed Secret on the existing SVM
+    /// named by `svmName`. Immutable.
+    #[serde(default)]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("mode is immutable").reason(Reason::FieldValueForbidden))]
+    pub mode: SvmMode,
     /// The OntapCluster to provision on. Immutable: moving an SVM between clusters is not a
     /// spec change but a new SVM.
     #[x_kube(validation = Rule::new("self == oldSelf").message("clusterRef is immutable").reason(Reason::FieldValueForbidden))]
@@ -84,6 +96,11 @@ pub struct StorageVirtualMachineSpec {
     pub secret_name: Option<String>,
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// The namespaces (by their labels) whose `AccountOnly` objects may make accounts on this
+    /// object's SVM; the object's own namespace always may. Absent: only the own namespace.
+    /// An account is full (vsadmin) access to the SVM: share with the namespaces you trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_with: Option<LabelSelector>,
 }
 
 /// The OntapCluster an SVM lives on (cluster-scoped, so a name is enough).
@@ -136,6 +153,23 @@ pub struct SvmAccountSpec {
     #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
     #[x_kube(validation = Rule::new(rules::NOT_RESERVED_ACCOUNT).message(rules::NOT_RESERVED_ACCOUNT_MESSAGE).reason(Reason::FieldValueForbidden))]
     pub name: Option<String>,
+}
+
+/// What a StorageVirtualMachine object manages in ONTAP.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum SvmMode {
+    /// The SVM, its LIFs, its account and the seed Secret: created, kept as specified and, per
+    /// `deletionPolicy`, deleted with the object.
+    #[default]
+    Owned,
+    /// Only an account and its seed Secret, on an SVM that exists already (provisioned by
+    /// another StorageVirtualMachine object, or outside the operator) and is named by
+    /// `svmName`. Several objects share one SVM this way, each with an account of its own:
+    /// metal-stack's one SVM per project, one account per shoot. The SVM is waited for, never
+    /// created, changed or deleted; the spec's LIFs are not managed, its management LIF is the
+    /// address the Secret publishes. Deleting the object deletes the account (per
+    /// `deletionPolicy`) and the Secret.
+    AccountOnly,
 }
 
 /// What happens in ONTAP when the StorageVirtualMachine object is deleted.

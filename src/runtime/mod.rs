@@ -73,12 +73,21 @@ pub async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result
     }
 }
 
+/// The operator's own namespace: the pod's (POD_NAMESPACE), else the one its manifests use.
+fn own_namespace() -> String {
+    std::env::var("POD_NAMESPACE").unwrap_or_else(|_| crate::manifests::NAMESPACE.into())
+}
+
 /// The Extension controller's settings, when `--extension-type` enables it.
 fn extension_settings(args: &RunArgs) -> Option<ExtensionSettings> {
     let extension_type = args.extension_type.clone()?;
     let mut settings = ExtensionSettings {
         extension_type,
         default_cluster: args.extension_default_cluster.clone(),
+        project_namespace: args
+            .extension_project_namespace
+            .clone()
+            .unwrap_or_else(own_namespace),
         ..ExtensionSettings::default()
     };
     if let Some(image) = &args.trident_operator_image {
@@ -234,8 +243,7 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
                 credentials_namespace: args
                     .credentials_namespace
                     .clone()
-                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
-                    .unwrap_or_else(|| crate::manifests::NAMESPACE.into()),
+                    .unwrap_or_else(own_namespace),
                 proxy: args.ontap_proxy.clone(),
                 svm_jobs_per_cluster: usize::from(args.ontap_svm_jobs_per_cluster),
                 aggregates_max_age: args.ontap_aggregates_max_age,
@@ -253,8 +261,7 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
             namespace: args
                 .heartbeat_namespace
                 .clone()
-                .or_else(|| std::env::var("POD_NAMESPACE").ok())
-                .unwrap_or_else(|| crate::manifests::NAMESPACE.into()),
+                .unwrap_or_else(own_namespace),
             holder_identity: format!("extension-{}", settings.extension_type),
             renew_interval: args.heartbeat_renew_interval,
         };
@@ -293,8 +300,7 @@ async fn run_until_signal(args: RunArgs) -> anyhow::Result<()> {
         let namespace = args
             .leader_election_namespace
             .clone()
-            .or_else(|| std::env::var("POD_NAMESPACE").ok())
-            .unwrap_or_else(|| "ontap-operator-system".into());
+            .unwrap_or_else(own_namespace);
         let config = LeaderElectionConfig {
             namespace,
             lease_name: args.leader_election_id.clone(),

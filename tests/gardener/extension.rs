@@ -22,6 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
+use ontap_operator::api::{DeletionPolicy, StorageVirtualMachine, SvmMode};
 use ontap_operator::controllers::extension::api::{
     Cluster, ErrorCode, Extension, LastOperationState, LastOperationType,
 };
@@ -62,6 +63,8 @@ fn operator_args(namespace: &str) -> Vec<String> {
     vec![
         format!("--namespace={namespace}"),
         "--extension-type=ontap".into(),
+        // The operator watches one namespace here: the project's SVM object must live in it.
+        format!("--extension-project-namespace={namespace}"),
         format!("--heartbeat-namespace={OPERATOR_NAMESPACE}"),
         "--heartbeat-renew-interval=5s".into(),
     ]
@@ -619,6 +622,20 @@ spec:
         ontap_operator::controllers::extension::naming::account_name(&ns)
     );
     assert!(w.authenticates(&user, &password, svm).await);
+    // The project's SVM is provisioned by an object of its own, which outlives the shoot and
+    // shares the SVM with shoot namespaces; the shoot's object only makes its account on it.
+    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
+    let project_object = objects
+        .get(&format!("ontap-project-{project}"))
+        .await
+        .unwrap();
+    assert_eq!(project_object.spec.mode, SvmMode::Owned);
+    assert_eq!(project_object.spec.deletion_policy, DeletionPolicy::Retain);
+    assert!(project_object.owner_references().is_empty());
+    assert!(project_object.spec.share_with.is_some());
+    let shoot_object = objects.get("ontap").await.unwrap();
+    assert_eq!(shoot_object.spec.mode, SvmMode::AccountOnly);
+    assert_eq!(shoot_object.spec.svm_name.as_deref(), Some(svm));
     let classes = Api::<StorageClass>::all(g.shoot.clone());
     assert!(classes.get_opt("ontap-gold").await.unwrap().is_some());
     assert!(classes.get_opt("ontap-encrypted").await.unwrap().is_some());

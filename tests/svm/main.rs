@@ -12,4 +12,5 @@ mod faults;
 mod hardening;
 mod kube_faults;
 mod provisioning;
+mod sharing;
 mod tenancy;

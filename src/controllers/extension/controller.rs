@@ -35,6 +35,7 @@
 //!   nothing outside the seed: it deletes the ManagedResources and the StorageVirtualMachine
 //!   object and removes the latter's finalizer, orphaning what ONTAP holds.
 
+use crate::api::SvmMode;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -91,6 +92,8 @@ crate::engine::steps! {
         ConfigValid,
         /// Restore: the SVM object adopts the SVM of `status.state`, its Secret pre-filled.
         SvmAdopted,
+        /// Per-project sharing: the object that provisions the project's SVM exists.
+        ProjectSvmDeclared,
         /// The StorageVirtualMachine object matches the configuration.
         SvmDeclared,
         /// The StorageVirtualMachine is Ready, at its generation, with a verified Secret.
@@ -142,6 +145,8 @@ pub struct ExtensionSettings {
     pub default_cluster: Option<String>,
     pub images: ShootImages,
     pub config_defaults: ConfigDefaults,
+    /// Where the objects that provision per-project SVMs live (`--extension-project-namespace`).
+    pub project_namespace: String,
 }
 
 impl Default for ExtensionSettings {
@@ -151,6 +156,7 @@ impl Default for ExtensionSettings {
             default_cluster: None,
             images: ShootImages::default(),
             config_defaults: ConfigDefaults::default(),
+            project_namespace: crate::manifests::NAMESPACE.to_owned(),
         }
     }
 }
@@ -245,6 +251,9 @@ struct Plan {
     account: String,
     /// The seed Secret, and the credentials Secret's name in the shoot.
     secret: String,
+    /// The object that provisions the SVM a project's shoots share (per-project sharing), in
+    /// [`ExtensionSettings::project_namespace`]; `None` when the shoot has an SVM of its own.
+    project_object: Option<String>,
 }
 
 /// The outcome of a pass, for the status.
@@ -352,6 +361,28 @@ fn rejected(reason: &'static str, e: kube::Error) -> StepError {
     }
 }
 
+/// The spec of an SVM object from the shoot's configuration: cluster, SVM name, aggregates,
+/// protocols and LIFs, plus `extra` fields.
+fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> Value {
+    let lif =
+        |l: &super::config::Lif| json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
+    let mut spec = json!({
+        "clusterRef": {"name": plan.cluster},
+        "svmName": plan.svm_name,
+        "aggregates": config.aggregates,
+        "protocols": {
+            "nvme": config.protocols.contains(&Protocol::Nvme),
+            "iscsi": config.protocols.contains(&Protocol::Iscsi),
+            "nfs": config.protocols.contains(&Protocol::Nfs),
+        },
+        "managementLif": lif(&config.management_lif),
+        "dataLifs": config.data_lifs.iter().map(lif).collect::<Vec<_>>(),
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    spec
+}
 fn namespace_of(ext: &Extension) -> String {
     ext.namespace().unwrap_or_default()
 }
@@ -443,6 +474,13 @@ impl ExtensionReconciler {
                 })
                 .await?;
         }
+        if let Some(project_object) = &plan.project_object {
+            steps
+                .step(ExtensionStep::ProjectSvmDeclared, || {
+                    self.declare_project_svm(&config, &plan, project_object)
+                })
+                .await?;
+        }
         steps
             .step(ExtensionStep::SvmDeclared, || {
                 self.declare_svm(ext, &config, &plan, None)
@@ -492,24 +530,39 @@ impl ExtensionReconciler {
             Some(state) => state.cluster.clone(),
             None => self.cluster_name(config)?,
         };
-        let (svm_name, account) = match (state, config.sharing) {
+        let project = match config.sharing {
+            SvmSharing::PerShoot => None,
+            SvmSharing::PerProject => Some(shoot.metal_project().ok_or_else(|| {
+                StepError::invalid(
+                    reason::SHOOT,
+                    format!(
+                        "a per-project SVM needs the Shoot annotation {}",
+                        super::api::METAL_PROJECT_ANNOTATION
+                    ),
+                )
+            })?),
+        };
+        let project_object = project
+            .map(|project| {
+                naming::project_object_name(project).ok_or_else(|| {
+                    StepError::invalid(
+                        reason::SHOOT,
+                        format!(
+                            "the metal-stack project {project:?} cannot name a Kubernetes object"
+                        ),
+                    )
+                })
+            })
+            .transpose()?;
+        let (svm_name, account) = match (state, project) {
             (Some(state), _) => (state.svm_name.clone(), state.account.clone()),
-            (None, SvmSharing::PerShoot) => (
+            (None, None) => (
                 default_svm_name(&namespace, &object),
                 naming::account_name(&namespace).unwrap_or_else(|| {
                     crate::controllers::svm::default_account_name(&namespace, &object)
                 }),
             ),
-            (None, SvmSharing::PerProject) => {
-                let project = shoot.metal_project().ok_or_else(|| {
-                    StepError::invalid(
-                        reason::SHOOT,
-                        format!(
-                            "a per-project SVM needs the Shoot annotation {}",
-                            super::api::METAL_PROJECT_ANNOTATION
-                        ),
-                    )
-                })?;
+            (None, Some(project)) => {
                 let account = naming::account_name(&namespace).ok_or_else(|| {
                     StepError::invalid(
                         reason::SHOOT,
@@ -532,6 +585,7 @@ impl ExtensionReconciler {
             svm_name,
             account,
             secret,
+            project_object,
         })
     }
 
@@ -568,27 +622,22 @@ impl ExtensionReconciler {
         plan: &Plan,
         adopt: Option<&str>,
     ) -> Result<StorageVirtualMachine, StepError> {
-        let lif = |l: &super::config::Lif| json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
-        // A shared SVM is never deleted by one of its shoots.
-        let deletion_policy = match config.sharing {
-            SvmSharing::PerProject => DeletionPolicy::Retain,
-            SvmSharing::PerShoot => config.deletion_policy,
+        // A shoot sharing its project's SVM makes only its account on it: deleting the shoot
+        // deletes the account, never the SVM.
+        let mode = match config.sharing {
+            SvmSharing::PerProject => SvmMode::AccountOnly,
+            SvmSharing::PerShoot => SvmMode::Owned,
         };
-        let spec: StorageVirtualMachineSpec = serde_json::from_value(json!({
-            "clusterRef": {"name": plan.cluster},
-            "svmName": plan.svm_name,
-            "aggregates": config.aggregates,
-            "protocols": {
-                "nvme": config.protocols.contains(&Protocol::Nvme),
-                "iscsi": config.protocols.contains(&Protocol::Iscsi),
-                "nfs": config.protocols.contains(&Protocol::Nfs),
-            },
-            "managementLif": lif(&config.management_lif),
-            "dataLifs": config.data_lifs.iter().map(lif).collect::<Vec<_>>(),
-            "account": {"name": plan.account},
-            "secretName": plan.secret,
-            "deletionPolicy": deletion_policy,
-        }))
+        let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
+            config,
+            plan,
+            json!({
+                "mode": mode,
+                "account": {"name": plan.account},
+                "secretName": plan.secret,
+                "deletionPolicy": config.deletion_policy,
+            }),
+        ))
         .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
         let owner = ext.controller_owner_ref(&()).ok_or_else(|| {
             StepError::transient_msg("ExtensionUnstored", "the Extension has no uid yet")
@@ -603,6 +652,62 @@ impl ExtensionReconciler {
             )]));
         }
         Ok(svm)
+    }
+
+    /// Step `ProjectSvmDeclared`: the StorageVirtualMachine that provisions the SVM of the
+    /// shoot's metal-stack project exists, created from the first shoot's configuration and
+    /// owned by no shoot: it outlives them all (`Retain`, as metal-stack keeps project SVMs),
+    /// and it shares the SVM with the namespaces of shoots that enabled this extension.
+    async fn declare_project_svm(
+        &self,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        object: &str,
+    ) -> Result<Outcome, StepError> {
+        let namespace = &self.settings.project_namespace;
+        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
+        let existing = match self.svms.get(&ObjectRef::new(object).within(namespace)) {
+            Some(cached) => Some((*cached).clone()),
+            None => api
+                .get_opt(object)
+                .await
+                .map_err(kube_error("SVMReadFailed"))?,
+        };
+        if let Some(existing) = existing {
+            // Later shoots of the project take the SVM as the first one declared it.
+            let provisions = existing.spec.mode == SvmMode::Owned
+                && existing.spec.svm_name.as_deref() == Some(plan.svm_name.as_str())
+                && existing.spec.cluster_ref.name == plan.cluster;
+            if !provisions {
+                return Err(StepError::invalid(
+                    reason::CONFIGURATION,
+                    format!(
+                        "the StorageVirtualMachine {namespace}/{object} exists but does not provision the project's SVM {} on cluster {}",
+                        plan.svm_name, plan.cluster
+                    ),
+                ));
+            }
+            return Ok(Outcome::unchanged());
+        }
+        let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
+            config,
+            plan,
+            json!({
+                "deletionPolicy": DeletionPolicy::Retain,
+                "shareWith": {"matchLabels": {
+                    format!("extensions.gardener.cloud/{}", self.settings.extension_type): "true"
+                }},
+            }),
+        ))
+        .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
+        let mut svm = StorageVirtualMachine::new(object, spec);
+        svm.metadata.namespace = Some(namespace.clone());
+        match api.create(&PostParams::default(), &svm).await {
+            Ok(_) => Ok(Outcome::changed()),
+            // Another shoot of the project declared it first.
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Outcome::unchanged()),
+            Err(e) => Err(rejected("SVMCreateFailed", e)),
+        }
     }
 
     /// Step `SvmDeclared`: the StorageVirtualMachine object exists with the desired spec.

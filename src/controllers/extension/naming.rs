@@ -20,6 +20,17 @@ pub fn project_svm_name(metal_project: &str) -> String {
     format!("p{}", metal_project.replace('-', ""))
 }
 
+/// The StorageVirtualMachine object that provisions a metal-stack project's SVM:
+/// `ontap-project-<project id>`, or `None` when the id cannot be part of an object name.
+pub fn project_object_name(metal_project: &str) -> Option<String> {
+    let id = metal_project.to_ascii_lowercase();
+    let valid = !id.is_empty()
+        && id.len() <= 200
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !id.ends_with('-');
+    valid.then(|| format!("ontap-project-{id}"))
+}
+
 /// `<project>--<shoot>` of a shoot namespace, or `None` for a namespace that is not one.
 pub fn shoot_identity(namespace: &str) -> Option<&str> {
     SHOOT_NAMESPACE_PREFIXES

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::api::{
     ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, OntapCluster, StorageVirtualMachine,
-    StorageVirtualMachineStatus, SvmPhase,
+    StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
 use crate::controllers::connections::{ClusterConnections, missing, ontap_busy, ontap_error};
 use crate::engine::{
@@ -68,6 +68,9 @@ const FIELD_MANAGER: &str = "ontap-operator";
 
 /// How soon to look again at an SVM that ONTAP is still creating, starting or deleting.
 const ONTAP_SETTLING: Duration = Duration::from_secs(2);
+/// How often an `AccountOnly` object looks again for an SVM that is missing or not running:
+/// another object provisions it, on no schedule this one can see.
+const EXISTING_SVM_RECHECK: Duration = Duration::from_secs(5);
 
 /// The controller's name: its metrics label, queue name and Events' reporter.
 pub const CONTROLLER: &str = "storagevirtualmachine";
@@ -257,16 +260,17 @@ impl SvmReconciler {
                 ),
             ));
         }
-        let claims = tenancy::Claims::of(svm, names.svm.clone());
+        let claims = tenancy::Claims::of(svm, names.svm.clone(), names.account.clone());
         let others = self.svms.store().state();
         let contested = tenancy::contested(
             svm,
             &claims,
             others.iter().map(|other| {
                 let status = other.status.clone().unwrap_or_default();
+                let names = self.names(other, &status);
                 (
                     &**other,
-                    tenancy::Claims::of(other, self.names(other, &status).svm),
+                    tenancy::Claims::of(other, names.svm, names.account),
                 )
             }),
         );
@@ -274,6 +278,80 @@ impl SvmReconciler {
             Some(why) => Err(StepError::conflict("ClaimedByAnother", why)),
             None => Ok(()),
         }
+    }
+
+    /// Whether an `Owned` object provisions the SVM an `AccountOnly` object names, on the same
+    /// cluster, and shares it with the object's namespace: an account is vsadmin access, so one
+    /// tenant must not give itself an account on another's SVM by naming it. A wait while no
+    /// object provisions it (the extension declares both at once).
+    fn shared_with(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+    ) -> Result<Option<Wait>, StepError> {
+        let all = self.svms.store().state();
+        let provider = all.iter().find(|other| {
+            other.spec.mode == SvmMode::Owned
+                && other.spec.cluster_ref == svm.spec.cluster_ref
+                && other.metadata.deletion_timestamp.is_none()
+                && {
+                    let status = other.status.clone().unwrap_or_default();
+                    self.names(other, &status).svm == names.svm
+                }
+        });
+        let Some(provider) = provider else {
+            return Ok(Some(Wait {
+                reason: "SVMAwaited".into(),
+                message: format!(
+                    "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
+                    names.svm, svm.spec.cluster_ref.name
+                ),
+                after: EXISTING_SVM_RECHECK,
+            }));
+        };
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&names.namespace))
+            .map(|ns| ns.labels().clone())
+            .unwrap_or_default();
+        let shared = tenancy::shares_with(provider, &names.namespace, &labels)
+            .map_err(|e| StepError::invalid("InvalidShareWith", e))?;
+        if shared {
+            return Ok(None);
+        }
+        Err(StepError::invalid(
+            "SVMNotShared",
+            format!(
+                "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
+                names.svm, names.namespace
+            ),
+        ))
+    }
+
+    /// The live `AccountOnly` objects with accounts on the SVM `svm` provisions: the ones of
+    /// its namespace by name, the others only counted (a tenant learns that its SVM is shared,
+    /// not with whom).
+    fn account_only_users(&self, svm: &StorageVirtualMachine, names: &Names) -> Vec<String> {
+        let all = self.svms.store().state();
+        let users: Vec<_> = all
+            .iter()
+            .filter(|other| {
+                other.spec.mode == SvmMode::AccountOnly
+                    && other.spec.cluster_ref == svm.spec.cluster_ref
+                    && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
+                    && other.metadata.deletion_timestamp.is_none()
+            })
+            .collect();
+        let mut named: Vec<String> = users
+            .iter()
+            .filter(|u| u.namespace() == svm.namespace())
+            .map(|u| format!("the StorageVirtualMachine {}", u.name_any()))
+            .collect();
+        let elsewhere = users.len() - named.len();
+        if elsewhere > 0 {
+            named.push(format!("{elsewhere} of other namespaces"));
+        }
+        named
     }
 
     /// Step `ClusterReady`: the OntapCluster exists, is Ready, admits this object (only while it
@@ -347,16 +425,27 @@ impl SvmReconciler {
         let client = self.cluster(svm, &names, steps).await?;
         let worker = steps.worker();
         let ontap_svm = steps
-            .step(SvmStep::SVMReady, || {
-                self.ensure_svm(svm, &names, status.uuid.as_deref(), &client, &worker)
+            .step(SvmStep::SVMReady, || async {
+                match svm.spec.mode {
+                    SvmMode::Owned => {
+                        self.ensure_svm(svm, &names, status.uuid.as_deref(), &client, &worker)
+                            .await
+                    }
+                    SvmMode::AccountOnly => match self.shared_with(svm, &names)? {
+                        Some(wait) => Ok(Outcome::Waiting(wait)),
+                        None => existing_svm(&client, &names).await,
+                    },
+                }
             })
             .await?;
         // Recorded only once the SVM exists: a name in the status is one ONTAP holds.
         status.svm_name = Some(ontap_svm.name.clone());
         status.uuid = Some(ontap_svm.uuid.clone());
-        steps
-            .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
-            .await?;
+        if svm.spec.mode == SvmMode::Owned {
+            steps
+                .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
+                .await?;
+        }
         let verified = steps
             .step(SvmStep::AccountReady, || {
                 self.ensure_account(svm, &names, &ontap_svm, &client)
@@ -869,7 +958,41 @@ impl SvmReconciler {
         if let Some(provisioned) = &status.svm_name {
             names.svm = provisioned.clone();
         }
-        if svm.spec.deletion_policy == DeletionPolicy::Delete {
+        if svm.spec.deletion_policy == DeletionPolicy::Delete
+            && svm.spec.mode == SvmMode::AccountOnly
+        {
+            let client = self.cluster(svm, &names, steps).await?;
+            let found = steps
+                .step(SvmStep::SVMFound, || async {
+                    Ok(Outcome::Unchanged(
+                        lookup_shared_svm(&client, &names, status.uuid.as_deref()).await?,
+                    ))
+                })
+                .await?;
+            if let Some(found) = found {
+                steps
+                    .step(SvmStep::AccountDeleted, || {
+                        delete_account(&client, &found, &names.account)
+                    })
+                    .await?;
+            }
+        } else if svm.spec.deletion_policy == DeletionPolicy::Delete {
+            let users = self.account_only_users(svm, &names);
+            if !users.is_empty() {
+                return steps
+                    .step(SvmStep::SVMDeleted, || async {
+                        Ok(Outcome::<()>::waiting(
+                            "SVMShared",
+                            format!(
+                                "the SVM {} still holds the accounts of {}; it is deleted once they are gone (or set deletionPolicy: Retain to leave it)",
+                                names.svm,
+                                users.join(", ")
+                            ),
+                            EXISTING_SVM_RECHECK,
+                        ))
+                    })
+                    .await;
+            }
             let client = self.cluster(svm, &names, steps).await?;
             let found = steps
                 .step(SvmStep::SVMFound, || {
@@ -911,12 +1034,8 @@ impl SvmReconciler {
                     })
                     .await?;
                 steps
-                    .step(SvmStep::AccountDeleted, || async {
-                        client
-                            .delete_account(&found.uuid, &names.account)
-                            .await
-                            .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
-                        Ok(Outcome::changed())
+                    .step(SvmStep::AccountDeleted, || {
+                        delete_account(&client, &found, &names.account)
                     })
                     .await?;
                 let worker = steps.worker();
@@ -1011,6 +1130,62 @@ async fn find_for_deletion(
     Ok(Outcome::Unchanged(
         lookup_svm(client, &names.svm).await?.filter(ours),
     ))
+}
+
+/// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists and runs. It is only
+/// looked at — whoever provisioned it owns it.
+async fn existing_svm(client: &OntapClient, names: &Names) -> Result<Outcome<Svm>, StepError> {
+    let Some(found) = lookup_svm(client, &names.svm).await? else {
+        return Ok(Outcome::waiting(
+            "SVMAwaited",
+            format!(
+                "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
+                names.svm
+            ),
+            EXISTING_SVM_RECHECK,
+        ));
+    };
+    match found.state {
+        Some(SvmState::Running) => Ok(Outcome::Unchanged(found)),
+        state => Ok(Outcome::waiting(
+            "SVMNotRunning",
+            format!(
+                "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
+                names.svm
+            ),
+            EXISTING_SVM_RECHECK,
+        )),
+    }
+}
+
+/// Step `AccountDeleted`: the account is gone from `svm` (already gone counts).
+async fn delete_account(
+    client: &OntapClient,
+    svm: &Svm,
+    account: &str,
+) -> Result<Outcome, StepError> {
+    client
+        .delete_account(&svm.uuid, account)
+        .await
+        .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
+    Ok(Outcome::changed())
+}
+
+/// The SVM an `AccountOnly` object made its account on: the recorded one, else the one of its
+/// name; `None` when neither exists any more (the account went with the SVM).
+async fn lookup_shared_svm(
+    client: &OntapClient,
+    names: &Names,
+    recorded: Option<&str>,
+) -> Result<Option<Svm>, StepError> {
+    if let Some(uuid) = recorded {
+        match client.svm(uuid).await {
+            Ok(found) => return Ok(Some(found)),
+            Err(e) if is_entry_not_found(&e) => {}
+            Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+        }
+    }
+    lookup_svm(client, &names.svm).await
 }
 
 /// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
-use crate::api::StorageVirtualMachine;
+use crate::api::{StorageVirtualMachine, SvmMode};
 
 /// Whether a namespace with `labels` may use a cluster with `selector` (none: every namespace).
 pub fn namespace_allowed(
@@ -25,24 +25,52 @@ pub fn namespace_allowed(
     Ok(selector.matches(labels))
 }
 
+/// Whether `provider`, the object that provisions an SVM, lets `AccountOnly` objects of
+/// `namespace` (with `labels`) make accounts on it: its own namespace always, others only
+/// through its `shareWith`.
+pub fn shares_with(
+    provider: &StorageVirtualMachine,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<bool, String> {
+    if provider.namespace().as_deref() == Some(namespace) {
+        return Ok(true);
+    }
+    match &provider.spec.share_with {
+        None => Ok(false),
+        Some(selector) => namespace_allowed(Some(selector), labels),
+    }
+}
+
 /// What a StorageVirtualMachine asks ONTAP for that no other may have on the same cluster.
 #[derive(Debug)]
 pub struct Claims {
-    pub svm_name: String,
+    /// The SVM it provisions; `None` for an `AccountOnly` object, which shares an SVM.
+    pub svm_name: Option<String>,
     pub addresses: Vec<IpAddr>,
+    /// Its account: SVM name and account name. Two objects setting the passwords of one
+    /// account would take turns locking each other out.
+    pub account: (String, String),
 }
 
 impl Claims {
-    /// `svm`'s claims, its SVM named `svm_name`.
-    pub fn of(svm: &StorageVirtualMachine, svm_name: String) -> Self {
+    /// `svm`'s claims, its SVM named `svm_name`, its account `account`.
+    pub fn of(svm: &StorageVirtualMachine, svm_name: String, account: String) -> Self {
         let spec = &svm.spec;
-        let addresses = std::iter::once(&spec.management_lif)
-            .chain(&spec.data_lifs)
-            .filter_map(|lif| lif.ip.parse().ok())
-            .collect();
-        Self {
-            svm_name,
-            addresses,
+        match spec.mode {
+            SvmMode::Owned => Self {
+                svm_name: Some(svm_name.clone()),
+                addresses: std::iter::once(&spec.management_lif)
+                    .chain(&spec.data_lifs)
+                    .filter_map(|lif| lif.ip.parse().ok())
+                    .collect(),
+                account: (svm_name, account),
+            },
+            SvmMode::AccountOnly => Self {
+                svm_name: None,
+                addresses: Vec::new(),
+                account: (svm_name, account),
+            },
         }
     }
 }
@@ -84,10 +112,18 @@ pub fn contested<'a>(
         } else {
             "a StorageVirtualMachine of another namespace".to_owned()
         };
-        if theirs.svm_name == claims.svm_name {
+        if let Some(name) = &claims.svm_name
+            && theirs.svm_name.as_ref() == Some(name)
+        {
             return Some(format!(
-                "the SVM name {} on cluster {} is claimed by {holder}, created earlier; choose another spec.svmName",
-                claims.svm_name, svm.spec.cluster_ref.name
+                "the SVM name {name} on cluster {} is claimed by {holder}, created earlier; choose another spec.svmName",
+                svm.spec.cluster_ref.name
+            ));
+        }
+        if theirs.account == claims.account {
+            return Some(format!(
+                "the account {} of the SVM {} on cluster {} is claimed by {holder}, created earlier; choose another spec.account.name",
+                claims.account.1, claims.account.0, svm.spec.cluster_ref.name
             ));
         }
         if let Some(address) = claims
@@ -161,7 +197,8 @@ mod tests {
     fn the_older_object_keeps_a_contested_name_or_address() {
         let first = svm("team-a", "db", 100, &["192.0.2.10", "192.0.2.11"]);
         let later = svm("team-b", "db", 200, &["192.0.2.20", "192.0.2.11"]);
-        let claims = |s: &StorageVirtualMachine, name: &str| Claims::of(s, name.to_owned());
+        let claims =
+            |s: &StorageVirtualMachine, name: &str| Claims::of(s, name.to_owned(), s.name_any());
 
         // Distinct names, one shared data address: the later object is refused, the first not.
         let why = contested(
@@ -218,9 +255,62 @@ mod tests {
         let mut holder = svm("team-b", "zz", 100, &["192.0.2.10"]);
         holder.status = Some(serde_json::from_value(json!({"uuid": "u-1"})).unwrap());
         let newcomer = svm("team-a", "aa", 100, &["192.0.2.10"]);
-        let claims = |s: &StorageVirtualMachine| Claims::of(s, s.name_any());
+        let claims = |s: &StorageVirtualMachine| Claims::of(s, s.name_any(), s.name_any());
         assert!(contested(&newcomer, &claims(&newcomer), [(&holder, claims(&holder))]).is_some());
         assert!(contested(&holder, &claims(&holder), [(&newcomer, claims(&newcomer))]).is_none());
+    }
+
+    #[test]
+    fn objects_sharing_an_svm_claim_only_their_accounts() {
+        let provider = svm("ops", "project", 100, &["192.0.2.10", "192.0.2.11"]);
+        let mut shoot_a = svm("shoot-a", "ontap", 200, &["192.0.2.10", "192.0.2.11"]);
+        shoot_a.spec.mode = SvmMode::AccountOnly;
+        let mut shoot_b = svm("shoot-b", "ontap", 300, &["192.0.2.10", "192.0.2.11"]);
+        shoot_b.spec.mode = SvmMode::AccountOnly;
+        let claims = |s: &StorageVirtualMachine, account: &str| {
+            Claims::of(s, "p1".to_owned(), account.to_owned())
+        };
+        let everyone = |a: &str, b: &str| {
+            [
+                (&provider, claims(&provider, "vsadmin-project")),
+                (&shoot_a, claims(&shoot_a, a)),
+                (&shoot_b, claims(&shoot_b, b)),
+            ]
+        };
+        // Same SVM name and addresses as the provisioning object, accounts of their own.
+        assert!(contested(&shoot_a, &claims(&shoot_a, "a"), everyone("a", "b")).is_none());
+        assert!(contested(&shoot_b, &claims(&shoot_b, "b"), everyone("a", "b")).is_none());
+        assert!(
+            contested(
+                &provider,
+                &claims(&provider, "vsadmin-project"),
+                everyone("a", "b")
+            )
+            .is_none()
+        );
+        // One account asked for twice: the later object is refused.
+        let why = contested(&shoot_b, &claims(&shoot_b, "a"), everyone("a", "a")).unwrap();
+        assert!(why.contains("account a of the SVM p1"), "{why}");
+        assert!(contested(&shoot_a, &claims(&shoot_a, "a"), everyone("a", "a")).is_none());
+    }
+
+    #[test]
+    fn an_svm_is_shared_with_its_own_namespace_and_those_its_selector_admits() {
+        let mut provider = svm("ops", "project", 100, &["192.0.2.10"]);
+        let shoot: BTreeMap<String, String> = [(
+            "extensions.gardener.cloud/ontap".to_owned(),
+            "true".to_owned(),
+        )]
+        .into();
+        let other = BTreeMap::new();
+        assert!(shares_with(&provider, "ops", &other).unwrap());
+        assert!(!shares_with(&provider, "shoot--p--a", &shoot).unwrap());
+        provider.spec.share_with = Some(LabelSelector {
+            match_labels: Some(shoot.clone()),
+            ..LabelSelector::default()
+        });
+        assert!(shares_with(&provider, "shoot--p--a", &shoot).unwrap());
+        assert!(!shares_with(&provider, "team-x", &other).unwrap());
     }
 
     #[test]
@@ -231,8 +321,8 @@ mod tests {
         assert!(
             contested(
                 &elsewhere,
-                &Claims::of(&elsewhere, "a".into()),
-                [(&first, Claims::of(&first, "a".into()))]
+                &Claims::of(&elsewhere, "a".into(), "acc".into()),
+                [(&first, Claims::of(&first, "a".into(), "acc".into()))]
             )
             .is_none()
         );
