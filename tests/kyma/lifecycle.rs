@@ -1,6 +1,7 @@
 //! A Kyma's lifecycle: its children appear, move through the simulated installation and report
 //! back; the list of components changes; children are deleted by hand; the Kyma is deleted.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
@@ -11,7 +12,7 @@ use ontap_operator::controllers::kyma::{STANDARD_COMPONENTS, standard_namespace}
 use ontap_operator::measure::single_kyma_time;
 
 use crate::support::kyma::{KymaWorld, StatusLog, TIME_SCALE, component_state};
-use crate::support::poll;
+use crate::support::{poll, tail, try_poll};
 
 const ORDER: [HelmComponentState; 5] = [
     HelmComponentState::Pending,
@@ -255,4 +256,69 @@ async fn deleting_a_kyma_deletes_its_children() {
         "the children of the deleted Kyma are gone"
     );
     world.wait_success("kept").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_of_the_same_name_that_the_kyma_does_not_own_is_left_alone() {
+    let world = KymaWorld::start(&[]).await;
+    // Someone else's HelmComponent holds the name the Kyma's child would get.
+    let squatter = crate::support::kyma::helm_component("k-ory", "ory");
+    world
+        .components()
+        .create(&Default::default(), &squatter)
+        .await
+        .unwrap();
+    let squatter = world.components().get("k-ory").await.unwrap();
+    world
+        .create_kyma("k", &[("ory", None), ("rafter", None)])
+        .await;
+    // The other child is made; the Kyma keeps waiting for ory, which it does not own.
+    let found = try_poll(Duration::from_secs(60), async || {
+        let kyma = world.kymas().get("k").await.unwrap();
+        let rafter = world.components().get_opt("k-rafter").await.unwrap();
+        let done = rafter
+            .as_ref()
+            .is_some_and(|r| component_state(r) == Some(HelmComponentState::Success))
+            && kyma
+                .status
+                .as_ref()
+                .is_some_and(|s| s.waiting_for == ["ory"]);
+        if done {
+            Ok(kyma)
+        } else {
+            Err(format!(
+                "k-rafter {:?}, Kyma status {:?}",
+                rafter.and_then(|r| r.status),
+                kyma.status
+            ))
+        }
+    })
+    .await;
+    let kyma = found.unwrap_or_else(|why| {
+        panic!(
+            "rafter at success, ory waited for: {why}\n--- operator log ---\n{}",
+            tail(&world.operator.logs(), 30)
+        )
+    });
+    assert_eq!(kyma.status.unwrap().status, Some(KymaState::Reconciling));
+    let still = world.components().get("k-ory").await.unwrap();
+    assert_eq!(still.uid(), squatter.uid(), "not replaced");
+    assert!(still.owner_references().is_empty(), "not adopted");
+
+    // Deleting the Kyma leaves the object it never owned.
+    world
+        .kymas()
+        .delete("k", &DeleteParams::default())
+        .await
+        .unwrap();
+    world
+        .wait_gone(&world.kymas(), "k", Duration::from_secs(30))
+        .await;
+    let left: BTreeMap<String, Option<String>> = world
+        .children()
+        .await
+        .iter()
+        .map(|c| (c.name_any(), c.uid()))
+        .collect();
+    assert_eq!(left, BTreeMap::from([("k-ory".to_owned(), squatter.uid())]));
 }
