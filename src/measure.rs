@@ -220,6 +220,17 @@ pub fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// `/proc/loadavg`'s three averages: other work on the machine skews every figure a benchmark
+/// prints.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The API server's `apiserver_request_total`, summed by the labels named in `by`
 /// (`verb`, `resource`, `subresource`, `code`), joined with a space.
 pub async fn apiserver_requests(
