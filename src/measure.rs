@@ -346,7 +346,8 @@ pub struct LoadReport {
     pub peak_rss_kib: Option<u64>,
     /// API server requests during the run, by verb.
     pub requests_by_verb: BTreeMap<String, f64>,
-    /// API server requests during the run, by verb, resource and subresource.
+    /// API server requests during the run, by verb, resource, subresource and response code
+    /// (429s are requests the API server's in-flight limit refused and the client retried).
     pub requests_by_resource: BTreeMap<String, f64>,
 }
 
@@ -396,7 +397,7 @@ impl LoadReport {
         for (verb, n) in &self.requests_by_verb {
             lines.push(format!("  {n:>9.0} {verb}"));
         }
-        lines.push("API server requests by verb, resource, subresource".to_owned());
+        lines.push("API server requests by verb, resource, subresource, code".to_owned());
         for (key, n) in &self.requests_by_resource {
             lines.push(format!("  {n:>9.0} {key}"));
         }
@@ -419,7 +420,7 @@ pub async fn run_load(
     let kymas = names.iter().map(|n| sample_kyma(n, namespace)).collect();
     let by_verb = |client: Client| async move { apiserver_requests(&client, &["verb"]).await };
     let by_resource = |client: Client| async move {
-        apiserver_requests(&client, &["verb", "resource", "subresource"]).await
+        apiserver_requests(&client, &["verb", "resource", "subresource", "code"]).await
     };
     let verbs_before = by_verb(client.clone()).await.unwrap_or_default();
     let resources_before = by_resource(client.clone()).await.unwrap_or_default();
