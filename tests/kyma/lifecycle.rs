@@ -89,7 +89,7 @@ async fn a_standard_kyma_reaches_success_with_exactly_its_children() {
             "{}: lastReconciliation set",
             child.name_any()
         );
-        // Every state was written, in order, each once.
+        // Every state was written, in order (repeats are other changes to the same state).
         let seen = states.of(&child.name_any());
         let mut distinct = seen.clone();
         distinct.dedup();
