@@ -3,6 +3,8 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 LOCAL := $(CURDIR)/.local
+# Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
+BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 
 .PHONY: run test up down crds manifests lint bench deps build unit-test gardener-registration
 
@@ -21,14 +23,21 @@ up: deps build
 down:
 	@hack/local-env.sh down
 
+# The simulated Kyma lifecycle runs this many times faster under `make run`: the sample Kyma
+# (deploy/samples/kyma.yaml, 67 s in real time) reaches success in about 17 s, slow enough to
+# watch it move. KYMA_TIME_SCALE=1 shows the experiment's real timing.
+KYMA_TIME_SCALE ?= 4
+
 ## run: the operator in the foreground against the local control plane, mock ONTAP and Jaeger,
-## with the samples of deploy/samples applied (`kubectl get svm -A` in another shell); GARDENER=1
-## adds a shoot: Gardener's CRDs, a shoot control plane, gardener-resource-manager, the Extension
-## controller and deploy/samples/gardener (`kubectl get extension -A`)
+## with the samples of deploy/samples applied (`kubectl get svm -A`, `kubectl get kyma,hc -n pb`
+## in another shell); both controller sets run, the Kyma lifecycle KYMA_TIME_SCALE times faster;
+## GARDENER=1 adds a shoot: Gardener's CRDs, a shoot control plane, gardener-resource-manager, the
+## Extension controller and deploy/samples/gardener (`kubectl get extension -A`)
 run: up
 	@hack/local-env.sh samples
-	@source $(LOCAL)/env && target/debug/ontap-operator run \
+	@source $(LOCAL)/env && $(BIN)/ontap-operator run \
 		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081 \
+		--controllers ontap,kyma --kyma-time-scale $(KYMA_TIME_SCALE) --helm "$$(hack/tools.sh helm)" \
 		$(if $(filter 1,$(GARDENER)),--extension-type ontap --heartbeat-namespace ontap-operator-system)
 
 ## manifests: regenerate crds/, deploy/rbac.yaml and the chart's ClusterRole rules from the
@@ -51,6 +60,9 @@ lint:
 test: deps lint
 	$(CARGO) test --workspace --no-fail-fast
 
-## bench: benchmarks that print their figures (tests/bench_svm.rs: 1,000 SVMs at once; BENCH_SVMS=n for another count)
+## bench: benchmarks that print their figures (tests/bench_svm.rs: 1,000 SVMs at once, BENCH_SVMS=n
+## for another count; tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and
+## BENCH_KYMA_TIME_SCALE=s, default 1 = the experiment's real time)
 bench: deps
 	$(CARGO) test --release --test bench_svm -- --ignored --nocapture
+	$(CARGO) test --release --test bench_kyma -- --ignored --nocapture

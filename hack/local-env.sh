@@ -7,6 +7,8 @@ here=$root/hack
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 local_dir=$root/.local
+# The binaries `cargo build` made (it honours CARGO_TARGET_DIR).
+bin=${CARGO_TARGET_DIR:-$root/target}/debug
 
 start_mock_ontap() {
   local dir=$local_dir/mock-ontap
@@ -15,7 +17,7 @@ start_mock_ontap() {
   rm -f "$dir/address" "$dir/pid"
   # A fresh admin password per environment: nothing well known ends up in a Secret.
   [ -f "$dir/admin-password" ] || { openssl rand -hex 12 | tr -d '\n' >"$dir/admin-password"; chmod 600 "$dir/admin-password"; }
-  MOCK_ONTAP_ADMIN_PASSWORD=$(cat "$dir/admin-password") "$root/target/debug/mock-ontap" \
+  MOCK_ONTAP_ADMIN_PASSWORD=$(cat "$dir/admin-password") "$bin/mock-ontap" \
     --listen 127.0.0.1:0 --ready-file "$dir/address" --tls-cert-out "$dir/ca.crt" \
     </dev/null >"$dir/mock-ontap.log" 2>&1 &
   echo $! >"$dir/pid"
@@ -51,7 +53,7 @@ gardener_up() {
 
 up() {
   mkdir -p "$local_dir"
-  [ -x "$root/target/debug/mock-ontap" ] || die "build first: cargo build --workspace --bins"
+  [ -x "$bin/mock-ontap" ] || die "build first: cargo build --workspace --bins"
   if [ -f "$local_dir/control-plane/pids" ] && kill -0 $(cat "$local_dir/control-plane/pids") 2>/dev/null; then
     log "control plane already up"
   else
@@ -77,7 +79,7 @@ up() {
     echo "export ONTAP_CA_FILE=$local_dir/mock-ontap/ca.crt"
   } >"$local_dir/env"
   chmod 600 "$local_dir/env"
-  "$root/target/debug/ontap-operator" crds --out-dir "$local_dir/crds"
+  "$bin/ontap-operator" crds --out-dir "$local_dir/crds"
   if command -v kubectl >/dev/null 2>&1; then
     kubectl --kubeconfig "$local_dir/kubeconfig" apply -f "$local_dir/crds" >/dev/null
   else

@@ -220,6 +220,17 @@ pub fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// `/proc/loadavg`'s three averages: other work on the machine skews every figure a benchmark
+/// prints.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The API server's `apiserver_request_total`, summed by the labels named in `by`
 /// (`verb`, `resource`, `subresource`, `code`), joined with a space.
 pub async fn apiserver_requests(
@@ -335,7 +346,8 @@ pub struct LoadReport {
     pub peak_rss_kib: Option<u64>,
     /// API server requests during the run, by verb.
     pub requests_by_verb: BTreeMap<String, f64>,
-    /// API server requests during the run, by verb, resource and subresource.
+    /// API server requests during the run, by verb, resource, subresource and response code
+    /// (429s are requests the API server's in-flight limit refused and the client retried).
     pub requests_by_resource: BTreeMap<String, f64>,
 }
 
@@ -385,7 +397,7 @@ impl LoadReport {
         for (verb, n) in &self.requests_by_verb {
             lines.push(format!("  {n:>9.0} {verb}"));
         }
-        lines.push("API server requests by verb, resource, subresource".to_owned());
+        lines.push("API server requests by verb, resource, subresource, code".to_owned());
         for (key, n) in &self.requests_by_resource {
             lines.push(format!("  {n:>9.0} {key}"));
         }
@@ -408,7 +420,7 @@ pub async fn run_load(
     let kymas = names.iter().map(|n| sample_kyma(n, namespace)).collect();
     let by_verb = |client: Client| async move { apiserver_requests(&client, &["verb"]).await };
     let by_resource = |client: Client| async move {
-        apiserver_requests(&client, &["verb", "resource", "subresource"]).await
+        apiserver_requests(&client, &["verb", "resource", "subresource", "code"]).await
     };
     let verbs_before = by_verb(client.clone()).await.unwrap_or_default();
     let resources_before = by_resource(client.clone()).await.unwrap_or_default();

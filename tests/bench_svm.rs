@@ -16,6 +16,7 @@ use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
 use mock_ontap::MockConfig;
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
+use ontap_operator::measure::{loadavg, proc_status_kb};
 use support::fixtures::svm;
 use support::metrics::metric_sums;
 use support::svm::SvmWorld;
@@ -46,18 +47,6 @@ fn is_ready(svm: &StorageVirtualMachine) -> bool {
             .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-/// A `/proc/<pid>/status` value in kB, e.g. `VmHWM`.
-fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}:")))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
-}
-
 /// User plus system CPU seconds of a process, from `/proc/<pid>/stat`.
 fn cpu_seconds(pid: u32) -> Option<f64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -67,16 +56,6 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     // USER_HZ is 100 on every Linux this runs on.
     Some(ticks as f64 / 100.0)
-}
-
-/// `/proc/loadavg`'s three averages: other work on the machine skews every figure.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The sequence number the mock's request log will give its next request: its log is a ring of

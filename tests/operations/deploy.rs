@@ -47,17 +47,7 @@ fn deploy_objects() -> BTreeMap<String, Value> {
 
 #[test]
 fn the_chart_renders_the_objects_of_deploy() {
-    let helm = Command::new(crate::support::repo_root().join("hack/tools.sh"))
-        .arg("helm")
-        .output()
-        .unwrap();
-    assert!(
-        helm.status.success(),
-        "{}",
-        String::from_utf8_lossy(&helm.stderr)
-    );
-    let helm = String::from_utf8(helm.stdout).unwrap();
-    let rendered = Command::new(helm.trim())
+    let rendered = Command::new(crate::support::tool("helm"))
         .args(["template", "ontap-operator"])
         .arg(crate::support::repo_root().join("deploy/chart"))
         .output()

@@ -24,6 +24,7 @@ pub mod blackhole;
 pub mod fixtures;
 pub mod gardener;
 pub mod jaeger;
+pub mod kyma;
 pub mod metrics;
 pub mod mock;
 pub mod ontap;
@@ -258,6 +259,21 @@ impl<T> Attempt<T> for Result<T, String> {
     fn attempt(self) -> Result<T, String> {
         self
     }
+}
+
+/// The path `hack/tools.sh <name>` prints for a tool it builds once and caches (`helm`,
+/// `jaeger`, …).
+pub fn tool(name: &str) -> PathBuf {
+    let out = Command::new(repo_root().join("hack/tools.sh"))
+        .arg(name)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hack/tools.sh {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 /// The last `lines` lines of `text`, for failure messages.

@@ -315,28 +315,25 @@ impl KymaReconciler {
             }
         }
     }
-}
 
-impl Reconciler for KymaReconciler {
-    type Resource = Kyma;
-    type Step = KymaStep;
-    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+    /// `progress` for a `waitingFor` written at once, not held back.
+    fn progress_now(&self, kyma_key: u64) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(kyma_key, Instant::now());
+    }
 
-    async fn reconcile(
+    /// The steps that make the children what the spec lists: missing ones created, changed
+    /// ones repaired, unlisted ones deleted.
+    async fn children_match_spec(
         &self,
         kyma: &Kyma,
-        status: &mut KymaStatus,
+        api: &Api<HelmComponent>,
+        children: &HashMap<String, Arc<HelmComponent>>,
+        listed: &HashSet<String>,
         steps: &mut StepRunner<KymaStep>,
     ) -> Result<(), Halt> {
-        let api = self.api(kyma);
-        let children = self.children(kyma);
-        let listed: HashSet<String> = kyma
-            .spec
-            .components
-            .iter()
-            .map(|c| child_name(kyma, &c.name))
-            .collect();
-
         steps
             .step(KymaStep::ComponentsCreated, || async {
                 let mut creates = Vec::new();
@@ -372,7 +369,7 @@ impl Reconciler for KymaReconciler {
                     return Ok(Outcome::unchanged());
                 }
                 let created: Vec<Result<bool, StepError>> = futures::stream::iter(creates)
-                    .map(|child| self.create(&api, kyma, child))
+                    .map(|child| self.create(api, kyma, child))
                     .buffer_unordered(PARALLEL_WRITES)
                     .collect()
                     .await;
@@ -398,13 +395,49 @@ impl Reconciler for KymaReconciler {
                     .filter(|c| !listed.contains(&c.name_any()))
                     .cloned()
                     .collect();
-                if self.delete_all(&api, unlisted).await? == 0 {
+                if self.delete_all(api, unlisted).await? == 0 {
                     return Ok(Outcome::unchanged());
                 }
                 Ok(Outcome::changed())
             })
             .await?;
+        Ok(())
+    }
+}
 
+/// Sets `status` to `reconciling` while `waiting_for` names components, else `success`.
+fn set_waiting(status: &mut KymaStatus, waiting_for: Vec<String>) {
+    status.status = Some(if waiting_for.is_empty() {
+        KymaState::Success
+    } else {
+        KymaState::Reconciling
+    });
+    status.waiting_for = waiting_for;
+}
+
+impl Reconciler for KymaReconciler {
+    type Resource = Kyma;
+    type Step = KymaStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+
+    async fn reconcile(
+        &self,
+        kyma: &Kyma,
+        status: &mut KymaStatus,
+        steps: &mut StepRunner<KymaStep>,
+    ) -> Result<(), Halt> {
+        let api = self.api(kyma);
+        let children = self.children(kyma);
+        let listed: HashSet<String> = kyma
+            .spec
+            .components
+            .iter()
+            .map(|c| child_name(kyma, &c.name))
+            .collect();
+
+        // The status says what the Kyma waits for before any step runs: a pass that fails (a
+        // child's name taken by another object, a create refused) still reports `reconciling`
+        // and the components it cannot finish, instead of leaving the status empty.
         let waiting: Vec<String> = kyma
             .spec
             .components
@@ -419,13 +452,24 @@ impl Reconciler for KymaReconciler {
             .map(|c| c.name.clone())
             .collect();
         let kyma_key = key(&kyma.uid().unwrap_or_default());
-        let (waiting_for, refresh) = self.progress(kyma_key, status, waiting);
-        status.status = Some(if waiting_for.is_empty() {
-            KymaState::Success
-        } else {
-            KymaState::Reconciling
-        });
-        status.waiting_for = waiting_for;
+        let (waiting_for, refresh) = self.progress(kyma_key, status, waiting.clone());
+        let held_back = waiting_for != waiting;
+        set_waiting(status, waiting_for);
+
+        let children_done = self
+            .children_match_spec(kyma, &api, &children, &listed, steps)
+            .await;
+        if let Err(halt) = children_done {
+            if held_back {
+                // A failing pass writes its status anyway (the halt's attempts change): holding
+                // `waitingFor` back saves no write and would leave it stale for the whole
+                // backoff.
+                self.progress_now(kyma_key);
+                set_waiting(status, waiting);
+            }
+            return Err(halt);
+        }
+
         steps
             .step(KymaStep::ComponentsSucceeded, || async {
                 if status.waiting_for.is_empty() {

@@ -1,0 +1,299 @@
+//! `make bench`: the Kyma scale experiment (issue 13) on this project's control plane. One
+//! standard Kyma alone, then many created at once (`kyma-sample-1..N`, the 18 standard
+//! components, as the experiment's `sample-data.sh` makes them), then a restart of the operator
+//! with everything present. Prints the single-Kyma time, the time until all of the many reached
+//! `success` and its ratio to the single time, writes per Kyma, the write rate a plain client
+//! gets from the same API server and the floor it sets, the operator's peak RSS and work-queue
+//! depth, and what the restart cost. Nothing here is asserted against a clock: the figures are
+//! the result.
+//!
+//! Ignored by `make test`; run with
+//! `cargo test --release --test bench_kyma -- --ignored --nocapture`. `BENCH_KYMAS_MANY` sets N
+//! (default 100), `BENCH_KYMA_TIME_SCALE` the operator's `--kyma-time-scale` (default 1, the
+//! experiment's real time; 10 makes a run take seconds), `BENCH_OPERATOR_FLAGS` more operator
+//! flags, `BENCH_REPORT` a file to write the report to as well.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ontap_operator::controllers::kyma::STANDARD_COMPONENTS;
+use ontap_operator::controllers::kyma::component::CONTROLLER as COMPONENT_CONTROLLER;
+use ontap_operator::controllers::kyma::kyma::CONTROLLER as KYMA_CONTROLLER;
+use ontap_operator::measure::{
+    LoadReport, WRITE_VERBS, loadavg, plain_write_rate, proc_status_kb, run_load, single_kyma_time,
+};
+use support::kyma::{helm, kyma_identity};
+use support::metrics::{kube_writes, metric_sum, metric_sums};
+use support::operator::OperatorProcess;
+use support::{env, tail, try_poll};
+
+/// Generous: at time scale 1 and 1,000 Kymas, minutes.
+const ALL_SUCCESS_WITHIN: Duration = Duration::from_secs(30 * 60);
+
+/// ConfigMaps the plain client writes to measure the API server's write rate.
+const PLAIN_WRITES: usize = 2000;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The operator's largest work-queue depths and RSS seen while a run goes on, sampled from its
+/// `/metrics` and `/proc` every 250 ms.
+struct Sampler {
+    peaks: Arc<Mutex<BTreeMap<String, f64>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sampler {
+    fn start(metrics_url: String, pid: u32) -> Self {
+        let peaks: Arc<Mutex<BTreeMap<String, f64>>> = Arc::default();
+        let task = tokio::spawn({
+            let peaks = peaks.clone();
+            async move {
+                let http = reqwest::Client::new();
+                loop {
+                    if let Ok(response) = http.get(&metrics_url).send().await
+                        && let Ok(text) = response.text().await
+                    {
+                        let mut peaks = peaks.lock().unwrap();
+                        for (name, depth) in metric_sums(&text, "workqueue_depth", "name") {
+                            let peak = peaks.entry(format!("queue {name}")).or_default();
+                            *peak = peak.max(depth);
+                        }
+                        if let Some(kb) = proc_status_kb(pid, "VmRSS") {
+                            let peak = peaks.entry("rss MiB".into()).or_default();
+                            *peak = peak.max(kb as f64 / 1024.0);
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        });
+        Sampler { peaks, task }
+    }
+
+    fn stop(self) -> BTreeMap<String, f64> {
+        self.task.abort();
+        self.peaks.lock().unwrap().clone()
+    }
+}
+
+struct Bench {
+    kubeconfig: std::path::PathBuf,
+    args: Vec<String>,
+    operator: OperatorProcess,
+}
+
+impl Bench {
+    fn spawn(kubeconfig: &std::path::Path, args: &[String]) -> OperatorProcess {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        OperatorProcess::spawn(kubeconfig, &argv, &[])
+    }
+
+    async fn restart(&mut self) {
+        self.operator.kill();
+        self.operator = Self::spawn(&self.kubeconfig, &self.args);
+        self.operator
+            .wait_readyz(200, Duration::from_secs(120))
+            .await;
+    }
+
+    fn metrics_url(&self) -> String {
+        format!("http://{}/metrics", self.operator.metrics)
+    }
+
+    /// One load run: `count` standard Kymas in a namespace of their own.
+    async fn run(
+        &self,
+        client: &kube::Client,
+        namespace: &str,
+        count: usize,
+        single: Duration,
+    ) -> (LoadReport, BTreeMap<String, f64>, String) {
+        let sampler = Sampler::start(self.metrics_url(), self.operator.pid());
+        let report = run_load(
+            client,
+            namespace,
+            count,
+            0.0,
+            Some(ALL_SUCCESS_WITHIN),
+            Some(self.operator.pid()),
+            single,
+        )
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:#}\n--- operator log ---\n{}",
+                tail(&self.operator.logs(), 40)
+            )
+        });
+        let peaks = sampler.stop();
+        let metrics = self.operator.metrics_text().await;
+        (report, peaks, metrics)
+    }
+}
+
+/// The operator's own requests by method, from its client metrics.
+fn operator_requests(metrics: &str) -> BTreeMap<String, f64> {
+    metric_sums(metrics, "rest_client_requests_total", "method")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: make bench"]
+async fn bench_kymas_created_at_once() {
+    let many: usize = env_or("BENCH_KYMAS_MANY", 100);
+    let time_scale: f64 = env_or("BENCH_KYMA_TIME_SCALE", 1.0);
+    let extra: Vec<String> = std::env::var("BENCH_OPERATOR_FLAGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let env = env().await;
+    let client = env.client.clone();
+    let kubeconfig = kyma_identity(&client).await;
+    // Every namespace: the runs use namespaces of their own, like the experiment's `pb`.
+    let mut args = vec![
+        "--controllers=kyma".to_owned(),
+        format!("--kyma-time-scale={time_scale}"),
+        format!("--helm={}", helm().display()),
+    ];
+    args.extend(extra.iter().cloned());
+    let operator = Bench::spawn(&kubeconfig, &args);
+    let mut bench = Bench {
+        kubeconfig,
+        args,
+        operator,
+    };
+    bench
+        .operator
+        .wait_readyz(200, Duration::from_secs(120))
+        .await;
+    let load_before = loadavg();
+    let lifecycle = single_kyma_time(time_scale);
+
+    // One Kyma alone: the time everything else is compared with.
+    let single_ns = format!("{}-single", env.namespace);
+    let (single, _, _) = bench.run(&client, &single_ns, 1, lifecycle).await;
+    let single_time = single.all_success_after;
+
+    // Many at once, from a fresh process: its peak RSS and cold render cache are this run's.
+    bench.restart().await;
+    let writes_before = kube_writes(&bench.operator.metrics_text().await);
+    let many_ns = format!("{}-many", env.namespace);
+    let (report, peaks, metrics) = bench.run(&client, &many_ns, many, single_time).await;
+    let operator_writes = kube_writes(&metrics) - writes_before;
+
+    // The API server's own write rate, from a plain client without a client-side limit.
+    let plain_ns = format!("{}-plain", env.namespace);
+    let plain_rate = plain_write_rate(&client, &plain_ns, PLAIN_WRITES)
+        .await
+        .unwrap();
+    let writes = report.writes();
+    let floor = Duration::from_secs_f64(writes / plain_rate);
+
+    // A restart with everything present: every object looked at once more.
+    let objects = (many + 1) * (STANDARD_COMPONENTS.len() + 1);
+    let restart_start = Instant::now();
+    bench.restart().await;
+    let reverified = try_poll(ALL_SUCCESS_WITHIN, async || {
+        let text = bench.operator.metrics_text().await;
+        let passes = |c: &str| {
+            metric_sum(
+                &text,
+                "controller_runtime_reconcile_total",
+                &[("controller", c)],
+            )
+        };
+        let (k, h) = (passes(KYMA_CONTROLLER), passes(COMPONENT_CONTROLLER));
+        if k as usize > many && h as usize >= (many + 1) * STANDARD_COMPONENTS.len() {
+            Ok(text)
+        } else {
+            Err(format!("{k} Kyma and {h} HelmComponent passes"))
+        }
+    })
+    .await;
+    let restart_line = match reverified {
+        Ok(text) => format!(
+            "{objects} objects re-verified {:.1} s after the restart, {} writes",
+            restart_start.elapsed().as_secs_f64(),
+            // A count: an empty float sum is -0.
+            kube_writes(&text) as u64
+        ),
+        Err(why) => format!("restart: not every object re-verified: {why}"),
+    };
+    let restart_rss = proc_status_kb(bench.operator.pid(), "VmHWM").unwrap_or_default();
+
+    let ratio = report.all_success_after.as_secs_f64() / single_time.as_secs_f64().max(1e-9);
+    let mut out = Vec::new();
+    out.push("==================== bench: Kymas created at once ====================".to_owned());
+    out.push(format!(
+        "time scale               {time_scale} (the lifecycle of a standard Kyma: {:.1} s)",
+        lifecycle.as_secs_f64()
+    ));
+    out.push(format!("operator flags           {}", bench.args.join(" ")));
+    out.push(format!(
+        "single Kyma              success after {:.1} s",
+        single_time.as_secs_f64()
+    ));
+    out.push(format!(
+        "{many} Kymas at once        all success after {:.1} s = {ratio:.2} x the single-Kyma time (target <= 1.10)",
+        report.all_success_after.as_secs_f64()
+    ));
+    out.push(format!(
+        "write floor              {writes:.0} writes / {plain_rate:.0} writes/s (plain client, {PLAIN_WRITES} ConfigMaps, 32 in flight) = {:.1} s",
+        floor.as_secs_f64()
+    ));
+    out.push(format!(
+        "writes per Kyma          {:.1} at the API server (incl. the Kyma's own create); the operator sent {:.1}",
+        writes / many as f64,
+        operator_writes / many as f64
+    ));
+    out.push(format!(
+        "operator peak RSS        {:.1} MiB (VmHWM of the process that ran the {many}); after the restart with {objects} objects: {:.1} MiB",
+        report.peak_rss_kib.unwrap_or_default() as f64 / 1024.0,
+        restart_rss as f64 / 1024.0
+    ));
+    out.push(format!("operator peaks sampled   {peaks:?}"));
+    out.push(format!(
+        "operator requests        {:?}",
+        operator_requests(&metrics)
+    ));
+    out.push(format!(
+        "renders                  {:?}",
+        metric_sums(&metrics, "kyma_render_total", "result")
+    ));
+    out.push(format!(
+        "reconciles               {:?}",
+        metric_sums(
+            &metrics,
+            "controller_runtime_reconcile_total",
+            "controller+result"
+        )
+    ));
+    out.push(format!("restart                  {restart_line}"));
+    out.push(format!(
+        "machine load average     {load_before} at the start, {} at the end ({} CPUs)",
+        loadavg(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    ));
+    out.push(format!(
+        "--- the {many}-Kyma run, as `ontap-operator kyma-load` prints it ---"
+    ));
+    out.extend(report.lines());
+    out.push(format!(
+        "(writes are the verbs {WRITE_VERBS:?} of apiserver_request_total)"
+    ));
+    out.push("======================================================================".to_owned());
+    let text = out.join("\n");
+    println!("{text}");
+    if let Ok(path) = std::env::var("BENCH_REPORT") {
+        std::fs::write(path, &text).unwrap();
+    }
+}

@@ -1,0 +1,13 @@
+//! The Kyma inventory controllers (`src/controllers/kyma/`) as a real operator process
+//! (`--controllers=kyma`, a time scale that makes a standard Kyma take seconds) against a real
+//! API server: a Kyma's lifecycle and its children, the writes a pass that finds nothing to do
+//! makes (none), the render cache under concurrent first renders, and what `kubectl get` shows.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod columns;
+mod cost;
+mod lifecycle;
+mod render;
