@@ -98,6 +98,22 @@ pub mod codes {
     pub const LIF_NAME_EXISTS: &str = "1966140";
 }
 
+/// Whether an ONTAP message says a resource ran out: space in an aggregate, a limit of objects.
+/// ONTAP has no single code for it; its messages say so in these words.
+pub fn mentions_depletion(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "insufficient",
+        "no space",
+        "not enough space",
+        "out of space",
+        "limit reached",
+        "maximum number",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
 /// Classification by ONTAP error code alone; `None` when the code says nothing beyond the
 /// HTTP status.
 pub fn classify_code(code: &str) -> Option<ErrorClass> {
@@ -265,7 +281,15 @@ impl OntapError {
                 .unwrap_or_else(|| classify_status(*status)),
             Self::Timeout { .. } | Self::Transport { .. } => ErrorClass::Transient,
             Self::JobExpired { .. } | Self::JobTimeout { .. } => ErrorClass::Transient,
-            Self::JobFailed { code, .. } => classify_code(code).unwrap_or(ErrorClass::Invalid),
+            // Out of space or at a limit, the world has to change, not the spec: retried with
+            // backoff rather than left until the spec changes.
+            Self::JobFailed { code, message, .. } => {
+                classify_code(code).unwrap_or(if mentions_depletion(message) {
+                    ErrorClass::Transient
+                } else {
+                    ErrorClass::Invalid
+                })
+            }
             Self::JobPollFailed { source, .. } => source.class(),
             // A proxy's HTML page or a runaway answer says nothing about the request: it is the
             // way to the cluster that failed, not the spec.
@@ -481,6 +505,12 @@ mod tests {
         assert_eq!(f("13434908").class(), ErrorClass::Conflict);
         assert_eq!(f("123").class(), ErrorClass::Invalid);
         assert!(!f("123").is_ambiguous());
+        let out_of_space = OntapError::JobFailed {
+            job_uuid: "j".into(),
+            code: "123".into(),
+            message: "Failed to create the root volume: Insufficient space in aggregate".into(),
+        };
+        assert_eq!(out_of_space.class(), ErrorClass::Transient);
     }
 
     #[test]

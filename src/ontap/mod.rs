@@ -23,7 +23,7 @@ pub use config::{
 };
 pub use error::{
     ApiError, ApiErrorArgument, ErrorClass, OntapError, Result, TransportFailure, classify_code,
-    classify_status, codes,
+    classify_status, codes, mentions_depletion,
 };
 pub use metrics::OntapMetrics;
 pub use model::{

@@ -640,3 +640,127 @@ spec:
     assert!(classes.get_opt("ontap-gold").await.unwrap().is_some());
     assert!(classes.get_opt("ontap-encrypted").await.unwrap().is_some());
 }
+
+/// The Extension's `lastError` of the current operation carries `code`.
+async fn wait_error_code(g: &Gardener, w: &SvmWorld, ns: &str, code: ErrorCode) -> Duration {
+    wait_for(w, &format!("Error with {code:?}"), async || {
+        let ext = extensions(g, ns).get("ontap").await.unwrap();
+        let status = ext.status?;
+        let error = status.last_error?;
+        (status.last_operation?.state == LastOperationState::Error && error.codes.contains(&code))
+            .then_some(())
+    })
+    .await
+}
+
+async fn set_endpoint(w: &SvmWorld, endpoint: &str) {
+    w.clusters()
+        .patch(
+            &w.cluster,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"endpoint": endpoint}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// What gardenlet reads when ONTAP fails: an unreachable cluster is
+/// ERR_RETRYABLE_INFRA_DEPENDENCIES, an SVM ONTAP has no space for is
+/// ERR_INFRA_RESOURCES_DEPLETED, both back to Succeeded once fixed; and a shoot marked for
+/// force-deletion lets its Extension go while ONTAP cannot be reached, orphaning the SVM.
+#[tokio::test]
+async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    let ns = g.namespace.clone();
+    create_cluster(&g, &ns, json!({})).await;
+    let config = json!({
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": w.cluster,
+        "svm": {
+            "managementLif": {"ip": "192.0.2.40", "prefixLength": 24},
+            "dataLifs": [{"ip": "192.0.2.41", "prefixLength": 24}],
+            "protocols": ["nfs"]
+        }
+    });
+    let reachable = w.mock.base_url();
+
+    // Unreachable from the start: nothing can be provisioned, and gardenlet may retry.
+    set_endpoint(&w, "https://127.0.0.1:1").await;
+    create_extension(&g, &ns, config, "reconcile").await;
+    let unreachable = wait_error_code(&g, &w, &ns, ErrorCode::RetryableInfraDependencies).await;
+    println!("unreachable → ERR_RETRYABLE_INFRA_DEPENDENCIES: {unreachable:?}");
+    assert!(svms_in_ontap(&w).is_empty());
+
+    // Reachable, but the SVM's creation fails for space.
+    set_endpoint(&w, &reachable).await;
+    w.mock
+        .state()
+        .add_fault(
+            serde_json::from_value(json!({
+                "method": "POST", "path": "/api/svm/svms",
+                "action": {"type": "job_failure", "code": "13434885",
+                    "message": "Failed to create the root volume: insufficient space in aggregate \"aggr1\""}
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+    request(&g, &ns, "reconcile").await;
+    let depleted = wait_error_code(&g, &w, &ns, ErrorCode::InfraResourcesDepleted).await;
+    println!("no space → ERR_INFRA_RESOURCES_DEPLETED: {depleted:?}");
+
+    w.mock.state().clear_faults();
+    let ts = request(&g, &ns, "reconcile").await;
+    let recovered = wait_ready(&g, &w, &ns, &ts).await;
+    println!("fixed → Succeeded: {recovered:?}");
+    assert_eq!(svms_in_ontap(&w).len(), 1);
+
+    // Force-deletion while ONTAP is unreachable: the Extension and its SVM object go without
+    // waiting for ONTAP; what ONTAP holds is orphaned, as the annotation asks.
+    set_endpoint(&w, "https://127.0.0.1:1").await;
+    Api::<Cluster>::all(g.seed.clone())
+        .patch(
+            &ns,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"shoot": {"metadata": {"annotations": {
+                "confirmation.gardener.cloud/force-deletion": "true"
+            }}}}})),
+        )
+        .await
+        .unwrap();
+    extensions(&g, &ns)
+        .patch(
+            "ontap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "confirmation.gardener.cloud/deletion": "true"
+            }}})),
+        )
+        .await
+        .unwrap();
+    extensions(&g, &ns)
+        .delete("ontap", &DeleteParams::default())
+        .await
+        .unwrap();
+    let forced = wait_for(&w, "Extension gone", async || {
+        extensions(&g, &ns)
+            .get_opt("ontap")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    println!("force-deleted with ONTAP unreachable: {forced:?}");
+    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
+    wait_for(&w, "the SVM object gone", async || {
+        objects
+            .get_opt("ontap")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(svms_in_ontap(&w).len(), 1, "orphaned, not deleted");
+}

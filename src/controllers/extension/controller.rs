@@ -1476,18 +1476,7 @@ fn progress(step: &str) -> i32 {
 
 /// What an SVM that keeps failing says, as the failure gardenlet reads codes from.
 fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
-    let lower = message.to_lowercase();
-    let depleted = [
-        "insufficient",
-        "no space",
-        "not enough space",
-        "out of space",
-        "limit reached",
-        "maximum number",
-    ]
-    .iter()
-    .any(|p| lower.contains(p));
-    if depleted {
+    if crate::ontap::mentions_depletion(message) {
         return StepError::transient_msg(reason::DEPLETED, message.to_string());
     }
     match svm_reason {
