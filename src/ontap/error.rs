@@ -275,6 +275,14 @@ impl OntapError {
     /// What kind of failure this is. See [`ErrorClass`].
     pub fn class(&self) -> ErrorClass {
         match self {
+            // A 404 without ONTAP's error body is a proxy's page or a wrong path, not ONTAP
+            // saying the object does not exist: taken for "gone", it would let a delete pass
+            // while the SVM stays.
+            Self::Api { status, error, .. }
+                if error.is_none() && *status == StatusCode::NOT_FOUND =>
+            {
+                ErrorClass::Transient
+            }
             Self::Api { status, error, .. } => error
                 .as_ref()
                 .and_then(|e| classify_code(&e.code))
@@ -402,6 +410,18 @@ mod tests {
     }
 
     #[test]
+    fn only_ontap_says_an_object_does_not_exist() {
+        let ontap = api(
+            404,
+            r#"{"error":{"message":"entry doesn't exist","code":"4","target":"uuid"}}"#,
+        );
+        assert!(ontap.is_not_found());
+        let proxy = api(404, "<html><body><h1>404 Not Found</h1></body></html>");
+        assert!(!proxy.is_not_found());
+        assert_eq!(proxy.class(), ErrorClass::Transient);
+    }
+
+    #[test]
     fn parses_ontap_error_body() {
         let e = ApiError::parse(
             br#"{"error":{"message":"Duplicate entry","code":"1","target":"name",
@@ -446,7 +466,8 @@ mod tests {
         assert_eq!(api(502, "<html/>").class(), ErrorClass::Transient);
         assert_eq!(api(429, "").class(), ErrorClass::Transient);
         assert_eq!(api(409, "").class(), ErrorClass::Conflict);
-        assert_eq!(api(404, "").class(), ErrorClass::NotFound);
+        // ONTAP's 404 always carries its error body; a bare one did not come from ONTAP.
+        assert_eq!(api(404, "").class(), ErrorClass::Transient);
         assert_eq!(api(422, "").class(), ErrorClass::Invalid);
     }
 

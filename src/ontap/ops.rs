@@ -109,12 +109,12 @@ fn created_name(endpoint: &'static str, name: &str, created: &CreatedKey) -> Res
     }
 }
 
+/// ONTAP's own "entry doesn't exist" counts as already deleted; any other 404 (a proxy's page)
+/// is an error, or a delete that never reached the cluster would pass for done.
 fn deleted(result: Result<()>) -> Result<DeleteOutcome> {
     match result {
         Ok(_) => Ok(DeleteOutcome::Deleted),
-        Err(OntapError::Api { status, .. }) if status == reqwest::StatusCode::NOT_FOUND => {
-            Ok(DeleteOutcome::AlreadyAbsent)
-        }
+        Err(e) if e.is_not_found() => Ok(DeleteOutcome::AlreadyAbsent),
         Err(e) => Err(e),
     }
 }

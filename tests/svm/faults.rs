@@ -65,10 +65,16 @@ enum Action {
     Unauthorized,
     /// A 200 whose body is a proxy's HTML page, the request not applied.
     Malformed,
+    /// 403, as for a role that may not run the command for a moment: never a reason to mint a
+    /// password or to give up on the object.
+    Forbidden,
+    /// A proxy's HTML 404 page: not ONTAP saying the object does not exist, so never taken for
+    /// "already gone".
+    ProxyNotFound,
 }
 
 impl Action {
-    const ALL: [Action; 8] = [
+    const ALL: [Action; 10] = [
         Action::Error,
         Action::Reset,
         Action::ApplyThenReset,
@@ -77,6 +83,8 @@ impl Action {
         Action::RepeatedError,
         Action::Unauthorized,
         Action::Malformed,
+        Action::Forbidden,
+        Action::ProxyNotFound,
     ];
 
     /// How many consecutive matching requests the fault hits.
@@ -95,6 +103,14 @@ impl Action {
                 "message": "User is not authorized"
             }),
             Action::Malformed => serde_json::json!({ "type": "malformed", "status": 200 }),
+            Action::Forbidden => serde_json::json!({
+                "type": "error", "status": 403, "code": "5636169",
+                "message": "not authorized for that command"
+            }),
+            Action::ProxyNotFound => serde_json::json!({
+                "type": "malformed", "status": 404,
+                "body": "<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>"
+            }),
             Action::Reset => serde_json::json!({ "type": "reset" }),
             Action::ApplyThenReset => serde_json::json!({ "type": "apply_then_reset" }),
             Action::JobFailure => serde_json::json!({ "type": "job_failure" }),
@@ -114,6 +130,8 @@ impl Action {
         match self {
             Action::RepeatedError => "repeated_error",
             Action::Unauthorized => "unauthorized",
+            Action::Forbidden => "forbidden",
+            Action::ProxyNotFound => "proxy_not_found",
             _ => self.fault().name(),
         }
     }
@@ -845,6 +863,16 @@ async fn every_request_failing_three_times_in_a_row_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_answered_401_converges() {
     run_action(Action::Unauthorized).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_answered_403_converges() {
+    run_action(Action::Forbidden).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_answered_with_a_proxy_404_page_converges() {
+    run_action(Action::ProxyNotFound).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
