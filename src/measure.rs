@@ -5,17 +5,21 @@
 //! plain client gets from the API server.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
-use crate::api::kyma::{Kyma, KymaComponent, KymaSpec, KymaState};
+use crate::api::kyma::{
+    HelmComponent, HelmComponentSpec, Kyma, KymaComponent, KymaSpec, KymaState,
+};
 use crate::cli::KymaLoadArgs;
 use crate::controllers::kyma::component::Lifecycle;
 use crate::controllers::kyma::{STANDARD_COMPONENTS, standard_namespace};
@@ -304,34 +308,142 @@ pub async fn plain_write_rate(
 ) -> anyhow::Result<f64> {
     ensure_namespace(client, namespace).await?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let rate = writes_per_second(count, "ConfigMap creates", |i| {
+        let api = api.clone();
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(format!("write-rate-{i}")),
+                ..ObjectMeta::default()
+            },
+            data: Some([("i".to_owned(), i.to_string())].into()),
+            ..ConfigMap::default()
+        };
+        async move { api.create(&PostParams::default(), &cm).await }
+    })
+    .await;
+    clean_up(client, &api, namespace).await;
+    rate
+}
+
+/// Sends the `count` writes `write` makes, [`CREATE_CONCURRENCY`] at once, and returns how many
+/// per second the API server took; an error if any failed.
+async fn writes_per_second<T, F>(
+    count: usize,
+    what: &str,
+    write: impl Fn(usize) -> F,
+) -> anyhow::Result<f64>
+where
+    F: Future<Output = Result<T, kube::Error>>,
+{
     let start = Instant::now();
-    let results: Vec<Result<ConfigMap, kube::Error>> = futures::stream::iter(0..count)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let cm = ConfigMap {
-                    metadata: ObjectMeta {
-                        name: Some(format!("write-rate-{i}")),
-                        ..ObjectMeta::default()
-                    },
-                    data: Some([("i".to_owned(), i.to_string())].into()),
-                    ..ConfigMap::default()
-                };
-                api.create(&PostParams::default(), &cm).await
-            }
-        })
+    let results: Vec<Result<T, kube::Error>> = futures::stream::iter(0..count)
+        .map(write)
         .buffer_unordered(CREATE_CONCURRENCY)
         .collect()
         .await;
-    let elapsed = start.elapsed();
+    let rate = count as f64 / start.elapsed().as_secs_f64();
     let failed = results.iter().filter(|r| r.is_err()).count();
-    anyhow::ensure!(failed == 0, "{failed} of {count} writes failed");
+    anyhow::ensure!(failed == 0, "{failed} of {count} {what} failed");
+    Ok(rate)
+}
+
+/// Deletes what a write-rate probe left in `namespace`, and the namespace; best effort, as a
+/// probe's leftovers harm nothing but the probe's next run.
+async fn clean_up<K>(client: &Client, api: &Api<K>, namespace: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let _ = api
         .delete_collection(&DeleteParams::default(), &ListParams::default())
         .await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let _ = namespaces.delete(namespace, &DeleteParams::default()).await;
-    Ok(count as f64 / elapsed.as_secs_f64())
+}
+
+/// The write rates a plain client gets for the writes the Kyma controllers make, per second.
+#[derive(Clone, Copy, Debug)]
+pub struct HelmComponentWriteRates {
+    /// HelmComponent creates (a Kyma's child creates).
+    pub create: f64,
+    /// Merge patches of a HelmComponent's status subresource (the HelmComponent controller's
+    /// transitions), each with a status, a timestamp and a condition.
+    pub status_patch: f64,
+}
+
+impl HelmComponentWriteRates {
+    /// How long the API server needs at least for `creates` creates and `other` status writes.
+    pub fn floor(&self, creates: f64, other: f64) -> Duration {
+        Duration::from_secs_f64(creates / self.create + other / self.status_patch)
+    }
+}
+
+/// The API server's rates for the writes the Kyma controllers make, as a plain client (no
+/// client-side limit, 32 requests in flight) sees them: `count` HelmComponents created, then
+/// `count` patches of their status, in a namespace of their own that is deleted afterwards.
+///
+/// A ConfigMap create is cheaper than a HelmComponent status patch (a custom resource: schema
+/// and CEL validation, a read-modify-write of the stored object), so a floor measured with
+/// ConfigMaps alone promises more than the API server can give the controllers. No Kyma
+/// controller may run meanwhile: it would take these HelmComponents for its own and write
+/// their status too.
+pub async fn plain_helmcomponent_write_rates(
+    client: &Client,
+    namespace: &str,
+    count: usize,
+) -> anyhow::Result<HelmComponentWriteRates> {
+    ensure_namespace(client, namespace).await?;
+    let api: Api<HelmComponent> = Api::namespaced(client.clone(), namespace);
+    let name = |i: usize| format!("write-rate-{i}");
+    let component = STANDARD_COMPONENTS.first().copied().unwrap_or("istio");
+    let creates = writes_per_second(count, "HelmComponent creates", |i| {
+        let api = api.clone();
+        let hc = HelmComponent::new(
+            &name(i),
+            HelmComponentSpec {
+                component_name: component.to_owned(),
+                chart_location: None,
+                version: None,
+                namespace: standard_namespace(component).map(str::to_owned),
+            },
+        );
+        async move { api.create(&PostParams::default(), &hc).await }
+    })
+    .await;
+    let patches = match &creates {
+        Ok(_) => {
+            writes_per_second(count, "HelmComponent status patches", |i| {
+                let api = api.clone();
+                // What the HelmComponent controller's first transition writes.
+                let now = k8s_openapi::jiff::Timestamp::now();
+                let patch = serde_json::json!({"status": {
+                    "status": "pending",
+                    "lastReconciliation": MicroTime(now),
+                    "observedGeneration": 1,
+                    "conditions": [{
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "Progressing",
+                        "message": "write rate probe",
+                        "lastTransitionTime": Time(now),
+                        "observedGeneration": 1,
+                    }],
+                }});
+                let name = name(i);
+                async move {
+                    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                }
+            })
+            .await
+        }
+        // Not read: the failed creates are the error returned below.
+        Err(_) => Ok(0.0),
+    };
+    clean_up(client, &api, namespace).await;
+    Ok(HelmComponentWriteRates {
+        create: creates?,
+        status_patch: patches?,
+    })
 }
 
 /// What a load run measured.

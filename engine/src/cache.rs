@@ -147,25 +147,8 @@ where
     }
 
     fn apply(&self, obj: &K) {
-        let key = ObjectRef::from_obj(obj);
-        let uids: Vec<String> = obj
-            .owner_references()
-            .iter()
-            .map(|o| o.uid.clone())
-            .collect();
         let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
-        inner.remove(&key);
-        if uids.is_empty() {
-            return;
-        }
-        for uid in &uids {
-            inner
-                .children
-                .entry(uid.clone())
-                .or_default()
-                .insert(key.clone());
-        }
-        inner.owners.insert(key, uids);
+        inner.apply(obj);
     }
 
     fn delete(&self, obj: &K) {
@@ -174,22 +157,48 @@ where
         inner.remove(&key);
     }
 
+    /// Replaces the whole index with one built from `objects` (after a re-list).
+    ///
+    /// The new index is built aside and swapped in under one write lock: a parent's pass that
+    /// reads the index meanwhile sees either the old children or the new ones, never an empty
+    /// or half-filled index — which would make it create its children a second time.
     fn rebuild<'a>(&self, objects: impl IntoIterator<Item = &'a Arc<K>>)
     where
         K: 'a,
     {
-        {
-            let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
-            inner.children.clear();
-            inner.owners.clear();
-        }
+        let mut fresh = IndexInner {
+            children: HashMap::new(),
+            owners: HashMap::new(),
+        };
         for obj in objects {
-            self.apply(obj);
+            fresh.apply(&**obj);
         }
+        let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        *inner = fresh;
     }
 }
 
 impl<K: Resource<DynamicType = ()>> IndexInner<K> {
+    fn apply(&mut self, obj: &K) {
+        let key = ObjectRef::from_obj(obj);
+        self.remove(&key);
+        let uids: Vec<String> = obj
+            .owner_references()
+            .iter()
+            .map(|o| o.uid.clone())
+            .collect();
+        if uids.is_empty() {
+            return;
+        }
+        for uid in &uids {
+            self.children
+                .entry(uid.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.owners.insert(key, uids);
+    }
+
     fn remove(&mut self, key: &ObjectRef<K>) {
         let Some(uids) = self.owners.remove(key) else {
             return;
@@ -490,6 +499,24 @@ mod tests {
         index.rebuild(&[Arc::new(cm("c", &["p3"]))]);
         assert!(index.children("p2").is_empty());
         assert_eq!(index.children("p3").len(), 1);
+    }
+
+    /// A parent's pass may read the index while a re-list rebuilds it; it must find its
+    /// children there all along, or it creates them again. The objects are fed through an
+    /// iterator that reads the index between items, where a concurrent pass could.
+    #[test]
+    fn a_rebuild_never_shows_a_reader_an_empty_index() {
+        let index = OwnerIndex::<ConfigMap>::default();
+        let (a, b) = (Arc::new(cm("a", &["p1"])), Arc::new(cm("b", &["p1"])));
+        index.apply(&a);
+        index.apply(&b);
+        let relisted = [a, b];
+        let mut seen = Vec::new();
+        index.rebuild(relisted.iter().inspect(|_| {
+            seen.push(index.children("p1").len());
+        }));
+        assert_eq!(seen, [2, 2], "children of p1 seen during the rebuild");
+        assert_eq!(index.children("p1").len(), 2);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! client-go limits every client to a QPS with a burst, and a fleet of controllers leans on that
 //! to not overwhelm the API server; kube-rs has no such limit. [`ApiRateLimitLayer`] adds it as a
 //! tower layer on top of kube's stack, so kube's own retry of 429/503 responses (further down the
-//! stack) stays in place and retries do not take a second token.
+//! stack) stays in place and retries do not take a second token. The same layer bounds the
+//! writes in flight: the API server refuses mutating requests beyond its own in-flight limit with
+//! 429, and a refused write only costs a retry later.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +15,7 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use kube::client::ClientBuilder;
 use kube::{Client, Config};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tower::buffer::BufferLayer;
 use tower::{Layer, Service};
@@ -20,14 +23,17 @@ use tower::{Layer, Service};
 use super::metrics::Metrics;
 use super::requeue::TokenBucket;
 
-/// Client-side request limits: `qps` requests per second on average, `burst` at once.
-/// `qps <= 0` disables the limit.
+/// Client-side request limits: `qps` requests per second on average, `burst` at once, and at
+/// most `max_mutating_in_flight` writes (POST, PUT, PATCH, DELETE) awaiting their response.
+/// `qps <= 0` disables the rate limit, `max_mutating_in_flight == 0` the write bound.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClientLimits {
     /// Sustained requests per second; 0 disables limiting.
     pub qps: f32,
     /// Requests allowed at once after an idle period.
     pub burst: u32,
+    /// Writes awaiting their response at once; 0 disables the bound.
+    pub max_mutating_in_flight: u32,
 }
 
 impl Default for ClientLimits {
@@ -40,6 +46,12 @@ impl Default for ClientLimits {
         ClientLimits {
             qps: 1000.0,
             burst: 2000,
+            // Half kube-apiserver's default `--max-mutating-requests-inflight` (200), which the
+            // whole cluster shares: 50 Kyma workers creating 8 children each put 400 writes in
+            // flight, and the API server refused the excess with 429. Waiting here costs less
+            // than a refused request and its retry, and 100 writes of ~10–50 ms each still
+            // carry 2,000–10,000 writes/s, beyond what the API server takes.
+            max_mutating_in_flight: 100,
         }
     }
 }
@@ -67,14 +79,15 @@ fn host_label(url: &http::Uri) -> String {
         .unwrap_or_default()
 }
 
-/// Tower layer: waits for a token before each request (recording the wait in
-/// `rest_client_rate_limiter_duration_seconds`) and counts responses in
-/// `rest_client_requests_total{code,method,host}`.
+/// Tower layer: waits for a token before each request, and for a write slot before each write
+/// (recording both waits in `rest_client_rate_limiter_duration_seconds`), and counts responses
+/// in `rest_client_requests_total{code,method,host}`.
 ///
 /// The inner service must be `Clone` (put a `tower::buffer::Buffer` below it).
 #[derive(Clone, Debug)]
 pub struct ApiRateLimitLayer {
     bucket: Option<Arc<TokenBucket>>,
+    writes: Option<Arc<Semaphore>>,
     metrics: Arc<Metrics>,
     host: Arc<str>,
 }
@@ -82,12 +95,29 @@ pub struct ApiRateLimitLayer {
 impl ApiRateLimitLayer {
     /// A layer limiting to `limits` and labelling metrics with `host`.
     pub fn new(limits: ClientLimits, metrics: Arc<Metrics>, host: String) -> Self {
+        let writes = usize::try_from(limits.max_mutating_in_flight)
+            .ok()
+            .filter(|n| *n > 0)
+            .map(|n| Arc::new(Semaphore::new(n)));
         ApiRateLimitLayer {
             bucket: TokenBucket::new(f64::from(limits.qps), limits.burst).map(Arc::new),
+            writes,
             metrics,
             host: host.into(),
         }
     }
+}
+
+/// Whether a request changes objects, and so counts against the API server's mutating
+/// in-flight limit. Watches and lists, the long-running requests, never do.
+fn is_mutating(method: &http::Method) -> bool {
+    [
+        http::Method::POST,
+        http::Method::PUT,
+        http::Method::PATCH,
+        http::Method::DELETE,
+    ]
+    .contains(method)
 }
 
 impl<S> Layer<S> for ApiRateLimitLayer {
@@ -97,6 +127,7 @@ impl<S> Layer<S> for ApiRateLimitLayer {
         ApiRateLimit {
             inner,
             bucket: self.bucket.clone(),
+            writes: self.writes.clone(),
             metrics: self.metrics.clone(),
             host: self.host.clone(),
         }
@@ -112,6 +143,7 @@ impl<S> Layer<S> for ApiRateLimitLayer {
 pub struct ApiRateLimit<S> {
     inner: S,
     bucket: Option<Arc<TokenBucket>>,
+    writes: Option<Arc<Semaphore>>,
     metrics: Arc<Metrics>,
     host: Arc<str>,
 }
@@ -138,6 +170,10 @@ where
         let method = request.method().as_str().to_owned();
         let reserved = Instant::now();
         let at = self.bucket.as_ref().map(|bucket| bucket.reserve());
+        let writes = self
+            .writes
+            .clone()
+            .filter(|_| is_mutating(request.method()));
         let metrics = self.metrics.clone();
         let host = self.host.clone();
         // The clone that was made ready is the one to call, per tower's contract; `take` the
@@ -147,11 +183,17 @@ where
         Box::pin(async move {
             if let Some(at) = at {
                 tokio::time::sleep_until(at).await;
-                metrics.observe_rate_limiter(
-                    &method,
-                    &host,
-                    at.saturating_duration_since(reserved),
-                );
+            }
+            // Taken after the token, so a write waiting for its token holds no slot; held
+            // until the response arrives, as the API server counts it.
+            let slot = match writes {
+                // The semaphore is never closed, so an error cannot happen; without a slot
+                // the request simply goes unbounded.
+                Some(writes) => writes.acquire_owned().await.ok(),
+                None => None,
+            };
+            if at.is_some() || slot.is_some() {
+                metrics.observe_rate_limiter(&method, &host, reserved.elapsed());
             }
             let result = match std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
                 Ok(()) => inner.call(request).await,
@@ -172,6 +214,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use std::convert::Infallible;
     use std::time::Duration;
     use tower::ServiceExt;
@@ -201,6 +244,7 @@ mod tests {
             ClientLimits {
                 qps: 10.0,
                 burst: 5,
+                max_mutating_in_flight: 0,
             },
             metrics,
             "api:6443".into(),
@@ -260,6 +304,7 @@ mod tests {
             ClientLimits {
                 qps: 10.0,
                 burst: 5,
+                max_mutating_in_flight: 0,
             },
             metrics,
             "h".into(),
@@ -295,10 +340,99 @@ mod tests {
         assert!((sum - 21.0).abs() < 0.01, "{sum}");
     }
 
+    /// A service that answers after 100 ms and records the most reads and the most writes it
+    /// had in flight at once.
+    #[derive(Clone, Default)]
+    struct Slow {
+        state: Arc<std::sync::Mutex<BTreeMap<String, (usize, usize)>>>,
+    }
+
+    impl Service<Request<()>> for Slow {
+        type Response = Response<()>;
+        type Error = Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Response<()>, Infallible>> + Send>>;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: Request<()>) -> Self::Future {
+            let state = self.state.clone();
+            let kind = if is_mutating(request.method()) {
+                "write"
+            } else {
+                "read"
+            };
+            Box::pin(async move {
+                {
+                    let mut state = state.lock().expect("lock");
+                    let (now, peak) = state.entry(kind.to_owned()).or_default();
+                    *now += 1;
+                    *peak = (*peak).max(*now);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                state
+                    .lock()
+                    .expect("lock")
+                    .entry(kind.to_owned())
+                    .or_default()
+                    .0 -= 1;
+                Ok(Response::new(()))
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn writes_in_flight_are_bounded_and_reads_are_not() {
+        let layer = ApiRateLimitLayer::new(
+            ClientLimits {
+                qps: 0.0,
+                burst: 0,
+                max_mutating_in_flight: 3,
+            },
+            Arc::new(Metrics::unregistered()),
+            "h".into(),
+        );
+        let slow = Slow::default();
+        let svc = layer.layer(slow.clone());
+        let start = Instant::now();
+        let calls: Vec<_> = ["POST", "PATCH", "PUT", "DELETE", "GET"]
+            .iter()
+            .flat_map(|m| std::iter::repeat_n(*m, 6))
+            .map(|method| {
+                let mut svc = svc.clone();
+                tokio::spawn(async move {
+                    let request = Request::builder()
+                        .method(method)
+                        .body(())
+                        .expect("valid request");
+                    svc.ready()
+                        .await
+                        .expect("ready")
+                        .call(request)
+                        .await
+                        .expect("ok");
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.expect("no panic");
+        }
+        let peaks = slow.state.lock().expect("lock").clone();
+        assert_eq!(peaks["write"].1, 3, "{peaks:?}");
+        assert_eq!(peaks["read"].1, 6, "reads are not bounded: {peaks:?}");
+        // 24 writes, 3 at a time, 100 ms each.
+        assert_eq!(Instant::now() - start, Duration::from_millis(800));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn zero_qps_disables() {
         let layer = ApiRateLimitLayer::new(
-            ClientLimits { qps: 0.0, burst: 0 },
+            ClientLimits {
+                qps: 0.0,
+                burst: 0,
+                max_mutating_in_flight: 0,
+            },
             Arc::new(Metrics::unregistered()),
             "h".into(),
         );

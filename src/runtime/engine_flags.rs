@@ -22,6 +22,14 @@ pub struct EngineArgs {
     /// Kubernetes API requests allowed in a burst.
     #[arg(long, env = "ONTAP_OPERATOR_KUBE_API_BURST", default_value_t = 2000)]
     pub kube_api_burst: u32,
+    /// Kubernetes API writes (POST, PUT, PATCH, DELETE) awaiting their response at once; 0
+    /// disables the bound.
+    #[arg(
+        long,
+        env = "ONTAP_OPERATOR_KUBE_API_MAX_MUTATING_IN_FLIGHT",
+        default_value_t = 100
+    )]
+    pub kube_api_max_mutating_in_flight: u32,
     /// First retry delay after a failed reconcile; doubles per consecutive failure.
     #[arg(long, env = "ONTAP_OPERATOR_BACKOFF_BASE", value_parser = humantime::parse_duration, default_value = "1s")]
     pub backoff_base: Duration,
@@ -64,6 +72,7 @@ impl From<&EngineArgs> for ClientLimits {
         ClientLimits {
             qps: args.kube_api_qps,
             burst: args.kube_api_burst,
+            max_mutating_in_flight: args.kube_api_max_mutating_in_flight,
         }
     }
 }

@@ -351,6 +351,7 @@ async fn client_rate_limit_holds_the_configured_qps() {
     let limits = ClientLimits {
         qps: 20.0,
         burst: 5,
+        ..ClientLimits::default()
     };
     let ctl = ToyController::new(EngineConfig::default())
         .limits(limits)

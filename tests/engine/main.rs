@@ -22,7 +22,11 @@ use support::fixtures::toy;
 use support::toy::{Running, ToyController, create, toys, wait_condition};
 
 fn unlimited() -> ClientLimits {
-    ClientLimits { qps: 0.0, burst: 0 }
+    ClientLimits {
+        qps: 0.0,
+        burst: 0,
+        max_mutating_in_flight: 0,
+    }
 }
 
 fn fast_backoff() -> EngineConfig {
