@@ -45,15 +45,19 @@ use super::rules;
     "self.mode != 'AccountOnly' || has(self.svmName)"
 ).message("an AccountOnly object names the existing SVM it makes its account on in svmName").field_path(".svmName"))]
 #[x_kube(validation = Rule::new(
+    "self.mode == oldSelf.mode || (oldSelf.mode == 'Owned' && self.mode == 'AccountOnly' && oldSelf.deletionPolicy == 'Retain')"
+).message("mode is immutable, but for Owned to AccountOnly once deletionPolicy is Retain").field_path(".mode").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new(
     "self.mode != 'AccountOnly' || !has(self.shareWith)"
 ).message("an AccountOnly object shares no SVM: shareWith belongs on the object that provisions it").field_path(".shareWith"))]
 #[serde(rename_all = "camelCase")]
 pub struct StorageVirtualMachineSpec {
     /// What the object manages in ONTAP: `Owned` (default) the SVM, its LIFs, its account and
     /// the seed Secret; `AccountOnly` only an account and its seed Secret on the existing SVM
-    /// named by `svmName`. Immutable.
+    /// named by `svmName`. Immutable, but for one hand-over: an `Owned` object with
+    /// `deletionPolicy: Retain` may become `AccountOnly` (its SVM then shared, never deleted by
+    /// it), as an Extension's shoot object does when per-project sharing arrives.
     #[serde(default)]
-    #[x_kube(validation = Rule::new("self == oldSelf").message("mode is immutable").reason(Reason::FieldValueForbidden))]
     pub mode: SvmMode,
     /// The OntapCluster to provision on. Immutable: moving an SVM between clusters is not a
     /// spec change but a new SVM.

@@ -105,6 +105,22 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
     // (case, edits, field the error must name, fragment of the message)
     let cases: Vec<(&str, Edits, &str, &str)> = vec![
         (
+            "AccountOnly without the SVM it uses",
+            vec![("/spec/mode", json!("AccountOnly"))],
+            "spec.svmName",
+            "names the existing SVM",
+        ),
+        (
+            "AccountOnly sharing an SVM it does not provision",
+            vec![
+                ("/spec/mode", json!("AccountOnly")),
+                ("/spec/svmName", json!("shared")),
+                ("/spec/shareWith", json!({"matchLabels": {"a": "b"}})),
+            ],
+            "spec.shareWith",
+            "shareWith belongs on the object that provisions it",
+        ),
+        (
             "not an IP",
             vec![("/spec/managementLif/ip", json!("300.1.1.1"))],
             "spec.managementLif.ip",
@@ -541,6 +557,35 @@ async fn svm_name_and_cluster_ref_are_immutable() {
         "svmName changed after adoption",
         "spec.svmName",
         "immutable",
+    );
+
+    // The mode stays, but for one hand-over: an Owned object that would leave its SVM in ONTAP
+    // anyway may share it and keep only its account.
+    let shared = api
+        .patch("named", &pp, &patch(json!({"mode": "AccountOnly"})))
+        .await;
+    assert_rejected(
+        shared,
+        "Owned with Delete → AccountOnly",
+        "spec.mode",
+        "mode is immutable",
+    );
+    api.patch("named", &pp, &patch(json!({"deletionPolicy": "Retain"})))
+        .await
+        .unwrap();
+    let handed_over = api
+        .patch("named", &pp, &patch(json!({"mode": "AccountOnly"})))
+        .await
+        .unwrap();
+    assert_eq!(handed_over.data["spec"]["mode"], "AccountOnly");
+    let back = api
+        .patch("named", &pp, &patch(json!({"mode": "Owned"})))
+        .await;
+    assert_rejected(
+        back,
+        "AccountOnly → Owned",
+        "spec.mode",
+        "mode is immutable",
     );
 
     // A full replace (PUT) goes through the same transition rules.

@@ -161,3 +161,79 @@ async fn accounts_share_one_svm_and_leave_with_their_objects() {
     world.wait_gone("project", WITHIN).await;
     world.gone_from_ontap(SHARED).unwrap();
 }
+
+/// The way an Extension's per-shoot object of an older release becomes a sharer: an Owned
+/// object with `Retain` turns AccountOnly, a new Owned object provisions the SVM from then on,
+/// and nothing in ONTAP is recreated or rotated.
+#[tokio::test]
+async fn an_svm_handed_over_to_sharing_is_kept_by_its_new_provider() {
+    const HANDED: &str = "handed_over";
+    let world = SvmWorld::start().await;
+    create(
+        &world,
+        "first",
+        5,
+        json!({"svmName": HANDED, "deletionPolicy": "Retain"}),
+    )
+    .await;
+    world.wait_ready("first", WITHIN).await;
+    let (user, password, _) = world
+        .seed_credentials("first-svm-credentials")
+        .await
+        .unwrap();
+    let uuid = world.state()["svms"][0]["uuid"].clone();
+
+    world
+        .svms()
+        .patch(
+            "first",
+            &kube::api::PatchParams::default(),
+            // As the Extension's desired spec does: its own account goes with it from now on.
+            &kube::api::Patch::Merge(
+                json!({"spec": {"mode": "AccountOnly", "deletionPolicy": "Delete"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    create(&world, "provider", 5, json!({"svmName": HANDED})).await;
+    world.wait_ready("provider", WITHIN).await;
+    world.wait_ready("first", WITHIN).await;
+
+    let state = world.state();
+    let svms = state["svms"].as_array().unwrap();
+    assert_eq!(svms.len(), 1, "{state}");
+    assert_eq!(svms[0]["uuid"], uuid, "the same SVM");
+    let provider_uid = world
+        .svms()
+        .get("provider")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    assert!(
+        svms[0]["comment"]
+            .as_str()
+            .is_some_and(|c| c.contains(&provider_uid)),
+        "marked for its new provider: {state}"
+    );
+    assert_eq!(state["interfaces"].as_array().unwrap().len(), 2, "{state}");
+    // The first object's account and password stay as they were.
+    assert_eq!(
+        world
+            .seed_credentials("first-svm-credentials")
+            .await
+            .unwrap(),
+        (user.clone(), password.clone(), HANDED.to_owned())
+    );
+    assert!(world.authenticates(&user, &password, HANDED).await);
+
+    world
+        .svms()
+        .delete("first", &Default::default())
+        .await
+        .unwrap();
+    world.wait_gone("first", WITHIN).await;
+    assert!(!accounts_of(&world, HANDED).contains(&user));
+    assert_eq!(world.state()["svms"].as_array().unwrap().len(), 1);
+}

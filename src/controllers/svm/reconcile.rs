@@ -328,6 +328,17 @@ impl SvmReconciler {
         ))
     }
 
+    /// Whether the object with uid `creator`, which marked the SVM `svm` asks for, has handed
+    /// it over: it is now an `AccountOnly` object on that SVM, on the same cluster.
+    fn handed_over(&self, svm: &StorageVirtualMachine, creator: &str, names: &Names) -> bool {
+        self.svms.store().state().iter().any(|other| {
+            other.uid().as_deref() == Some(creator)
+                && other.spec.mode == SvmMode::AccountOnly
+                && other.spec.cluster_ref == svm.spec.cluster_ref
+                && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
+        })
+    }
+
     /// The live `AccountOnly` objects with accounts on the SVM `svm` provisions: the ones of
     /// its namespace by name, the others only counted (a tenant learns that its SVM is shared,
     /// not with whom).
@@ -567,11 +578,19 @@ impl SvmReconciler {
         };
         match owned_by(found.comment.as_deref(), &names.uid) {
             Ownership::Ours => {}
-            Ownership::Foreign(_) if adopts(svm, &found) => {
-                if matches!(
-                    self.seed_state(svm, names, &found).await?.state,
-                    SeedSecretState::Missing
-                ) {
+            // Taken over: asked for by annotation (a restore), or handed over by its creator,
+            // which became an AccountOnly user of it.
+            Ownership::Foreign(creator)
+                if adopts(svm, &found) || self.handed_over(svm, &creator, names) =>
+            {
+                // An adoption keeps the account, whose password must be known first; after a
+                // hand-over this object's own account is made next.
+                if adopts(svm, &found)
+                    && matches!(
+                        self.seed_state(svm, names, &found).await?.state,
+                        SeedSecretState::Missing
+                    )
+                {
                     return Ok(Outcome::waiting(
                         "AdoptionAwaitsSecret",
                         format!(
