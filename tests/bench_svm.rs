@@ -135,10 +135,9 @@ async fn bench_many_svms_created_at_once() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
+    // What a user runs: the operator's own defaults, unless the environment asks otherwise.
     let extra_flags: Vec<String> = std::env::var("BENCH_OPERATOR_FLAGS")
-        .unwrap_or_else(|_| {
-            "--max-concurrent-reconciles=50 --kube-api-qps=200 --kube-api-burst=400".into()
-        })
+        .unwrap_or_default()
         .split_whitespace()
         .map(str::to_string)
         .collect();
