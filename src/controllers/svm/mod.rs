@@ -1,12 +1,22 @@
-//! The StorageVirtualMachine controller's pure logic: default names, passwords, the seed Secret
-//! contract, and the ONTAP requests a spec calls for. Nothing here talks to Kubernetes or ONTAP,
-//! so all of it is unit-tested without either.
+//! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
+//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`).
+//! The rest is pure logic: default names, passwords, the seed Secret contract, and the ONTAP
+//! requests a spec calls for. Nothing in those talks to Kubernetes or ONTAP, so all of it is
+//! unit-tested without either.
 
+mod account;
+mod cluster;
+mod delete;
 pub mod desired;
+mod lifs;
 pub mod naming;
 pub mod password;
 pub mod reconcile;
+mod secret;
 pub mod seed_secret;
+// Each step's module is named after what it brings about; the SVM step's is the SVM.
+#[allow(clippy::module_inception)]
+mod svm;
 pub mod tenancy;
 
 pub use desired::{
