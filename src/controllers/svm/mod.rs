@@ -10,6 +10,7 @@ mod delete;
 pub mod desired;
 mod lifs;
 pub mod naming;
+pub mod netmask;
 pub mod password;
 pub mod reconcile;
 mod secret;
