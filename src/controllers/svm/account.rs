@@ -4,10 +4,10 @@
 use k8s_openapi::jiff::Timestamp;
 use secrecy::SecretString;
 
+use super::errors::{Failed, ontap_error};
 use super::reconcile::{Names, SvmReconciler};
 use super::{Ownership, SeedSecretState, generate_password, owned_by};
 use crate::api::StorageVirtualMachine;
-use crate::controllers::connections::ontap_error;
 use crate::engine::{Outcome, StepError};
 use crate::ontap::{
     Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, OntapClient, Svm,
@@ -41,7 +41,7 @@ impl SvmReconciler {
         let existing = client
             .account(&ontap_svm.uuid, &names.account)
             .await
-            .map_err(|e| ontap_error("AccountLookupFailed", e))?;
+            .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
         if let Some(account) = existing {
             check_role(&account, names)?;
             if unlock_needed(&account) {
@@ -52,7 +52,7 @@ impl SvmReconciler {
                 client
                     .patch_account(&ontap_svm.uuid, &names.account, &unlock)
                     .await
-                    .map_err(|e| ontap_error("AccountUnlockFailed", e))?;
+                    .map_err(|e| ontap_error(Failed::AccountUnlock, e))?;
                 return Ok(Outcome::Changed(None));
             }
             return Ok(Outcome::Unchanged(None));
@@ -91,7 +91,7 @@ impl SvmReconciler {
             Ok(()) => Ok(Outcome::Changed(None)),
             // Applied or not, the next pass looks again; a duplicate means it exists already.
             Err(e) if e.class() == ErrorClass::Conflict => Ok(Outcome::Changed(None)),
-            Err(e) => Err(ontap_error("AccountCreateFailed", e)),
+            Err(e) => Err(ontap_error(Failed::AccountCreate, e)),
         }
     }
 }
@@ -108,7 +108,7 @@ pub(super) async fn confirmed_check(
         client
             .verify_account(owner_uuid, account, password)
             .await
-            .map_err(|e| ontap_error("CredentialCheckFailed", e))
+            .map_err(|e| ontap_error(Failed::CredentialCheck, e))
     };
     match check().await? {
         AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
@@ -133,7 +133,7 @@ pub(super) async fn retire_renamed_account(
     let Some(old) = client
         .account(&ontap_svm.uuid, username)
         .await
-        .map_err(|e| ontap_error("AccountLookupFailed", e))?
+        .map_err(|e| ontap_error(Failed::AccountLookup, e))?
     else {
         return Ok(());
     };
@@ -143,7 +143,7 @@ pub(super) async fn retire_renamed_account(
     client
         .delete_account(&ontap_svm.uuid, username)
         .await
-        .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
+        .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
     Ok(())
 }
 

@@ -5,13 +5,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
 
-use super::reconcile::{
-    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep, job, kube_error,
-};
-use super::svm::{is_entry_not_found, lookup_svm};
+use super::errors::{Failed, is_entry_not_found, job, kube_error, ontap_error};
+use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep};
+use super::svm::lookup_svm;
 use super::{Ownership, owned_by};
 use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
-use crate::controllers::connections::ontap_error;
 use crate::engine::{Halt, Outcome, StepError, StepRunner};
 use crate::ontap::{OntapClient, Svm, SvmState};
 
@@ -114,12 +112,12 @@ impl SvmReconciler {
                         let interfaces = client
                             .interfaces(&found.uuid)
                             .await
-                            .map_err(|e| ontap_error("LIFLookupFailed", e))?;
+                            .map_err(|e| ontap_error(Failed::LifLookup, e))?;
                         for interface in &interfaces {
                             client
                                 .delete_interface(&interface.uuid)
                                 .await
-                                .map_err(|e| ontap_error("LIFDeleteFailed", e))?;
+                                .map_err(|e| ontap_error(Failed::LifDelete, e))?;
                         }
                         Ok(if interfaces.is_empty() {
                             Outcome::unchanged()
@@ -145,7 +143,7 @@ impl SvmReconciler {
                             Err(wait) => return Ok(Outcome::Waiting(wait)),
                         };
                         Ok(
-                            match job(client.delete_svm(&found.uuid).await, "SVMDeleteFailed")? {
+                            match job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
                                 Some(wait) => Outcome::Waiting(wait),
                                 None => Outcome::changed(),
                             },
@@ -160,7 +158,7 @@ impl SvmReconciler {
                 let Some(secret) = api
                     .get_opt(&names.secret)
                     .await
-                    .map_err(kube_error("SecretReadFailed"))?
+                    .map_err(kube_error(Failed::SecretRead))?
                 else {
                     return Ok(Outcome::unchanged());
                 };
@@ -179,7 +177,7 @@ impl SvmReconciler {
                     };
                     match api.delete(&names.secret, &params).await {
                         Err(e) if !is_not_found(&e) => {
-                            return Err(StepError::from_kube("SecretDeleteFailed", e));
+                            return Err(StepError::from_kube(Failed::SecretDelete.as_str(), e));
                         }
                         _ => {}
                     }
@@ -217,7 +215,7 @@ async fn find_for_deletion(
                 ));
             }
             Err(e) if is_entry_not_found(&e) => {}
-            Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+            Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
         }
     }
     // No uuid recorded (a crash before the status write), or the recorded SVM is gone: an SVM of
@@ -236,7 +234,7 @@ async fn delete_account(
     client
         .delete_account(&svm.uuid, account)
         .await
-        .map_err(|e| ontap_error("AccountDeleteFailed", e))?;
+        .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
     Ok(Outcome::changed())
 }
 
@@ -251,7 +249,7 @@ async fn lookup_shared_svm(
         match client.svm(uuid).await {
             Ok(found) => return Ok(Some(found)),
             Err(e) if is_entry_not_found(&e) => {}
-            Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+            Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
         }
     }
     lookup_svm(client, &names.svm).await

@@ -1,8 +1,8 @@
 //! Step `LIFsReady`: the SVM's interfaces brought to the spec's LIF plan.
 
+use super::errors::{Failed, ontap_error};
 use super::{DesiredLif, desired_lifs, plan_lifs};
 use crate::api::StorageVirtualMachine;
-use crate::controllers::connections::ontap_error;
 use crate::engine::{Outcome, StepError};
 use crate::ontap::{OntapClient, OntapError, Svm, codes};
 
@@ -17,7 +17,7 @@ pub(super) async fn ensure_lifs(
     let actual = client
         .interfaces(&ontap_svm.uuid)
         .await
-        .map_err(|e| ontap_error("LIFLookupFailed", e))?;
+        .map_err(|e| ontap_error(Failed::LifLookup, e))?;
     let plan = plan_lifs(&desired, &actual);
     if plan.is_empty() {
         return Ok(Outcome::unchanged());
@@ -26,7 +26,7 @@ pub(super) async fn ensure_lifs(
         client
             .delete_interface(&removal.uuid)
             .await
-            .map_err(|e| ontap_error("LIFDeleteFailed", e))?;
+            .map_err(|e| ontap_error(Failed::LifDelete, e))?;
     }
     for (name, lif) in &plan.create {
         // An ambiguous failure is settled by the next pass, which lists the interfaces again.
@@ -38,7 +38,7 @@ pub(super) async fn ensure_lifs(
             Err(e) if e.ontap_code() == Some(codes::DUPLICATE_IP) => {
                 return Err(address_in_use(client, lif, ontap_svm, e).await);
             }
-            Err(e) => return Err(ontap_error("LIFCreateFailed", e)),
+            Err(e) => return Err(ontap_error(Failed::LifCreate, e)),
         }
     }
     Ok(Outcome::changed())

@@ -8,6 +8,7 @@ mod account;
 mod cluster;
 mod delete;
 pub mod desired;
+mod errors;
 mod lifs;
 pub mod naming;
 pub mod netmask;

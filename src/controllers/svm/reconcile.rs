@@ -17,12 +17,11 @@ use super::{default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
-use crate::controllers::connections::{ClusterConnections, ontap_busy, ontap_error};
+use crate::controllers::connections::ClusterConnections;
 use crate::engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
-    Registration, SharedCache, StepError, StepRunner, Summary, Wait,
+    Registration, SharedCache, StepError, StepRunner, Summary,
 };
-use crate::ontap::OntapError;
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
 pub const FINALIZER: &str = "ontap.storage.dev/svm-cleanup";
@@ -184,10 +183,6 @@ impl Reconciler for SvmReconciler {
     }
 }
 
-pub(super) fn kube_error(reason: &'static str) -> impl FnOnce(kube::Error) -> StepError {
-    move |e| StepError::from_kube(reason, e)
-}
-
 impl SvmReconciler {
     pub(super) fn names(
         &self,
@@ -271,20 +266,5 @@ impl SvmReconciler {
             .await?;
         status.secret_ref = Some(names.secret.clone());
         Ok(())
-    }
-}
-
-/// The result of a request that starts an ONTAP job: done (`None`), a wait while ONTAP is busy,
-/// or the step error.
-pub(super) fn job<T>(
-    result: Result<T, OntapError>,
-    reason: &'static str,
-) -> Result<Option<Wait>, StepError> {
-    match result {
-        Ok(_) => Ok(None),
-        Err(e) => match ontap_busy(&e) {
-            Some(wait) => Ok(Some(wait)),
-            None => Err(ontap_error(reason, e)),
-        },
     }
 }

@@ -11,13 +11,13 @@ use kube::api::{Patch, PatchParams, PostParams};
 use secrecy::SecretString;
 
 use super::account::{Verified, confirmed_check, retire_renamed_account};
-use super::reconcile::{Names, SvmReconciler, kube_error};
+use super::errors::{Failed, kube_error, ontap_error};
+use super::reconcile::{Names, SvmReconciler};
 use super::{
     ExpectedSeed, SeedFields, SeedSecretState, build_seed_secret, generate_password,
     inspect_seed_secret, password_set_at,
 };
 use crate::api::StorageVirtualMachine;
-use crate::controllers::connections::ontap_error;
 use crate::engine::{Outcome, StepError};
 use crate::ontap::{AccountCheck, OntapClient, Svm};
 
@@ -35,7 +35,7 @@ impl SvmReconciler {
         let current = api
             .get_opt(&names.secret)
             .await
-            .map_err(kube_error("SecretReadFailed"))?;
+            .map_err(kube_error(Failed::SecretRead))?;
         let expected = ExpectedSeed::for_svm(svm, &names.account, &names.svm, &ontap_svm.uuid)
             .ok_or_else(|| StepError::transient_msg("NotStored", "the object has no uid"))?;
         Ok(Seed {
@@ -99,7 +99,7 @@ impl SvmReconciler {
                     names.secret
                 ),
             ),
-            e => StepError::from_kube("SecretWriteFailed", e),
+            e => StepError::from_kube(Failed::SecretWrite.as_str(), e),
         })?;
         pending.done(&written);
         Ok(())
@@ -175,11 +175,11 @@ impl SvmReconciler {
         client
             .set_account_password(&ontap_svm.uuid, &names.account, &password)
             .await
-            .map_err(|e| ontap_error("PasswordSetFailed", e))?;
+            .map_err(|e| ontap_error(Failed::PasswordSet, e))?;
         match client
             .verify_account(&ontap_svm.uuid, &names.account, &password)
             .await
-            .map_err(|e| ontap_error("CredentialCheckFailed", e))?
+            .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
         {
             AccountCheck::Valid(_) => Ok(Outcome::waiting(
                 "CredentialsSettling",

@@ -4,11 +4,12 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, job};
+use super::errors::{Failed, is_entry_not_found, job, ontap_busy, ontap_error};
+use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler};
 use super::tenancy;
 use super::{Ownership, SeedSecretState, owned_by, protocol_patch, svm_create};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode};
-use crate::controllers::connections::{missing, ontap_busy, ontap_error};
+use crate::controllers::connections::missing;
 use crate::engine::{Outcome, StepError, Wait, Worker};
 use crate::ontap::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Svm, SvmPatch, SvmState,
@@ -128,7 +129,7 @@ impl SvmReconciler {
                             ));
                         }
                         Err(e) if is_entry_not_found(&e) => {}
-                        Err(e) => return Err(ontap_error("SVMLookupFailed", e)),
+                        Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
                     }
                 }
                 let mut body = svm_create(svm, &names.svm)
@@ -139,7 +140,7 @@ impl SvmReconciler {
                     .connections
                     .aggregates(cluster, client)
                     .await
-                    .map_err(|e| ontap_error("AggregateLookupFailed", e))?;
+                    .map_err(|e| ontap_error(Failed::AggregateLookup, e))?;
                 if body.aggregates.is_empty() {
                     body.aggregates = aggregates
                         .iter()
@@ -170,11 +171,11 @@ impl SvmReconciler {
                         if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
                             // An aggregate named in the body may be gone: list them afresh.
                             self.connections.forget_aggregates(cluster);
-                            return Err(ontap_error("SVMCreateFailed", e));
+                            return Err(ontap_error(Failed::SvmCreate, e));
                         }
                         match lookup_svm(client, &names.svm).await? {
                             Some(found) => found,
-                            None => return Err(ontap_error("SVMCreateFailed", e)),
+                            None => return Err(ontap_error(Failed::SvmCreate, e)),
                         }
                     }
                 }
@@ -216,7 +217,7 @@ impl SvmReconciler {
                 client
                     .patch_svm(&found.uuid, &mark)
                     .await
-                    .map_err(|e| ontap_error("SVMAdoptFailed", e))?;
+                    .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
                 changed = true;
             }
             Ownership::Foreign(other) => {
@@ -261,7 +262,7 @@ impl SvmReconciler {
                 };
                 if let Some(wait) = job(
                     client.patch_svm(&found.uuid, &start).await,
-                    "SVMStartFailed",
+                    Failed::SvmStart,
                 )? {
                     return Ok(Outcome::Waiting(wait));
                 }
@@ -277,7 +278,7 @@ impl SvmReconciler {
             job_slot!();
             if let Some(wait) = job(
                 client.patch_svm(&found.uuid, &patch).await,
-                "SVMProtocolsFailed",
+                Failed::SvmProtocols,
             )? {
                 return Ok(Outcome::Waiting(wait));
             }
@@ -326,15 +327,10 @@ pub(super) async fn existing_svm(
     }
 }
 
-/// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.
-pub(super) fn is_entry_not_found(e: &OntapError) -> bool {
-    e.is_not_found() && e.ontap_code() == Some(crate::ontap::codes::ENTRY_NOT_FOUND)
-}
-
 /// The SVM of that name; a failed lookup is an error, never "absent".
 pub(super) async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Option<Svm>, StepError> {
     client
         .svm_by_name(name)
         .await
-        .map_err(|e: OntapError| ontap_error("SVMLookupFailed", e))
+        .map_err(|e: OntapError| ontap_error(Failed::SvmLookup, e))
 }
