@@ -1,8 +1,8 @@
 //! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
-//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`).
-//! The rest is pure logic: default names, passwords, the seed Secret contract, and the ONTAP
-//! requests a spec calls for. Nothing in those talks to Kubernetes or ONTAP, so all of it is
-//! unit-tested without either.
+//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`) with
+//! the pure planning only it uses (`lifs` holds the LIF plan). The rest is pure logic: default
+//! names, passwords, netmasks, the seed Secret contract, and the SVM requests a spec calls for.
+//! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
 
 mod account;
 mod cluster;
@@ -22,9 +22,11 @@ mod svm;
 pub mod tenancy;
 
 pub use desired::{
-    DesiredError, DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, Ownership, RemovalReason,
-    data_service_policy, desired_lifs, owned_by, ownership_comment, plan_lifs, protocol_patch,
-    svm_create,
+    DesiredError, Ownership, owned_by, ownership_comment, protocol_patch, svm_create,
+};
+pub use lifs::{
+    DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
+    desired_lifs, plan_lifs,
 };
 pub use naming::{default_account_name, default_secret_name, default_svm_name};
 pub use password::generate_password;
