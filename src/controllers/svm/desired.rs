@@ -1,18 +1,12 @@
-//! What ONTAP should look like for a StorageVirtualMachine, and the requests that get it there:
-//! the SVM create body with its ownership marker and the protocol patch. The LIF plan is
-//! [`lifs`](super::lifs)'s, next to the step that applies it.
+//! What several steps share about the ONTAP side of a StorageVirtualMachine: the ownership
+//! marker in an SVM's comment, and the [`DesiredError`] a spec that cannot become a request
+//! turns into, reported as a condition rather than a request ONTAP refuses over and over. Each
+//! step's own planning sits next to it: the SVM create body and protocol patch in
+//! `svm`, the LIF plan in `lifs`.
 //!
-//! Everything here is pure: it takes the object and what ONTAP reported, and returns the typed
-//! request bodies of [`crate::ontap`]. A spec that cannot become a request (here or in the LIF
-//! plan) is a [`DesiredError`] the controller reports as a condition, not a request ONTAP
-//! refuses over and over.
+//! Everything here is pure.
 
 use std::net::IpAddr;
-
-use kube::ResourceExt;
-
-use crate::api::{StorageVirtualMachine, SvmProtocols};
-use crate::ontap::{ObjectRef, ProtocolState, Svm, SvmCreate, SvmPatch};
 
 // ---------------------------------------------------------------------------------------------
 // Ownership marker
@@ -88,57 +82,13 @@ pub enum DesiredError {
     MissingUid,
 }
 
-// ---------------------------------------------------------------------------------------------
-// SVM
-
-/// The body of `POST /api/svm/svms` for `svm` under the ONTAP name `svm_name`. The comment
-/// carries the ownership marker; every protocol is sent explicitly, enabled or not.
-pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCreate, DesiredError> {
-    let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
-    let spec = &svm.spec;
-    Ok(SvmCreate {
-        name: svm_name.to_string(),
-        ipspace: spec.ipspace.as_deref().map(ObjectRef::by_name),
-        aggregates: spec.aggregates.iter().map(ObjectRef::by_name).collect(),
-        nfs: Some(ProtocolState {
-            enabled: spec.protocols.nfs,
-        }),
-        iscsi: Some(ProtocolState {
-            enabled: spec.protocols.iscsi,
-        }),
-        nvme: Some(ProtocolState {
-            enabled: spec.protocols.nvme,
-        }),
-        comment: Some(ownership_comment(
-            &uid,
-            &svm.namespace().unwrap_or_default(),
-            &svm.name_any(),
-        )),
-        language: None,
-    })
-}
-
-/// The `PATCH /api/svm/svms/{uuid}` that brings `actual`'s protocols to `desired`, or None when
-/// they already match. A protocol ONTAP does not report counts as disabled.
-pub fn protocol_patch(desired: &SvmProtocols, actual: &Svm) -> Option<SvmPatch> {
-    let change = |want: bool, have: Option<ProtocolState>| {
-        (want != have.is_some_and(|p| p.enabled)).then_some(ProtocolState { enabled: want })
-    };
-    let patch = SvmPatch {
-        nfs: change(desired.nfs, actual.nfs),
-        iscsi: change(desired.iscsi, actual.iscsi),
-        nvme: change(desired.nvme, actual.nvme),
-        ..SvmPatch::default()
-    };
-    (patch.nfs.is_some() || patch.iscsi.is_some() || patch.nvme.is_some()).then_some(patch)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 pub(super) mod tests {
     use super::*;
+    use crate::api::StorageVirtualMachine;
 
-    const UID: &str = "9b2e8c1a-0000-4000-8000-000000000002";
+    pub(crate) const UID: &str = "9b2e8c1a-0000-4000-8000-000000000002";
 
     pub(crate) fn svm(spec: serde_json::Value) -> StorageVirtualMachine {
         let mut svm: StorageVirtualMachine = serde_json::from_value(serde_json::json!({
@@ -164,29 +114,6 @@ pub(super) mod tests {
                 { "ip": "2001:db8::11", "prefixLength": 64 }
             ]
         }))
-    }
-
-    #[test]
-    fn svm_create_body() {
-        let body = svm_create(&base(), "k8s_team-a_db").unwrap();
-        assert_eq!(
-            serde_json::to_value(&body).unwrap(),
-            serde_json::json!({
-                "name": "k8s_team-a_db",
-                "ipspace": { "name": "Default" },
-                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
-                "nfs": { "enabled": true },
-                "iscsi": { "enabled": false },
-                "nvme": { "enabled": false },
-                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
-            })
-        );
-        let mut unstored = base();
-        unstored.metadata.uid = None;
-        assert_eq!(
-            svm_create(&unstored, "x").unwrap_err(),
-            DesiredError::MissingUid
-        );
     }
 
     #[test]
@@ -220,30 +147,5 @@ pub(super) mod tests {
         let c = ownership_comment(UID, &"n".repeat(63), &"m".repeat(253));
         assert_eq!(c.len(), 255);
         assert_eq!(owned_by(Some(&c), UID), Ownership::Ours);
-    }
-
-    #[test]
-    fn protocol_patches() {
-        let actual: Svm = serde_json::from_value(serde_json::json!({
-            "uuid": "u", "name": "n",
-            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
-        }))
-        .unwrap();
-        let want = SvmProtocols {
-            nfs: true,
-            iscsi: false,
-            nvme: true,
-        };
-        let patch = protocol_patch(&want, &actual).unwrap();
-        assert_eq!(
-            serde_json::to_value(&patch).unwrap(),
-            serde_json::json!({ "iscsi": { "enabled": false }, "nvme": { "enabled": true } })
-        );
-        let same = SvmProtocols {
-            nfs: true,
-            iscsi: true,
-            nvme: false,
-        };
-        assert_eq!(protocol_patch(&same, &actual), None);
     }
 }

@@ -1,6 +1,7 @@
 //! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
 //! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`) with
-//! the pure planning only it uses (`lifs` holds the LIF plan). The rest is pure logic: default
+//! the pure planning only it uses (`svm` the create body and protocol patch, `lifs` the LIF
+//! plan). The rest is pure logic: default
 //! names, passwords, netmasks, the seed Secret contract, and the SVM requests a spec calls for.
 //! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
 
@@ -21,9 +22,7 @@ pub mod seed_secret;
 mod svm;
 pub mod tenancy;
 
-pub use desired::{
-    DesiredError, Ownership, owned_by, ownership_comment, protocol_patch, svm_create,
-};
+pub use desired::{DesiredError, Ownership, owned_by, ownership_comment};
 pub use lifs::{
     DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
     desired_lifs, plan_lifs,
@@ -34,3 +33,4 @@ pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
     inspect_seed_secret, password_set_at, seed_secret_name,
 };
+pub use svm::{protocol_patch, svm_create};

@@ -7,13 +7,13 @@ use kube::runtime::reflector::ObjectRef;
 use super::errors::{Failed, is_entry_not_found, job, ontap_busy, ontap_error};
 use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler};
 use super::tenancy;
-use super::{Ownership, SeedSecretState, owned_by, protocol_patch, svm_create};
-use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode};
+use super::{DesiredError, Ownership, SeedSecretState, owned_by, ownership_comment};
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use crate::controllers::connections::missing;
 use crate::engine::{Outcome, StepError, Wait, Worker};
 use crate::ontap::{
-    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Svm, SvmPatch, SvmState,
-    SvmTargetState,
+    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, ProtocolState, Svm, SvmCreate,
+    SvmPatch, SvmState, SvmTargetState,
 };
 
 impl SvmReconciler {
@@ -333,4 +333,104 @@ pub(super) async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Optio
         .svm_by_name(name)
         .await
         .map_err(|e: OntapError| ontap_error(Failed::SvmLookup, e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The create body and the protocol patch
+
+/// The body of `POST /api/svm/svms` for `svm` under the ONTAP name `svm_name`. The comment
+/// carries the ownership marker; every protocol is sent explicitly, enabled or not.
+pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCreate, DesiredError> {
+    let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
+    let spec = &svm.spec;
+    Ok(SvmCreate {
+        name: svm_name.to_string(),
+        ipspace: spec.ipspace.as_deref().map(OntapRef::by_name),
+        aggregates: spec.aggregates.iter().map(OntapRef::by_name).collect(),
+        nfs: Some(ProtocolState {
+            enabled: spec.protocols.nfs,
+        }),
+        iscsi: Some(ProtocolState {
+            enabled: spec.protocols.iscsi,
+        }),
+        nvme: Some(ProtocolState {
+            enabled: spec.protocols.nvme,
+        }),
+        comment: Some(ownership_comment(
+            &uid,
+            &svm.namespace().unwrap_or_default(),
+            &svm.name_any(),
+        )),
+        language: None,
+    })
+}
+
+/// The `PATCH /api/svm/svms/{uuid}` that brings `actual`'s protocols to `desired`, or None when
+/// they already match. A protocol ONTAP does not report counts as disabled.
+pub fn protocol_patch(desired: &SvmProtocols, actual: &Svm) -> Option<SvmPatch> {
+    let change = |want: bool, have: Option<ProtocolState>| {
+        (want != have.is_some_and(|p| p.enabled)).then_some(ProtocolState { enabled: want })
+    };
+    let patch = SvmPatch {
+        nfs: change(desired.nfs, actual.nfs),
+        iscsi: change(desired.iscsi, actual.iscsi),
+        nvme: change(desired.nvme, actual.nvme),
+        ..SvmPatch::default()
+    };
+    (patch.nfs.is_some() || patch.iscsi.is_some() || patch.nvme.is_some()).then_some(patch)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::controllers::svm::desired::tests::{UID, base};
+
+    #[test]
+    fn svm_create_body() {
+        let body = svm_create(&base(), "k8s_team-a_db").unwrap();
+        assert_eq!(
+            serde_json::to_value(&body).unwrap(),
+            serde_json::json!({
+                "name": "k8s_team-a_db",
+                "ipspace": { "name": "Default" },
+                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
+                "nfs": { "enabled": true },
+                "iscsi": { "enabled": false },
+                "nvme": { "enabled": false },
+                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
+            })
+        );
+        let mut unstored = base();
+        unstored.metadata.uid = None;
+        assert_eq!(
+            svm_create(&unstored, "x").unwrap_err(),
+            DesiredError::MissingUid
+        );
+    }
+
+    #[test]
+    fn protocol_patches() {
+        let actual: Svm = serde_json::from_value(serde_json::json!({
+            "uuid": "u", "name": "n",
+            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
+        }))
+        .unwrap();
+        let want = SvmProtocols {
+            nfs: true,
+            iscsi: false,
+            nvme: true,
+        };
+        let patch = protocol_patch(&want, &actual).unwrap();
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            serde_json::json!({ "iscsi": { "enabled": false }, "nvme": { "enabled": true } })
+        );
+        let same = SvmProtocols {
+            nfs: true,
+            iscsi: true,
+            nvme: false,
+        };
+        assert_eq!(protocol_patch(&same, &actual), None);
+    }
 }
