@@ -1,0 +1,192 @@
+//! Step `AccountReady`: the SVM-scoped vsadmin account, unlocked, and the credential check
+//! the `SecretReady` step shares.
+
+use k8s_openapi::jiff::Timestamp;
+use secrecy::SecretString;
+
+use super::errors::{Failed, ontap_error};
+use super::reconcile::{Names, SvmReconciler};
+use super::{Ownership, SeedSecretState, generate_password, owned_by};
+use crate::api::StorageVirtualMachine;
+use crate::engine::{Outcome, StepError};
+use crate::ontap::{
+    Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, OntapClient, Svm,
+};
+
+impl SvmReconciler {
+    /// Step `AccountReady`: the SVM-scoped account exists with role vsadmin, unlocked.
+    ///
+    /// When the seed Secret holds the account's credentials, one GET authenticated as the
+    /// account both proves them and reads the account (role; an account that can log in is not
+    /// locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM costs
+    /// ONTAP this GET and the two lookups before it. Otherwise the administrator looks.
+    pub(super) async fn ensure_account(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+    ) -> Result<Outcome<Option<Verified>>, StepError> {
+        let seed = self.seed_state(svm, names, ontap_svm).await?;
+        if let SeedSecretState::Complete { username, password } = &seed.state
+            && *username == names.account
+            && let AccountCheck::Valid(account) =
+                confirmed_check(client, &ontap_svm.uuid, &names.account, password).await?
+        {
+            check_role(&account, names)?;
+            return Ok(Outcome::Unchanged(Some(Verified {
+                password_set_at: seed.password_set_at,
+            })));
+        }
+        let existing = client
+            .account(&ontap_svm.uuid, &names.account)
+            .await
+            .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
+        if let Some(account) = existing {
+            check_role(&account, names)?;
+            if unlock_needed(&account) {
+                let unlock = AccountPatch {
+                    locked: Some(false),
+                    ..AccountPatch::default()
+                };
+                client
+                    .patch_account(&ontap_svm.uuid, &names.account, &unlock)
+                    .await
+                    .map_err(|e| ontap_error(Failed::AccountUnlock, e))?;
+                return Ok(Outcome::Changed(None));
+            }
+            return Ok(Outcome::Unchanged(None));
+        }
+        // A password must exist before the account does; it goes into the Secret first, so a
+        // crash right after the account is created leaves a Secret that matches it.
+        // The Secret-first write below replaces the only record of a previous account name.
+        retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
+        let password = match seed.state {
+            SeedSecretState::Complete { username, password } if username == names.account => {
+                password
+            }
+            SeedSecretState::NotOurs(_) => generate_password(&names.account),
+            _ => {
+                let password = generate_password(&names.account);
+                self.write_secret(
+                    svm,
+                    names,
+                    ontap_svm,
+                    &password,
+                    None,
+                    seed.resource_version.as_deref(),
+                )
+                .await?;
+                password
+            }
+        };
+        let create = AccountCreate {
+            name: names.account.clone(),
+            owner_uuid: ontap_svm.uuid.clone(),
+            role: "vsadmin".into(),
+            password,
+            comment: Some(format!("ontap-operator:uid={}", names.uid)),
+        };
+        match client.create_account(&create).await {
+            Ok(()) => Ok(Outcome::Changed(None)),
+            // Applied or not, the next pass looks again; a duplicate means it exists already.
+            Err(e) if e.class() == ErrorClass::Conflict => Ok(Outcome::Changed(None)),
+            Err(e) => Err(ontap_error(Failed::AccountCreate, e)),
+        }
+    }
+}
+
+/// The account's verdict on `password`, a rejection confirmed by a second look: one spurious
+/// 401 or 403 must not mint a new password.
+pub(super) async fn confirmed_check(
+    client: &OntapClient,
+    owner_uuid: &str,
+    account: &str,
+    password: &SecretString,
+) -> Result<AccountCheck, StepError> {
+    let check = async || {
+        client
+            .verify_account(owner_uuid, account, password)
+            .await
+            .map_err(|e| ontap_error(Failed::CredentialCheck, e))
+    };
+    match check().await? {
+        AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
+        AccountCheck::Rejected | AccountCheck::NotAuthorized => check().await,
+    }
+}
+
+/// After `spec.account.name` changed, the account the Secret still names is deleted (if this
+/// object created it), so the password published for it stops working.
+pub(super) async fn retire_renamed_account(
+    client: &OntapClient,
+    ontap_svm: &Svm,
+    names: &Names,
+    seed: &SeedSecretState,
+) -> Result<(), StepError> {
+    let SeedSecretState::Stale { username, .. } = seed else {
+        return Ok(());
+    };
+    if *username == names.account {
+        return Ok(());
+    }
+    let Some(old) = client
+        .account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountLookup, e))?
+    else {
+        return Ok(());
+    };
+    if owned_by(old.comment.as_deref(), &names.uid) != Ownership::Ours {
+        return Ok(());
+    }
+    client
+        .delete_account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
+    Ok(())
+}
+
+/// The seed Secret's credentials authenticated as the account in `AccountReady`, this pass.
+pub(super) struct Verified {
+    pub(super) password_set_at: Option<Timestamp>,
+}
+
+/// The account must have role vsadmin; another role is not changed.
+fn check_role(account: &Account, names: &Names) -> Result<(), StepError> {
+    let role = account.role.as_ref().and_then(|r| r.name.as_deref());
+    if role != Some("vsadmin") {
+        return Err(StepError::invalid(
+            "AccountRoleMismatch",
+            format!(
+                "the account {} has role {}, not vsadmin; it is not changed",
+                names.account,
+                role.unwrap_or("unknown")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Unlocked only when ONTAP says so: a missing `locked` field is not a yes.
+fn unlock_needed(account: &Account) -> bool {
+    account.locked != Some(false)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_account_is_unlocked_only_when_ontap_says_so() {
+        let account = |locked: serde_json::Value| -> Account {
+            serde_json::from_value(serde_json::json!({ "name": "a", "locked": locked })).unwrap()
+        };
+        assert!(unlock_needed(&account(serde_json::json!(true))));
+        assert!(unlock_needed(&account(serde_json::Value::Null)));
+        assert!(!unlock_needed(&account(serde_json::json!(false))));
+        let absent: Account = serde_json::from_value(serde_json::json!({ "name": "a" })).unwrap();
+        assert!(unlock_needed(&absent));
+    }
+}

@@ -1,0 +1,436 @@
+//! Step `SVMReady`: the SVM of an `Owned` object created, marked, running and with the spec's
+//! protocols; the SVM an `AccountOnly` object names looked at, never changed.
+
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
+use super::errors::{Failed, is_entry_not_found, job, ontap_busy, ontap_error};
+use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler};
+use super::tenancy;
+use super::{DesiredError, Ownership, SeedSecretState, owned_by, ownership_comment};
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
+use crate::controllers::connections::missing;
+use crate::engine::{Outcome, StepError, Wait, Worker};
+use crate::ontap::{
+    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, ProtocolState, Svm, SvmCreate,
+    SvmPatch, SvmState, SvmTargetState,
+};
+
+impl SvmReconciler {
+    /// Whether an `Owned` object provisions the SVM an `AccountOnly` object names, on the same
+    /// cluster, and shares it with the object's namespace: an account is vsadmin access, so one
+    /// tenant must not give itself an account on another's SVM by naming it. A wait while no
+    /// object provisions it (the extension declares both at once).
+    pub(super) fn shared_with(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+    ) -> Result<Option<Wait>, StepError> {
+        let all = self.svms.store().state();
+        let provider = all.iter().find(|other| {
+            other.spec.mode == SvmMode::Owned
+                && other.spec.cluster_ref == svm.spec.cluster_ref
+                && other.metadata.deletion_timestamp.is_none()
+                && {
+                    let status = other.status.clone().unwrap_or_default();
+                    self.names(other, &status).svm == names.svm
+                }
+        });
+        let Some(provider) = provider else {
+            return Ok(Some(Wait {
+                reason: "SVMAwaited".into(),
+                message: format!(
+                    "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
+                    names.svm, svm.spec.cluster_ref.name
+                ),
+                after: EXISTING_SVM_RECHECK,
+            }));
+        };
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&names.namespace))
+            .map(|ns| ns.labels().clone())
+            .unwrap_or_default();
+        let shared = tenancy::shares_with(provider, &names.namespace, &labels)
+            .map_err(|e| StepError::invalid("InvalidShareWith", e))?;
+        if shared {
+            return Ok(None);
+        }
+        Err(StepError::invalid(
+            "SVMNotShared",
+            format!(
+                "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
+                names.svm, names.namespace
+            ),
+        ))
+    }
+
+    /// Whether the object with uid `creator`, which marked the SVM `svm` asks for, has handed
+    /// it over: it is now an `AccountOnly` object on that SVM, on the same cluster.
+    fn handed_over(&self, svm: &StorageVirtualMachine, creator: &str, names: &Names) -> bool {
+        self.svms.store().state().iter().any(|other| {
+            other.uid().as_deref() == Some(creator)
+                && other.spec.mode == SvmMode::AccountOnly
+                && other.spec.cluster_ref == svm.spec.cluster_ref
+                && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
+        })
+    }
+
+    /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
+    /// protocols of the spec.
+    pub(super) async fn ensure_svm(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        recorded: Option<&str>,
+        client: &OntapClient,
+        worker: &Worker,
+    ) -> Result<Outcome<Svm>, StepError> {
+        // The engine added the finalizer before this pass, so deleting the object always cleans
+        // up what this step creates.
+        let mut changed = false;
+        let cluster = &svm.spec.cluster_ref.name;
+        // Never provisioned: the pass is about to start a job. Its slot is taken before the
+        // lookup, so that the lookup is fresh however long the wait, and a pass that waits
+        // costs ONTAP nothing.
+        let mut slot = None;
+        if recorded.is_none() {
+            match self.connections.job_slot(cluster, worker).await {
+                Ok(permit) => slot = Some(permit),
+                Err(wait) => return Ok(Outcome::Waiting(wait)),
+            }
+        }
+        macro_rules! job_slot {
+            () => {
+                if slot.is_none() {
+                    match self.connections.job_slot(cluster, worker).await {
+                        Ok(permit) => slot = Some(permit),
+                        Err(wait) => return Ok(Outcome::Waiting(wait)),
+                    }
+                }
+                // Held until the step returns, whichever way.
+                debug_assert!(slot.is_some());
+            };
+        }
+        let found = match lookup_svm(client, &names.svm).await? {
+            Some(found) => found,
+            None => {
+                // The SVM recorded in the status still exists under another name (renamed in
+                // ONTAP): creating a second one would only fight it for the LIF addresses.
+                if let Some(uuid) = recorded {
+                    match client.svm(uuid).await {
+                        Ok(renamed) => {
+                            return Err(StepError::invalid(
+                                "SVMRenamedInONTAP",
+                                format!(
+                                    "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
+                                    names.svm, renamed.name
+                                ),
+                            ));
+                        }
+                        Err(e) if is_entry_not_found(&e) => {}
+                        Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
+                    }
+                }
+                let mut body = svm_create(svm, &names.svm)
+                    .map_err(|e| StepError::invalid("InvalidSpec", e.to_string()))?;
+                job_slot!();
+                // Only where there is something to create: the steady state does not pay for it.
+                let aggregates = self
+                    .connections
+                    .aggregates(cluster, client)
+                    .await
+                    .map_err(|e| ontap_error(Failed::AggregateLookup, e))?;
+                if body.aggregates.is_empty() {
+                    body.aggregates = aggregates
+                        .iter()
+                        .map(|a| OntapRef::by_name(&a.name))
+                        .collect();
+                } else if let Some(absent) = svm
+                    .spec
+                    .aggregates
+                    .iter()
+                    .find(|wanted| !aggregates.iter().any(|a| &a.name == *wanted))
+                {
+                    return Ok(Outcome::Waiting(missing(
+                        "AggregateNotFound",
+                        format!(
+                            "the aggregate {absent} named in spec.aggregates does not exist in ONTAP"
+                        ),
+                    )));
+                }
+                changed = true;
+                match client.create_svm(&body).await {
+                    Ok(created) => created,
+                    Err(e) => {
+                        if let Some(wait) = ontap_busy(&e) {
+                            return Ok(Outcome::Waiting(wait));
+                        }
+                        // The POST may have been applied, or a previous attempt's job may be
+                        // running: never create twice, look again by name.
+                        if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
+                            // An aggregate named in the body may be gone: list them afresh.
+                            self.connections.forget_aggregates(cluster);
+                            return Err(ontap_error(Failed::SvmCreate, e));
+                        }
+                        match lookup_svm(client, &names.svm).await? {
+                            Some(found) => found,
+                            None => return Err(ontap_error(Failed::SvmCreate, e)),
+                        }
+                    }
+                }
+            }
+        };
+        match owned_by(found.comment.as_deref(), &names.uid) {
+            Ownership::Ours => {}
+            // Taken over: asked for by annotation (a restore), or handed over by its creator,
+            // which became an AccountOnly user of it.
+            Ownership::Foreign(creator)
+                if adopts(svm, &found) || self.handed_over(svm, &creator, names) =>
+            {
+                // An adoption keeps the account, whose password must be known first; after a
+                // hand-over this object's own account is made next.
+                if adopts(svm, &found)
+                    && matches!(
+                        self.seed_state(svm, names, &found).await?.state,
+                        SeedSecretState::Missing
+                    )
+                {
+                    return Ok(Outcome::waiting(
+                        "AdoptionAwaitsSecret",
+                        format!(
+                            "adopting the SVM {} waits for the seed Secret {} with its account's password",
+                            names.svm, names.secret
+                        ),
+                        ONTAP_SETTLING,
+                    ));
+                }
+                job_slot!();
+                let mark = SvmPatch {
+                    comment: Some(super::ownership_comment(
+                        &names.uid,
+                        &names.namespace,
+                        &svm.name_any(),
+                    )),
+                    ..SvmPatch::default()
+                };
+                client
+                    .patch_svm(&found.uuid, &mark)
+                    .await
+                    .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
+                changed = true;
+            }
+            Ownership::Foreign(other) => {
+                return Err(StepError::invalid(
+                    "SVMNameInUse",
+                    format!(
+                        "the SVM {} in ONTAP belongs to another StorageVirtualMachine (uid {other}); set another spec.svmName",
+                        names.svm
+                    ),
+                ));
+            }
+            Ownership::Unmarked => {
+                return Err(StepError::invalid(
+                    "SVMNameInUse",
+                    format!(
+                        "an SVM named {} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName",
+                        names.svm
+                    ),
+                ));
+            }
+        }
+        match found.state {
+            Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
+                return Ok(Outcome::waiting(
+                    "SVMSettling",
+                    format!("ONTAP reports the SVM as {:?}", found.state),
+                    ONTAP_SETTLING,
+                ));
+            }
+            Some(SvmState::Deleting) => {
+                return Ok(Outcome::waiting(
+                    "SVMDeleting",
+                    "ONTAP is deleting the SVM",
+                    ONTAP_SETTLING,
+                ));
+            }
+            Some(SvmState::Stopped) => {
+                job_slot!();
+                let start = SvmPatch {
+                    state: Some(SvmTargetState::Running),
+                    ..SvmPatch::default()
+                };
+                if let Some(wait) = job(
+                    client.patch_svm(&found.uuid, &start).await,
+                    Failed::SvmStart,
+                )? {
+                    return Ok(Outcome::Waiting(wait));
+                }
+                return Ok(Outcome::waiting(
+                    "SVMStarting",
+                    "the SVM was stopped; it is being started",
+                    ONTAP_SETTLING,
+                ));
+            }
+            _ => {}
+        }
+        if let Some(patch) = protocol_patch(&svm.spec.protocols, &found) {
+            job_slot!();
+            if let Some(wait) = job(
+                client.patch_svm(&found.uuid, &patch).await,
+                Failed::SvmProtocols,
+            )? {
+                return Ok(Outcome::Waiting(wait));
+            }
+            changed = true;
+        }
+        drop(slot);
+        Ok(if changed {
+            Outcome::Changed(found)
+        } else {
+            Outcome::Unchanged(found)
+        })
+    }
+}
+
+/// Whether `svm` asks to take over `found` ([`ADOPT_SVM_UUID_ANNOTATION`]).
+fn adopts(svm: &StorageVirtualMachine, found: &Svm) -> bool {
+    svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION) == Some(&found.uuid)
+}
+
+/// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists and runs. It is only
+/// looked at — whoever provisioned it owns it.
+pub(super) async fn existing_svm(
+    client: &OntapClient,
+    names: &Names,
+) -> Result<Outcome<Svm>, StepError> {
+    let Some(found) = lookup_svm(client, &names.svm).await? else {
+        return Ok(Outcome::waiting(
+            "SVMAwaited",
+            format!(
+                "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
+                names.svm
+            ),
+            EXISTING_SVM_RECHECK,
+        ));
+    };
+    match found.state {
+        Some(SvmState::Running) => Ok(Outcome::Unchanged(found)),
+        state => Ok(Outcome::waiting(
+            "SVMNotRunning",
+            format!(
+                "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
+                names.svm
+            ),
+            EXISTING_SVM_RECHECK,
+        )),
+    }
+}
+
+/// The SVM of that name; a failed lookup is an error, never "absent".
+pub(super) async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Option<Svm>, StepError> {
+    client
+        .svm_by_name(name)
+        .await
+        .map_err(|e: OntapError| ontap_error(Failed::SvmLookup, e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The create body and the protocol patch
+
+/// The body of `POST /api/svm/svms` for `svm` under the ONTAP name `svm_name`. The comment
+/// carries the ownership marker; every protocol is sent explicitly, enabled or not.
+pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCreate, DesiredError> {
+    let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
+    let spec = &svm.spec;
+    Ok(SvmCreate {
+        name: svm_name.to_string(),
+        ipspace: spec.ipspace.as_deref().map(OntapRef::by_name),
+        aggregates: spec.aggregates.iter().map(OntapRef::by_name).collect(),
+        nfs: Some(ProtocolState {
+            enabled: spec.protocols.nfs,
+        }),
+        iscsi: Some(ProtocolState {
+            enabled: spec.protocols.iscsi,
+        }),
+        nvme: Some(ProtocolState {
+            enabled: spec.protocols.nvme,
+        }),
+        comment: Some(ownership_comment(
+            &uid,
+            &svm.namespace().unwrap_or_default(),
+            &svm.name_any(),
+        )),
+        language: None,
+    })
+}
+
+/// The `PATCH /api/svm/svms/{uuid}` that brings `actual`'s protocols to `desired`, or None when
+/// they already match. A protocol ONTAP does not report counts as disabled.
+pub fn protocol_patch(desired: &SvmProtocols, actual: &Svm) -> Option<SvmPatch> {
+    let change = |want: bool, have: Option<ProtocolState>| {
+        (want != have.is_some_and(|p| p.enabled)).then_some(ProtocolState { enabled: want })
+    };
+    let patch = SvmPatch {
+        nfs: change(desired.nfs, actual.nfs),
+        iscsi: change(desired.iscsi, actual.iscsi),
+        nvme: change(desired.nvme, actual.nvme),
+        ..SvmPatch::default()
+    };
+    (patch.nfs.is_some() || patch.iscsi.is_some() || patch.nvme.is_some()).then_some(patch)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::controllers::svm::desired::tests::{UID, base};
+
+    #[test]
+    fn svm_create_body() {
+        let body = svm_create(&base(), "k8s_team-a_db").unwrap();
+        assert_eq!(
+            serde_json::to_value(&body).unwrap(),
+            serde_json::json!({
+                "name": "k8s_team-a_db",
+                "ipspace": { "name": "Default" },
+                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
+                "nfs": { "enabled": true },
+                "iscsi": { "enabled": false },
+                "nvme": { "enabled": false },
+                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
+            })
+        );
+        let mut unstored = base();
+        unstored.metadata.uid = None;
+        assert_eq!(
+            svm_create(&unstored, "x").unwrap_err(),
+            DesiredError::MissingUid
+        );
+    }
+
+    #[test]
+    fn protocol_patches() {
+        let actual: Svm = serde_json::from_value(serde_json::json!({
+            "uuid": "u", "name": "n",
+            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
+        }))
+        .unwrap();
+        let want = SvmProtocols {
+            nfs: true,
+            iscsi: false,
+            nvme: true,
+        };
+        let patch = protocol_patch(&want, &actual).unwrap();
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            serde_json::json!({ "iscsi": { "enabled": false }, "nvme": { "enabled": true } })
+        );
+        let same = SvmProtocols {
+            nfs: true,
+            iscsi: true,
+            nvme: false,
+        };
+        assert_eq!(protocol_patch(&same, &actual), None);
+    }
+}
