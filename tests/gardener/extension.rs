@@ -528,29 +528,7 @@ async fn extension_lifecycle_on_gardener_with_the_real_resource_manager() {
     // Delete.
     let gc = garbage_collector_stand_in(g.shoot.clone());
     request(&g, &ns2, "reconcile").await;
-    extensions(&g, &ns2)
-        .patch(
-            "ontap",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
-                "confirmation.gardener.cloud/deletion": "true"
-            }}})),
-        )
-        .await
-        .unwrap();
-    extensions(&g, &ns2)
-        .delete("ontap", &DeleteParams::default())
-        .await
-        .unwrap();
-    let deleted = wait_for(&w, "Extension gone", async || {
-        extensions(&g, &ns2)
-            .get_opt("ontap")
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    let deleted = delete_as_gardenlet(&g, &w, &ns2).await;
     println!("delete → gone: {deleted:?}");
     gc.abort();
     assert!(
@@ -641,6 +619,34 @@ spec:
     assert!(classes.get_opt("ontap-encrypted").await.unwrap().is_some());
 }
 
+/// gardenlet's deletion: confirms it with the annotation, deletes the Extension and waits until
+/// it is gone. Returns how long that took.
+async fn delete_as_gardenlet(g: &Gardener, w: &SvmWorld, ns: &str) -> Duration {
+    extensions(g, ns)
+        .patch(
+            "ontap",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "confirmation.gardener.cloud/deletion": "true"
+            }}})),
+        )
+        .await
+        .unwrap();
+    extensions(g, ns)
+        .delete("ontap", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(w, "Extension gone", async || {
+        extensions(g, ns)
+            .get_opt("ontap")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await
+}
+
 /// The Extension's `lastError` of the current operation carries `code`.
 async fn wait_error_code(g: &Gardener, w: &SvmWorld, ns: &str, code: ErrorCode) -> Duration {
     wait_for(w, &format!("Error with {code:?}"), async || {
@@ -728,29 +734,7 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
         )
         .await
         .unwrap();
-    extensions(&g, &ns)
-        .patch(
-            "ontap",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
-                "confirmation.gardener.cloud/deletion": "true"
-            }}})),
-        )
-        .await
-        .unwrap();
-    extensions(&g, &ns)
-        .delete("ontap", &DeleteParams::default())
-        .await
-        .unwrap();
-    let forced = wait_for(&w, "Extension gone", async || {
-        extensions(&g, &ns)
-            .get_opt("ontap")
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    let forced = delete_as_gardenlet(&g, &w, &ns).await;
     println!("force-deleted with ONTAP unreachable: {forced:?}");
     let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
     wait_for(&w, "the SVM object gone", async || {
