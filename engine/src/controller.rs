@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::core::object::HasStatus;
 use kube::runtime::events::{Event, Recorder, Reporter};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, ObjectRefExtra};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -25,7 +25,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::cache::{Change, ScopedApi, SharedCache};
+use super::cache::{Change, ScopedApi, SharedCache, lean_ref};
 use super::conditions::{FALSE, READY, compute_conditions, transition};
 use super::config::{EngineConfig, Identity};
 use super::error::{ErrorCategory, StepError};
@@ -324,7 +324,7 @@ impl<R: Reconciler> Controller<R> {
         for trigger in triggers {
             let queue = queue.clone();
             background.spawn(trigger.for_each(move |r| {
-                queue.add(r);
+                queue.add(queue_key(r));
                 std::future::ready(())
             }));
         }
@@ -974,29 +974,40 @@ impl Drop for ActiveWorker {
     }
 }
 
+/// An object's place in the work queue. Shared rather than cloned: an object sits in up to four
+/// of the queue's maps at once (queued, due, a timer, processing), and at tens of thousands of
+/// objects a full reference per place was most of the queue's memory. Without
+/// [`ObjectRef::extra`] (resourceVersion, uid), which identity ignores anyway.
+type QueueKey<K> = Arc<ObjectRef<K>>;
+
+fn queue_key<K: Resource<DynamicType = ()>>(mut obj_ref: ObjectRef<K>) -> QueueKey<K> {
+    obj_ref.extra = ObjectRefExtra::default();
+    Arc::new(obj_ref)
+}
+
 /// Turns cache changes into queue adds, skipping updates that only touched the status: the
 /// engine's own status writes must not trigger another reconcile, or every write would cost a
 /// second pass (and a failing object would skip its backoff).
 async fn feed_from_cache<R: Reconciler>(
     rx: mpsc::UnboundedReceiver<Change<R::Resource>>,
-    queue: Arc<WorkQueue<ObjectRef<R::Resource>>>,
+    queue: Arc<WorkQueue<QueueKey<R::Resource>>>,
     shared: Arc<Shared<R>>,
 ) {
     let mut changes = std::pin::pin!(receiver_stream(rx));
     while let Some(change) = changes.next().await {
         match change {
             Change::Applied(obj) => {
-                let r = ObjectRef::from_obj(&*obj);
+                let r = lean_ref(&*obj);
                 shared.observed(&r, obj.meta().resource_version.as_deref());
                 if shared.saw(&r, fingerprint(&*obj)) {
                     tracing::debug!(object = %r, "the object changed");
-                    queue.add(r);
+                    queue.add(queue_key(r));
                 }
             }
             Change::Deleted(obj) => {
-                let r = ObjectRef::from_obj(&*obj);
+                let r = lean_ref(&*obj);
                 shared.unsee(&r);
-                queue.forget(&r);
+                queue.forget(&queue_key(r.clone()));
                 shared.forget(&r);
                 shared.reconciler.forget(&obj);
             }

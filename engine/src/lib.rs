@@ -213,7 +213,7 @@ pub mod step;
 pub mod text;
 pub mod worker;
 
-pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, strip_metadata};
+pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, lean_ref, strip_metadata};
 pub use client::{ApiRateLimitLayer, ClientLimits, build_client};
 pub use config::{EngineConfig, Identity, TraceIdHook};
 pub use controller::{Controller, EngineResource, Lifecycle, Object, Reconciler, StatusOf};

@@ -161,7 +161,6 @@ fn desired_child(kyma: &Kyma, name: &str, namespace: Option<&str>) -> HelmCompon
             name: Some(child_name(kyma, name)),
             namespace: kyma.namespace(),
             owner_references: kyma.controller_owner_ref(&()).map(|o| vec![o]),
-            labels: Some([("inventory.kyma-project.io/kyma".to_owned(), kyma.name_any())].into()),
             ..ObjectMeta::default()
         },
         spec: HelmComponentSpec {
