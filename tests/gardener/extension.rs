@@ -867,6 +867,31 @@ async fn wait_error_code(g: &Gardener, w: &SvmWorld, ns: &str, code: ErrorCode) 
     .await
 }
 
+/// The Events of `type_` about the Extension `ontap` of `ns`, as (reason, times published),
+/// sorted: one per Event object; kube's recorder folds a repeat into the Event's series.
+async fn extension_events(g: &Gardener, ns: &str, type_: &str) -> Vec<(String, i32)> {
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(g.seed.clone(), ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let mut found: Vec<(String, i32)> = events
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some("Extension"))
+                && e.type_.as_deref() == Some(type_)
+        })
+        .map(|e| {
+            let times = e.series.map_or(1, |series| series.count);
+            (e.reason.unwrap_or_default(), times)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 async fn set_endpoint(w: &SvmWorld, endpoint: &str) {
     w.clusters()
         .patch(
@@ -905,6 +930,15 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
     let unreachable = wait_error_code(&g, &w, &ns, ErrorCode::RetryableInfraDependencies).await;
     println!("unreachable → ERR_RETRYABLE_INFRA_DEPENDENCIES: {unreachable:?}");
     assert!(svms_in_ontap(&w).is_empty());
+    // Every failed pass of the retries (backoff 1, 2, 4 s) was the same failure: one Warning,
+    // published once (a repeat would show as a series), as the engine does for every object.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let warnings = extension_events(&g, &ns, "Warning").await;
+    assert_eq!(
+        warnings,
+        [("OntapUnreachable".to_string(), 1)],
+        "one Warning, sent once, for the failing passes"
+    );
 
     // Reachable, but the SVM's creation fails for space.
     set_endpoint(&w, &reachable).await;
@@ -928,6 +962,19 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
     let recovered = wait_ready(&g, &w, &ns, &ts).await;
     println!("fixed → Succeeded: {recovered:?}");
     assert_eq!(svms_in_ontap(&w).len(), 1);
+    let warnings = extension_events(&g, &ns, "Warning").await;
+    assert!(
+        warnings.contains(&("ResourcesDepleted".to_string(), 1)),
+        "a new reason, a new Warning: {warnings:?}"
+    );
+    wait_for(&w, "a Normal Event: the Extension recovered", async || {
+        extension_events(&g, &ns, "Normal")
+            .await
+            .iter()
+            .any(|(reason, _)| reason == "Recovered")
+            .then_some(())
+    })
+    .await;
 
     // Force-deletion while ONTAP is unreachable: the Extension and its SVM object go without
     // waiting for ONTAP; what ONTAP holds is orphaned, as the annotation asks.
