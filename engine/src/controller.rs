@@ -29,7 +29,7 @@ use super::cache::{Change, ScopedApi, SharedCache, lean_ref};
 use super::conditions::{FALSE, READY, compute_conditions, transition};
 use super::config::{EngineConfig, Identity};
 use super::error::{ErrorCategory, StepError};
-use super::events::{plan_events, plan_own_events};
+use super::events::{EventMemory, plan_own_events};
 use super::inflight::InFlight;
 use super::lifecycle::{self, FinalizerState};
 use super::metrics::Metrics;
@@ -309,6 +309,7 @@ impl<R: Reconciler> Controller<R> {
             written: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
             released: Mutex::new(HashMap::new()),
+            event_memory: Mutex::new(HashMap::new()),
         });
 
         let mut background = tokio::task::JoinSet::new();
@@ -459,6 +460,9 @@ struct Shared<R: Reconciler> {
     /// cached copy that still carries the finalizer: every request of it for nothing, and a
     /// pass that only happens when the cache is slow.
     released: Mutex<HashMap<Key, String>>,
+    /// For a reconciler that keeps no engine status: what its last pass reported, per object,
+    /// so its Events are deduplicated like everyone else's.
+    event_memory: Mutex<HashMap<Key, EventMemory>>,
 }
 
 /// What a pass works on besides the status it computes.
@@ -655,10 +659,18 @@ impl<R: Reconciler> Shared<R> {
         {
             match lifecycle::remove_finalizer(&self.client, obj, f, self.name).await {
                 Ok(()) => {
+                    self.publish_events(
+                        obj_ref,
+                        obj,
+                        &before,
+                        &[],
+                        steps.records(),
+                        trace_id.as_deref(),
+                    )
+                    .await;
+                    // After the Events: they must not leave a memory of an object that is gone.
                     self.forget(obj_ref);
                     self.release(obj_ref, obj);
-                    self.publish_events(obj, &before, &[], steps.records(), trace_id.as_deref())
-                        .await;
                     return self.end(PassEnd::Gone);
                 }
                 Err(err) => {
@@ -743,7 +755,7 @@ impl<R: Reconciler> Shared<R> {
         trace_id: Option<String>,
     ) -> StatusWrite {
         if !R::MANAGES_STATUS {
-            self.publish_events(obj, before, &[], records, trace_id.as_deref())
+            self.publish_events(obj_ref, obj, before, &[], records, trace_id.as_deref())
                 .await;
             return StatusWrite::Unchanged;
         }
@@ -767,6 +779,7 @@ impl<R: Reconciler> Shared<R> {
             .await;
         if !matches!(result, StatusWrite::Gone) {
             self.publish_events(
+                obj_ref,
                 obj,
                 before,
                 status.conditions(),
@@ -892,19 +905,35 @@ impl<R: Reconciler> Shared<R> {
         }
     }
 
+    /// Publishes the Events of this pass: what changed since the status `before` said, or,
+    /// for a reconciler that keeps no engine status, since the pass it remembers.
     async fn publish_events(
         &self,
+        obj_ref: &ObjectRef<R::Resource>,
         obj: &R::Resource,
         before: &StatusOf<R::Resource>,
         after: &[Condition],
         records: &[StepRecord],
         trace_id: Option<&str>,
     ) {
+        let planned = if R::MANAGES_STATUS {
+            EventMemory {
+                conditions: before.conditions().to_vec(),
+                halted: before.halted().cloned(),
+            }
+            .plan(records)
+        } else {
+            let mut memory = self
+                .event_memory
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let entry = memory.entry(key_of(obj_ref)).or_default();
+            let planned = entry.plan(records);
+            *entry = entry.after(records, obj.meta().generation, &Time(Timestamp::now()));
+            planned
+        };
         let own = plan_own_events(before.conditions(), after, R::OWN_CONDITIONS);
-        for planned in plan_events(before.conditions(), before.halted(), records)
-            .into_iter()
-            .chain(own)
-        {
+        for planned in planned.into_iter().chain(own) {
             let note = match trace_id {
                 Some(id) if planned.type_ == kube::runtime::events::EventType::Warning => {
                     format!("{} (trace {id})", planned.note)
@@ -926,6 +955,10 @@ impl<R: Reconciler> Shared<R> {
 
     fn forget(&self, obj_ref: &ObjectRef<R::Resource>) {
         self.written
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key_of(obj_ref));
+        self.event_memory
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&key_of(obj_ref));

@@ -6,10 +6,10 @@
 //! holds across operator restarts. kube's `Recorder` additionally folds repeats into an Event
 //! series.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::runtime::events::EventType;
 
-use super::conditions::{FALSE, find};
+use super::conditions::{FALSE, compute_conditions, find};
 use super::status::Halted;
 use super::step::{StepRecord, StepState};
 
@@ -71,6 +71,36 @@ pub fn plan_events(
         }
     }
     events
+}
+
+/// What a reconciler that keeps no engine status ([`Reconciler::MANAGES_STATUS`]
+/// (crate::Reconciler::MANAGES_STATUS) `false`, such as Gardener's Extension, whose status has
+/// Gardener's shape) remembers of its last pass, in memory, so that its Events follow the same
+/// rule as everyone else's: a Warning when a step starts failing or fails for a new reason, a
+/// Normal when it recovers, nothing for a retry that fails the same way. Without it every
+/// failed pass would look like the first. Lost on restart, which costs one repeated Event.
+#[derive(Clone, Debug, Default)]
+pub struct EventMemory {
+    /// The step conditions the last pass would have written.
+    pub conditions: Vec<Condition>,
+    /// Where the last pass stopped.
+    pub halted: Option<Halted>,
+}
+
+impl EventMemory {
+    /// The Events of a pass with `records` after the pass this memory holds.
+    pub fn plan(&self, records: &[StepRecord]) -> Vec<PlannedEvent> {
+        plan_events(&self.conditions, self.halted.as_ref(), records)
+    }
+
+    /// The memory after a pass with `records`: the conditions and halt the engine would have
+    /// written, had it managed the status.
+    pub fn after(&self, records: &[StepRecord], generation: Option<i64>, now: &Time) -> Self {
+        Self {
+            conditions: compute_conditions(&self.conditions, records, generation, now),
+            halted: Halted::after(self.halted.as_ref(), records, None),
+        }
+    }
 }
 
 /// The Events of a reconciler's own conditions ([`Reconciler::OWN_CONDITIONS`]
@@ -158,6 +188,31 @@ mod tests {
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].type_, EventType::Normal);
         assert_eq!(e[0].reason, RECOVERED);
+    }
+
+    #[test]
+    fn a_status_less_reconciler_remembers_what_it_reported() {
+        let now = Time(Timestamp::UNIX_EPOCH);
+        let mut memory = EventMemory::default();
+        let mut published = Vec::new();
+        for records in [
+            failing("Down"),
+            failing("Down"),
+            failing("Down"),
+            ok(),
+            ok(),
+        ] {
+            published.extend(memory.plan(&records));
+            memory = memory.after(&records, Some(1), &now);
+        }
+        let reasons: Vec<_> = published.iter().map(|e| e.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            ["Down", RECOVERED],
+            "one Warning for three failed passes, one recovery"
+        );
+        assert_eq!(published[0].type_, EventType::Warning);
+        assert_eq!(published[1].type_, EventType::Normal);
     }
 
     #[test]

@@ -26,10 +26,12 @@ crate::engine::conditioned_status!(
 
 pub const GROUP: &str = "ontap.storage.dev";
 
-/// Annotation on a StorageVirtualMachine naming the UUID of an SVM in ONTAP that another
-/// StorageVirtualMachine object created and that this object takes over (a Gardener restore on
-/// another seed: the object is new, the SVM is not). The controller adopts that SVM, and only
-/// that one, once the object's seed Secret exists — it carries the account's working password,
-/// which adoption keeps instead of rotating.
+/// Annotation on a StorageVirtualMachine naming the UUID of an SVM in ONTAP that this object
+/// takes over: one another StorageVirtualMachine object created and that object is gone (a
+/// Gardener restore on another seed: the object is new, the SVM is not), or one the operator did
+/// not create, which only objects of `--extension-project-namespace` may adopt (switching from
+/// metal-stack's extension). The controller adopts that SVM, and only that one; an account that
+/// exists on it keeps its password: the object waits for its seed Secret, which carries it,
+/// instead of rotating it.
 pub const ADOPT_SVM_UUID_ANNOTATION: &str = "ontap.storage.dev/adopt-svm-uuid";
 pub const VERSION: &str = "v1alpha1";

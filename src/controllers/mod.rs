@@ -63,7 +63,13 @@ pub fn register_all(
         ClusterProbes::new(context.health.clone()),
         clusters,
     )?;
-    svm::reconcile::register(manager, connections.clone())?;
+    // Adopting an SVM the operator did not create is the Extension's switch from metal-stack's
+    // extension: only its project namespace may ask for it, and only when it runs.
+    let adopt_namespace = context
+        .extension
+        .as_ref()
+        .map(|settings| settings.project_namespace.clone());
+    svm::reconcile::register(manager, connections.clone(), adopt_namespace)?;
     if let Some(settings) = &context.extension {
         extension::controller::register(manager, connections, settings.clone())?;
     }

@@ -619,6 +619,214 @@ spec:
     assert!(classes.get_opt("ontap-encrypted").await.unwrap().is_some());
 }
 
+/// The SVM named `name` in the mock, as ONTAP shows it.
+fn ontap_svm(w: &SvmWorld, name: &str) -> Option<Value> {
+    svms_in_ontap(w).into_iter().find(|s| s["name"] == name)
+}
+
+/// uuids of the interfaces ONTAP holds on the SVM with `uuid`, sorted.
+fn interfaces_of(w: &SvmWorld, uuid: &Value) -> Vec<String> {
+    let mut found: Vec<String> = w.state()["interfaces"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|i| i["svm"]["uuid"] == *uuid)
+        .filter_map(|i| i["uuid"].as_str().map(str::to_owned))
+        .collect();
+    found.sort();
+    found
+}
+
+/// What metal-stack's extension leaves in ONTAP for a project: the SVM `p<project>` (NVMe, no
+/// comment), its management and data LIFs (metal-stack's names and policies, /24) and, if
+/// `account` is given, that shoot's account with `password`. Returns the SVM's uuid.
+async fn metal_stack_svm(
+    w: &SvmWorld,
+    svm: &str,
+    lifs: [&str; 2],
+    account: Option<(&str, &str)>,
+) -> Value {
+    w.mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/svm/svms",
+            json!({"name": svm, "nvme": {"enabled": true}}),
+        )
+        .await;
+    wait_for(w, "metal-stack's SVM runs", async || {
+        ontap_svm(w, svm)
+            .filter(|s| s["state"] == "running")
+            .map(|_| ())
+    })
+    .await;
+    let [management, data] = lifs;
+    for (name, ip, policy, node) in [
+        ("managementlif", management, "default-management", "node-01"),
+        ("datalif1", data, "default-data-nvme-tcp", "node-02"),
+    ] {
+        w.mock
+            .as_admin(
+                reqwest::Method::POST,
+                "/api/network/ip/interfaces",
+                json!({"name": name, "svm": {"name": svm},
+                       "ip": {"address": ip, "netmask": "24"},
+                       "service_policy": {"name": policy},
+                       "location": {"home_node": {"name": node}}}),
+            )
+            .await;
+    }
+    if let Some((account, password)) = account {
+        w.mock
+            .as_admin(
+                reqwest::Method::POST,
+                "/api/security/accounts",
+                json!({"name": account, "owner": {"name": svm}, "role": {"name": "vsadmin"},
+                       "applications": [{"application": "http", "authentication_methods": ["password"]}],
+                       "password": password}),
+            )
+            .await;
+    }
+    ontap_svm(w, svm).unwrap()["uuid"].clone()
+}
+
+/// An installation switching from metal-stack's extension, without re-provisioning: ONTAP holds
+/// the project's SVM (no mark of ours), its LIFs and the shoot's account; the seed holds
+/// metal-stack's credentials Secret in `kube-system`. The shoot manifest, unchanged, reaches
+/// `Succeeded` with the same SVM (same uuid, now marked as the project object's), its LIFs
+/// untouched, and the account's password kept — in ONTAP and in the shoot. A tenant's own object
+/// asking for an unmarked SVM the same way is refused with `AdoptionNotAllowed`.
+#[tokio::test]
+async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
+    use ontap_operator::controllers::extension::naming;
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    let ns = g.namespace.clone();
+    let project = "5d7e9a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
+    let svm = naming::project_svm_name(project);
+    let account = naming::account_name(&ns).unwrap();
+    // metal-stack's passwords: 8 characters, letters and digits.
+    let password = "mEtal4s7";
+    let uuid = metal_stack_svm(
+        &w,
+        &svm,
+        ["192.0.2.50", "192.0.2.51"],
+        Some((&account, password)),
+    )
+    .await;
+    let lifs = interfaces_of(&w, &uuid);
+    assert_eq!(lifs.len(), 2);
+    let secret = naming::credentials_secret_name(&svm, &ns).unwrap();
+    let metal_stack_secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": secret, "namespace": "kube-system", "labels": {
+            "app.kubernetes.io/part-of": "gardener-extension-ontap",
+            "app.kubernetes.io/managed-by": "gardener",
+            "ontap.metal-stack.io/project-id": svm,
+        }},
+        "type": "Opaque",
+        "stringData": {"username": account, "password": password},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(g.seed.clone(), "kube-system")
+        .create(&PostParams::default(), &metal_stack_secret)
+        .await
+        .unwrap();
+
+    create_cluster(&g, &ns, json!({"cluster.metal-stack.io/project": project})).await;
+    let config = json!({
+        "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+        "svmIpaddresses": {"managementLif": "192.0.2.50", "dataLifs": ["192.0.2.51"]},
+    });
+    let ts = create_extension(&g, &ns, config, "reconcile").await;
+    let took = wait_ready(&g, &w, &ns, &ts).await;
+    println!("switch from metal-stack → Succeeded: {took:?}");
+
+    let svms = svms_in_ontap(&w);
+    assert_eq!(svms.len(), 1, "one SVM in ONTAP: {svms:#?}");
+    assert_eq!(svms[0]["uuid"], uuid, "the same SVM, not a new one");
+    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
+    let project_object = objects
+        .get(&format!("ontap-project-{project}"))
+        .await
+        .unwrap();
+    let marker = format!("ontap-operator:uid={}", project_object.uid().unwrap());
+    assert!(
+        svms[0]["comment"]
+            .as_str()
+            .is_some_and(|c| c.starts_with(&marker)),
+        "marked as the project object's: {}",
+        svms[0]["comment"]
+    );
+    assert_eq!(
+        interfaces_of(&w, &uuid),
+        lifs,
+        "metal-stack's LIFs are kept"
+    );
+    assert_eq!(w.mock.sent("DELETE", "/api/network/ip/interfaces").await, 0);
+    assert!(
+        w.authenticates(&account, password, &svm).await,
+        "the password metal-stack set still works: it was not rotated"
+    );
+    let (user, delivered) = shoot_credentials(&g, &secret).await.unwrap();
+    assert_eq!(user, account);
+    assert!(delivered == password, "the shoot got the same password");
+    // The project object is Ready too: it made its own account on the adopted SVM.
+    poll_svm_ready(&w, &objects, &format!("ontap-project-{project}")).await;
+
+    // A tenant asking the same for an unmarked SVM of its own choosing: refused, ONTAP untouched.
+    let tenant = SvmWorld::with(
+        fast_mock(),
+        &[
+            "--extension-type=ontap",
+            &format!("--extension-project-namespace={ns}"),
+            &format!("--heartbeat-namespace={OPERATOR_NAMESPACE}"),
+        ],
+    )
+    .await;
+    let foreign = "p00000000000000000000000000000001";
+    let foreign_uuid = metal_stack_svm(&tenant, foreign, ["192.0.2.60", "192.0.2.61"], None).await;
+    let mut grab = tenant.svm("grab", 0).json();
+    grab["spec"]["svmName"] = json!(foreign);
+    grab["metadata"]["annotations"] =
+        json!({ontap_operator::api::ADOPT_SVM_UUID_ANNOTATION: foreign_uuid});
+    tenant
+        .svms()
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(grab).unwrap(),
+        )
+        .await
+        .unwrap();
+    tenant
+        .wait_condition("grab", "SVMReady", "False", TIMEOUT)
+        .await;
+    let status = tenant.svms().get("grab").await.unwrap().status.unwrap();
+    let refused = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "SVMReady")
+        .unwrap();
+    assert_eq!(refused.reason, "AdoptionNotAllowed", "{refused:?}");
+    assert!(refused.message.contains(foreign), "{}", refused.message);
+    assert_eq!(status.phase, Some(ontap_operator::api::SvmPhase::Failed));
+    let untouched = ontap_svm(&tenant, foreign).unwrap();
+    assert_eq!(untouched["comment"].as_str().unwrap_or_default(), "");
+    assert_eq!(interfaces_of(&tenant, &foreign_uuid).len(), 2);
+}
+
+/// Waits until the StorageVirtualMachine `name` is Ready.
+async fn poll_svm_ready(w: &SvmWorld, objects: &Api<StorageVirtualMachine>, name: &str) {
+    wait_for(w, &format!("{name} Ready"), async || {
+        let svm = objects.get(name).await.ok()?;
+        svm.status?
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+}
+
 /// gardenlet's deletion: confirms it with the annotation, deletes the Extension and waits until
 /// it is gone. Returns how long that took.
 async fn delete_as_gardenlet(g: &Gardener, w: &SvmWorld, ns: &str) -> Duration {
@@ -659,6 +867,31 @@ async fn wait_error_code(g: &Gardener, w: &SvmWorld, ns: &str, code: ErrorCode) 
     .await
 }
 
+/// The Events of `type_` about the Extension `ontap` of `ns`, as (reason, times published),
+/// sorted: one per Event object; kube's recorder folds a repeat into the Event's series.
+async fn extension_events(g: &Gardener, ns: &str, type_: &str) -> Vec<(String, i32)> {
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(g.seed.clone(), ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let mut found: Vec<(String, i32)> = events
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some("Extension"))
+                && e.type_.as_deref() == Some(type_)
+        })
+        .map(|e| {
+            let times = e.series.map_or(1, |series| series.count);
+            (e.reason.unwrap_or_default(), times)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 async fn set_endpoint(w: &SvmWorld, endpoint: &str) {
     w.clusters()
         .patch(
@@ -697,6 +930,16 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
     let unreachable = wait_error_code(&g, &w, &ns, ErrorCode::RetryableInfraDependencies).await;
     println!("unreachable → ERR_RETRYABLE_INFRA_DEPENDENCIES: {unreachable:?}");
     assert!(svms_in_ontap(&w).is_empty());
+    // The retries (backoff 1, 2, 4 s) fail the same way: one Warning per reason, published
+    // once (a repeat would show as a series), as the engine does for every object. (Before the
+    // OntapCluster reports the endpoint unreachable, the SVM's own failure may come first.)
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let warnings = extension_events(&g, &ns, "Warning").await;
+    assert!(
+        warnings.contains(&("OntapUnreachable".to_string(), 1))
+            && warnings.iter().all(|(_, times)| *times == 1),
+        "one Warning per reason, sent once, for the failing passes: {warnings:?}"
+    );
 
     // Reachable, but the SVM's creation fails for space.
     set_endpoint(&w, &reachable).await;
@@ -720,6 +963,19 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
     let recovered = wait_ready(&g, &w, &ns, &ts).await;
     println!("fixed → Succeeded: {recovered:?}");
     assert_eq!(svms_in_ontap(&w).len(), 1);
+    let warnings = extension_events(&g, &ns, "Warning").await;
+    assert!(
+        warnings.contains(&("ResourcesDepleted".to_string(), 1)),
+        "a new reason, a new Warning: {warnings:?}"
+    );
+    wait_for(&w, "a Normal Event: the Extension recovered", async || {
+        extension_events(&g, &ns, "Normal")
+            .await
+            .iter()
+            .any(|(reason, _)| reason == "Recovered")
+            .then_some(())
+    })
+    .await;
 
     // Force-deletion while ONTAP is unreachable: the Extension and its SVM object go without
     // waiting for ONTAP; what ONTAP holds is orphaned, as the annotation asks.

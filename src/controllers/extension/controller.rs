@@ -72,14 +72,17 @@ use crate::api::{
     StorageVirtualMachineSpec,
 };
 use crate::controllers::cluster::UNAUTHENTICATED;
-use crate::controllers::connections::ClusterConnections;
+use crate::controllers::connections::{ClusterConnections, ConnectError};
 use crate::controllers::svm::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
-use crate::controllers::svm::{SeedFields, build_seed_secret, default_svm_name};
+use crate::controllers::svm::{
+    Ownership, SeedFields, build_seed_secret, default_svm_name, owned_by,
+};
 use crate::engine::manager::resource_rule;
 use crate::engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
     StepRunner, StepState,
 };
+use crate::ontap::{CredentialCheck, OntapClient};
 
 crate::engine::steps! {
     /// The steps of the Extension controller: reconcile, restore, migrate, delete.
@@ -94,6 +97,9 @@ crate::engine::steps! {
         SvmAdopted,
         /// Per-project sharing: the object that provisions the project's SVM exists.
         ProjectSvmDeclared,
+        /// Per-project sharing: an account metal-stack's extension made keeps its password (its
+        /// seed Secret's credentials, verified, pre-fill ours), else gets a new one.
+        AccountImported,
         /// The StorageVirtualMachine object matches the configuration.
         SvmDeclared,
         /// The StorageVirtualMachine is Ready, at its generation, with a verified Secret.
@@ -256,6 +262,13 @@ struct Plan {
     project_object: Option<String>,
 }
 
+/// A shoot account's working credentials, found in metal-stack's seed Secret.
+struct ImportedAccount {
+    /// The SVM the account lives on, which the shoot's object adopts the account on.
+    svm_uuid: String,
+    password: SecretString,
+}
+
 /// The outcome of a pass, for the status.
 struct PassReport {
     op: LastOperationType,
@@ -383,6 +396,37 @@ fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> Value {
     }
     spec
 }
+/// Creates `svm`'s seed Secret with credentials ONTAP already holds (a restore, an import), so
+/// its controller verifies and keeps them instead of setting a new password. One that exists
+/// already is left as it is: its controller judges it.
+async fn prefill_seed_secret(
+    secrets: &Api<Secret>,
+    svm: &StorageVirtualMachine,
+    fields: &SeedFields,
+) -> Result<Outcome, StepError> {
+    let seed = build_seed_secret(svm, fields)
+        .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
+    match secrets.create(&PostParams::default(), &seed).await {
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::unchanged()),
+        other => other
+            .map(|_| Outcome::changed())
+            .map_err(kube_error("SecretWriteFailed")),
+    }
+}
+
+/// Sets (a uuid) or removes (`null`) the object `name`'s request to adopt an SVM by uuid.
+async fn set_adoption(
+    api: &Api<StorageVirtualMachine>,
+    name: &str,
+    uuid: Value,
+) -> Result<Outcome, StepError> {
+    let patch = json!({"metadata": {"annotations": {ADOPT_SVM_UUID_ANNOTATION: uuid}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(kube_error("SVMPatchFailed"))?;
+    Ok(Outcome::changed())
+}
+
 fn namespace_of(ext: &Extension) -> String {
     ext.namespace().unwrap_or_default()
 }
@@ -478,6 +522,13 @@ impl ExtensionReconciler {
             steps
                 .step(ExtensionStep::ProjectSvmDeclared, || {
                     self.declare_project_svm(&config, &plan, project_object)
+                })
+                .await?;
+        }
+        if plan.project_object.is_some() {
+            steps
+                .step(ExtensionStep::AccountImported, || {
+                    self.import_account(ext, &config, &plan)
                 })
                 .await?;
         }
@@ -666,13 +717,7 @@ impl ExtensionReconciler {
     ) -> Result<Outcome, StepError> {
         let namespace = &self.settings.project_namespace;
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
-        let existing = match self.svms.get(&ObjectRef::new(object).within(namespace)) {
-            Some(cached) => Some((*cached).clone()),
-            None => api
-                .get_opt(object)
-                .await
-                .map_err(kube_error("SVMReadFailed"))?,
-        };
+        let existing = self.svm_object(namespace, object).await?;
         if let Some(existing) = existing {
             // Later shoots of the project take the SVM as the first one declared it.
             let provisions = existing.spec.mode == SvmMode::Owned
@@ -687,8 +732,29 @@ impl ExtensionReconciler {
                     ),
                 ));
             }
-            return Ok(Outcome::unchanged());
+            let provisioned = existing.status.as_ref().is_some_and(|s| s.uuid.is_some());
+            if provisioned
+                || existing
+                    .annotations()
+                    .contains_key(ADOPT_SVM_UUID_ANNOTATION)
+            {
+                return Ok(Outcome::unchanged());
+            }
+            // Declared before ONTAP could be asked (or by a release that did not adopt): the
+            // SVM metal-stack's extension made is adopted now rather than refused.
+            let uuid = match self.unmarked_project_svm(plan).await? {
+                Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
+                Outcome::Unchanged(uuid) | Outcome::Changed(uuid) => uuid,
+            };
+            let Some(uuid) = uuid else {
+                return Ok(Outcome::unchanged());
+            };
+            return set_adoption(&api, object, json!(uuid)).await;
         }
+        let adopt = match self.unmarked_project_svm(plan).await? {
+            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
+            Outcome::Unchanged(uuid) | Outcome::Changed(uuid) => uuid,
+        };
         let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
             config,
             plan,
@@ -702,12 +768,191 @@ impl ExtensionReconciler {
         .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
         let mut svm = StorageVirtualMachine::new(object, spec);
         svm.metadata.namespace = Some(namespace.clone());
+        svm.metadata.annotations =
+            adopt.map(|uuid| BTreeMap::from([(ADOPT_SVM_UUID_ANNOTATION.to_string(), uuid)]));
         match api.create(&PostParams::default(), &svm).await {
             Ok(_) => Ok(Outcome::changed()),
             // Another shoot of the project declared it first.
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(Outcome::unchanged()),
             Err(e) => Err(rejected("SVMCreateFailed", e)),
         }
+    }
+
+    /// The StorageVirtualMachine `namespace/name`: from the cache, else (just created, not
+    /// cached yet) from the API server.
+    async fn svm_object(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<StorageVirtualMachine>, StepError> {
+        if let Some(cached) = self.svms.get(&ObjectRef::new(name).within(namespace)) {
+            return Ok(Some((*cached).clone()));
+        }
+        Api::<StorageVirtualMachine>::namespaced(self.kube.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(kube_error("SVMReadFailed"))
+    }
+
+    /// The ONTAP client of the plan's cluster; `None` while the OntapCluster is not cached (the
+    /// `SvmReady` step reports a missing one).
+    async fn ontap(&self, plan: &Plan) -> Result<Option<OntapClient>, ConnectError> {
+        let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
+            return Ok(None);
+        };
+        self.connections.connect(&cluster).await.map(Some)
+    }
+
+    /// The uuid of the project's SVM if ONTAP holds one that the operator did not create:
+    /// metal-stack's extension made it. The project object asks to adopt exactly that SVM
+    /// ([`ADOPT_SVM_UUID_ANNOTATION`]); an SVM marked for an object is left to the SVM
+    /// controller's ownership rules.
+    async fn unmarked_project_svm(
+        &self,
+        plan: &Plan,
+    ) -> Result<Outcome<Option<String>>, StepError> {
+        let client = match self.ontap(plan).await {
+            Ok(Some(client)) => client,
+            Ok(None) => return Ok(Outcome::Unchanged(None)),
+            Err(e) => return e.into_step_result(),
+        };
+        let found = client
+            .svm_by_name(&plan.svm_name)
+            .await
+            .map_err(|e| StepError::transient(reason::UNREACHABLE, e))?;
+        Ok(Outcome::Unchanged(
+            found
+                .filter(|svm| owned_by(svm.comment.as_deref(), "") == Ownership::Unmarked)
+                .map(|svm| svm.uuid),
+        ))
+    }
+
+    /// Step `AccountImported`: a shoot switching from metal-stack's extension keeps its ONTAP
+    /// account *and its password*: the shoot's Trident uses it until our delivery replaces the
+    /// Secret, and a rotation would cut it off meanwhile. metal-stack's seed Secret
+    /// (`kube-system/<svm>-<project>--<shoot>-credentials`) is read once; when it names the
+    /// shoot's account and its password authenticates against ONTAP now, the shoot's object is
+    /// created asking to adopt the SVM's existing account (its controller then waits for the
+    /// seed Secret instead of rotating) and the seed Secret is written with that password.
+    /// Otherwise nothing is imported and the object's controller sets a new password, Secret
+    /// first. The password is never logged: it only passes through [`SecretString`]s.
+    async fn import_account(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+    ) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        let svms: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
+        let current = self.svm_object(&namespace, &plan.object).await?;
+        // Declared without an import: its controller owns the password from then on.
+        if current
+            .as_ref()
+            .is_some_and(|c| !c.annotations().contains_key(ADOPT_SVM_UUID_ANNOTATION))
+        {
+            return Ok(Outcome::unchanged());
+        }
+        let seed_secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+        let has_seed = self
+            .secrets
+            .get(&ObjectRef::new(&plan.secret).within(&namespace))
+            .is_some()
+            || seed_secrets
+                .get_opt(&plan.secret)
+                .await
+                .map_err(kube_error("SecretReadFailed"))?
+                .is_some();
+        if has_seed {
+            return Ok(Outcome::unchanged());
+        }
+        let imported = match self.metal_stack_credentials(plan).await? {
+            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
+            Outcome::Unchanged(found) | Outcome::Changed(found) => found,
+        };
+        let Some(imported) = imported else {
+            // Nothing to keep: an object that was waiting for an import gives it up, and its
+            // controller sets a new password the usual way.
+            if current.is_some() {
+                return set_adoption(&svms, &plan.object, Value::Null).await;
+            }
+            return Ok(Outcome::unchanged());
+        };
+        let svm = match current {
+            Some(svm) => svm,
+            None => {
+                let desired = self.desired_svm(ext, config, plan, Some(&imported.svm_uuid))?;
+                match svms.create(&PostParams::default(), &desired).await {
+                    Ok(created) => created,
+                    // Created meanwhile: the next pass looks at it.
+                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                        return Ok(Outcome::waiting(
+                            "SVMCreatedMeanwhile",
+                            format!("the StorageVirtualMachine {} appeared", plan.object),
+                            CONVERGING,
+                        ));
+                    }
+                    Err(e) => return Err(rejected("SVMCreateFailed", e)),
+                }
+            }
+        };
+        let fields = SeedFields {
+            username: plan.account.clone(),
+            password: imported.password,
+            management_lif: config.management_lif.ip.to_string(),
+            svm_name: plan.svm_name.clone(),
+            svm_uuid: imported.svm_uuid,
+            // A password ONTAP holds already, not one that might still be in flight.
+            password_set_at: None,
+        };
+        prefill_seed_secret(&seed_secrets, &svm, &fields).await
+    }
+
+    /// The shoot's credentials from metal-stack's seed Secret, if they name the shoot's account
+    /// and authenticate against ONTAP on the project's SVM now.
+    async fn metal_stack_credentials(
+        &self,
+        plan: &Plan,
+    ) -> Result<Outcome<Option<ImportedAccount>>, StepError> {
+        let old =
+            Api::<Secret>::namespaced(self.kube.clone(), naming::METAL_STACK_SECRET_NAMESPACE)
+                .get_opt(&plan.secret)
+                .await
+                .map_err(kube_error("MetalStackSecretReadFailed"))?;
+        let Some((username, password)) = old
+            .as_ref()
+            .and_then(|s| Some((secret_text(s, USERNAME_KEY)?, secret_text(s, PASSWORD_KEY)?)))
+            .filter(|(username, _)| *username == plan.account)
+        else {
+            return Ok(Outcome::Unchanged(None));
+        };
+        let password = SecretString::from(password);
+        let client = match self.ontap(plan).await {
+            Ok(Some(client)) => client,
+            Ok(None) => {
+                return Ok(Outcome::waiting(
+                    "OntapClusterNotCached",
+                    format!("the OntapCluster {} is not cached yet", plan.cluster),
+                    CONVERGING,
+                ));
+            }
+            Err(e) => return e.into_step_result(),
+        };
+        let check = client
+            .verify_credentials(&username, &password, &plan.svm_name)
+            .await
+            .map_err(|e| StepError::transient(reason::UNREACHABLE, e))?;
+        let CredentialCheck::Valid { svm_uuid } = check else {
+            tracing::info!(
+                secret = %plan.secret,
+                ?check,
+                "metal-stack's credentials for the shoot's account do not authenticate: a new password is set"
+            );
+            return Ok(Outcome::Unchanged(None));
+        };
+        Ok(Outcome::Unchanged(Some(ImportedAccount {
+            svm_uuid,
+            password,
+        })))
     }
 
     /// Step `SvmDeclared`: the StorageVirtualMachine object exists with the desired spec.
@@ -721,16 +966,7 @@ impl ExtensionReconciler {
         let desired = self.desired_svm(ext, config, plan, adopt)?;
         let namespace = namespace_of(ext);
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
-        let current = match self
-            .svms
-            .get(&ObjectRef::new(&plan.object).within(&namespace))
-        {
-            Some(cached) => Some((*cached).clone()),
-            None => api
-                .get_opt(&plan.object)
-                .await
-                .map_err(kube_error("SVMReadFailed"))?,
-        };
+        let current = self.svm_object(&namespace, &plan.object).await?;
         let Some(current) = current else {
             let created = api
                 .create(&PostParams::default(), &desired)
@@ -1061,14 +1297,7 @@ impl ExtensionReconciler {
             // still be in flight.
             password_set_at: None,
         };
-        let seed = build_seed_secret(&svm, &fields)
-            .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
-        match secrets.create(&PostParams::default(), &seed).await {
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::unchanged()),
-            other => other
-                .map(|_| Outcome::changed())
-                .map_err(kube_error("SecretWriteFailed")),
-        }
+        prefill_seed_secret(&secrets, &svm, &fields).await
     }
 
     // ---------------------------------------------------------------- migrate
@@ -1482,6 +1711,7 @@ fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
     match svm_reason {
         "InvalidSpec"
         | "SVMNameInUse"
+        | "AdoptionNotAllowed"
         | "SecretNameInUse"
         | "AccountRoleMismatch"
         | "SVMNameChanged"

@@ -65,6 +65,10 @@ pub fn account_name(namespace: &str) -> Option<String> {
     Some(name)
 }
 
+/// Where metal-stack's extension keeps a shoot's credentials Secret in the seed (named by
+/// [`credentials_secret_name`]); read once when an installation switches, to keep the password.
+pub const METAL_STACK_SECRET_NAMESPACE: &str = "kube-system";
+
 /// The credentials Secret of a shoot's account, in the seed and in the shoot:
 /// `<svm>-<project>--<shoot>-credentials`.
 pub fn credentials_secret_name(svm: &str, namespace: &str) -> Option<String> {

@@ -5,7 +5,8 @@ use k8s_openapi::jiff::Timestamp;
 use secrecy::SecretString;
 
 use super::errors::{Failed, ontap_error};
-use super::reconcile::{Names, SvmReconciler};
+use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
+use super::svm::adopts;
 use super::{Ownership, SeedSecretState, generate_password, owned_by};
 use crate::api::StorageVirtualMachine;
 use crate::engine::{Outcome, StepError};
@@ -43,6 +44,19 @@ impl SvmReconciler {
             .await
             .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
         if let Some(account) = existing {
+            // Taking over an SVM by uuid (a restore, or an installation switching from another
+            // extension) keeps the accounts on it working: without the seed Secret that carries
+            // the password, `SecretReady` would rotate it and lock out whoever uses it now.
+            if adopts(svm, ontap_svm) && matches!(seed.state, SeedSecretState::Missing) {
+                return Ok(Outcome::waiting(
+                    "AdoptionAwaitsSecret",
+                    format!(
+                        "the account {} exists on the adopted SVM {}; its password is kept, so this waits for the seed Secret {} that carries it",
+                        names.account, names.svm, names.secret
+                    ),
+                    ONTAP_SETTLING,
+                ));
+            }
             check_role(&account, names)?;
             if unlock_needed(&account) {
                 let unlock = AccountPatch {

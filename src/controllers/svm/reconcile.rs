@@ -64,9 +64,12 @@ pub const CONTROLLER: &str = "storagevirtualmachine";
 /// Registers the StorageVirtualMachine controller: it owns the seed Secrets (cached by label
 /// only: caching every Secret of the cluster would cost memory and widen what a memory dump of
 /// the operator reveals), and an OntapCluster's change reconciles the SVMs that use it.
+/// `adopt_namespace`: the one namespace whose objects may adopt SVMs the operator did not
+/// create (the Extension controller's `--extension-project-namespace`); `None`: no namespace may.
 pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
+    adopt_namespace: Option<String>,
 ) -> Result<(), ManagerError> {
     let clusters = manager.cache::<OntapCluster>()?;
     let reconciler = SvmReconciler {
@@ -76,6 +79,7 @@ pub fn register(
         namespaces: manager.cache::<Namespace>()?,
         connections,
         own_writes: OwnWrites::default(),
+        adopt_namespace,
     };
     manager.register(
         Registration::new(CONTROLLER, reconciler)
@@ -117,6 +121,8 @@ pub struct SvmReconciler {
     pub connections: ClusterConnections,
     /// The seed Secrets this controller wrote: their events need no second pass.
     pub own_writes: OwnWrites,
+    /// The namespace whose objects may adopt an SVM the operator did not create.
+    pub adopt_namespace: Option<String>,
 }
 
 /// The names this object's ONTAP and Kubernetes objects go by.

@@ -7,7 +7,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::errors::{Failed, is_entry_not_found, job, ontap_busy, ontap_error};
 use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler};
 use super::tenancy;
-use super::{DesiredError, Ownership, SeedSecretState, owned_by, ownership_comment};
+use super::{DesiredError, Ownership, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use crate::controllers::connections::missing;
 use crate::engine::{Outcome, StepError, Wait, Worker};
@@ -74,6 +74,26 @@ impl SvmReconciler {
                 && other.spec.cluster_ref == svm.spec.cluster_ref
                 && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
         })
+    }
+
+    /// Whether a StorageVirtualMachine with uid `uid` exists (also while it is being deleted).
+    fn alive(&self, uid: &str) -> bool {
+        self.svms
+            .store()
+            .state()
+            .iter()
+            .any(|other| other.uid().as_deref() == Some(uid))
+    }
+
+    /// Whether objects of `namespace` may adopt an SVM the operator did not create. An account
+    /// on an SVM is vsadmin access to it, and an unmarked SVM is nobody's object in Kubernetes,
+    /// so no `shareWith` protects it: adopting one is an administrator's decision. Only the
+    /// namespace where the Extension controller keeps the per-project SVM objects
+    /// (`--extension-project-namespace`, the operator's own by default) holds such decisions;
+    /// tenants cannot write StorageVirtualMachines there, so a tenant cannot annotate its way
+    /// onto an SVM it was never given.
+    fn may_adopt_unmarked(&self, namespace: &str) -> bool {
+        self.adopt_namespace.as_deref() == Some(namespace)
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
@@ -181,30 +201,23 @@ impl SvmReconciler {
                 }
             }
         };
-        match owned_by(found.comment.as_deref(), &names.uid) {
-            Ownership::Ours => {}
-            // Taken over: asked for by annotation (a restore), or handed over by its creator,
-            // which became an AccountOnly user of it.
-            Ownership::Foreign(creator)
-                if adopts(svm, &found) || self.handed_over(svm, &creator, names) =>
-            {
-                // An adoption keeps the account, whose password must be known first; after a
-                // hand-over this object's own account is made next.
-                if adopts(svm, &found)
-                    && matches!(
-                        self.seed_state(svm, names, &found).await?.state,
-                        SeedSecretState::Missing
-                    )
-                {
-                    return Ok(Outcome::waiting(
-                        "AdoptionAwaitsSecret",
-                        format!(
-                            "adopting the SVM {} waits for the seed Secret {} with its account's password",
-                            names.svm, names.secret
-                        ),
-                        ONTAP_SETTLING,
-                    ));
-                }
+        let asks = adopts(svm, &found);
+        let decision = match owned_by(found.comment.as_deref(), &names.uid) {
+            Ownership::Ours => Takeover::Keep,
+            Ownership::Foreign(creator) => takeover_marked(
+                asks,
+                self.handed_over(svm, &creator, names),
+                self.alive(&creator),
+            ),
+            Ownership::Unmarked => {
+                takeover_unmarked(asks, self.may_adopt_unmarked(&names.namespace))
+            }
+        };
+        match decision {
+            Takeover::Keep => {}
+            Takeover::Adopt => {
+                // An existing account's password is kept, not rotated: `AccountReady` waits
+                // for the seed Secret that carries it (see `ensure_account`).
                 job_slot!();
                 let mark = SvmPatch {
                     comment: Some(super::ownership_comment(
@@ -220,24 +233,7 @@ impl SvmReconciler {
                     .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
                 changed = true;
             }
-            Ownership::Foreign(other) => {
-                return Err(StepError::invalid(
-                    "SVMNameInUse",
-                    format!(
-                        "the SVM {} in ONTAP belongs to another StorageVirtualMachine (uid {other}); set another spec.svmName",
-                        names.svm
-                    ),
-                ));
-            }
-            Ownership::Unmarked => {
-                return Err(StepError::invalid(
-                    "SVMNameInUse",
-                    format!(
-                        "an SVM named {} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName",
-                        names.svm
-                    ),
-                ));
-            }
+            Takeover::Refuse(refusal) => return Err(refusal.error(&names.svm, &names.namespace)),
         }
         match found.state {
             Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
@@ -293,9 +289,89 @@ impl SvmReconciler {
     }
 }
 
-/// Whether `svm` asks to take over `found` ([`ADOPT_SVM_UUID_ANNOTATION`]).
-fn adopts(svm: &StorageVirtualMachine, found: &Svm) -> bool {
+/// Whether `svm` asks to take over `found` ([`ADOPT_SVM_UUID_ANNOTATION`]): named by uuid, so
+/// another SVM created later under the same name is never taken by mistake.
+pub(super) fn adopts(svm: &StorageVirtualMachine, found: &Svm) -> bool {
     svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION) == Some(&found.uuid)
+}
+
+/// What an `Owned` object does with the SVM it found under its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Takeover {
+    /// Marked for this object: its own.
+    Keep,
+    /// Mark it for this object; nothing is recreated.
+    Adopt,
+    /// Leave it alone and report why.
+    Refuse(Refusal),
+}
+
+/// Why an SVM of the object's name is not taken over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Marked for another object, and not asked for by uuid.
+    MarkedForAnother,
+    /// Asked for by uuid, but the object it is marked for still exists here: adoption is for
+    /// SVMs whose object is gone (a restore on another seed), never a way to take one away.
+    CreatorStillExists,
+    /// Not created by the operator, and not asked for by uuid.
+    Unmarked,
+    /// Not created by the operator, asked for by uuid from a namespace that may not adopt.
+    AdoptionNotAllowed,
+}
+
+impl Refusal {
+    /// The step error: a spec that cannot work is `invalid`; a creator that may still go away
+    /// (a migration's old object being deleted) is a `conflict`, retried with backoff.
+    pub fn error(self, svm: &str, namespace: &str) -> StepError {
+        match self {
+            Self::MarkedForAnother => StepError::invalid(
+                "SVMNameInUse",
+                format!(
+                    "the SVM {svm} in ONTAP belongs to another StorageVirtualMachine; set another spec.svmName"
+                ),
+            ),
+            Self::CreatorStillExists => StepError::conflict(
+                "SVMOwnedByAnother",
+                format!(
+                    "the SVM {svm} is marked for another StorageVirtualMachine that still exists; it is adopted only once that object is gone"
+                ),
+            ),
+            Self::Unmarked => StepError::invalid(
+                "SVMNameInUse",
+                format!(
+                    "an SVM named {svm} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName"
+                ),
+            ),
+            Self::AdoptionNotAllowed => StepError::invalid(
+                "AdoptionNotAllowed",
+                format!(
+                    "the SVM {svm} was not created by this operator; adopting it ({ADOPT_SVM_UUID_ANNOTATION}) gives vsadmin access to everything on it, which only objects of the operator's project namespace may ask for, not those of {namespace}"
+                ),
+            ),
+        }
+    }
+}
+
+/// The decision on an SVM marked for another object (`Foreign`): taken over when its creator
+/// handed it over, or when asked for by uuid and the creator is gone.
+pub fn takeover_marked(asks: bool, handed_over: bool, creator_alive: bool) -> Takeover {
+    match (handed_over, asks, creator_alive) {
+        (true, _, _) => Takeover::Adopt,
+        (false, true, false) => Takeover::Adopt,
+        (false, true, true) => Takeover::Refuse(Refusal::CreatorStillExists),
+        (false, false, _) => Takeover::Refuse(Refusal::MarkedForAnother),
+    }
+}
+
+/// The decision on an SVM the operator did not create: adopted only when asked for by uuid
+/// from a namespace that may adopt (see `may_adopt_unmarked`).
+pub fn takeover_unmarked(asks: bool, may_adopt: bool) -> Takeover {
+    match (asks, may_adopt) {
+        (true, true) => Takeover::Adopt,
+        (true, false) => Takeover::Refuse(Refusal::AdoptionNotAllowed),
+        (false, _) => Takeover::Refuse(Refusal::Unmarked),
+    }
 }
 
 /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists and runs. It is only
@@ -406,6 +482,54 @@ mod tests {
         assert_eq!(
             svm_create(&unstored, "x").unwrap_err(),
             DesiredError::MissingUid
+        );
+    }
+
+    #[test]
+    fn unmarked_svms_are_adopted_only_on_request_from_the_admin_namespace() {
+        assert_eq!(takeover_unmarked(true, true), Takeover::Adopt);
+        assert_eq!(
+            takeover_unmarked(true, false),
+            Takeover::Refuse(Refusal::AdoptionNotAllowed)
+        );
+        assert_eq!(
+            takeover_unmarked(false, true),
+            Takeover::Refuse(Refusal::Unmarked)
+        );
+        assert_eq!(
+            takeover_unmarked(false, false),
+            Takeover::Refuse(Refusal::Unmarked)
+        );
+        let refused = Refusal::AdoptionNotAllowed.error("p1", "team-a");
+        assert_eq!(refused.reason(), "AdoptionNotAllowed");
+        assert_eq!(refused.category(), crate::engine::ErrorCategory::Invalid);
+    }
+
+    #[test]
+    fn marked_svms_change_hands_only_when_their_creator_lets_go() {
+        // (asks by uuid, handed over, creator alive)
+        assert_eq!(
+            takeover_marked(true, false, false),
+            Takeover::Adopt,
+            "a restore: the creator is gone"
+        );
+        assert_eq!(
+            takeover_marked(false, true, true),
+            Takeover::Adopt,
+            "a hand-over: the creator became an AccountOnly user"
+        );
+        assert_eq!(
+            takeover_marked(true, false, true),
+            Takeover::Refuse(Refusal::CreatorStillExists),
+            "an annotation does not take an SVM from a live object"
+        );
+        assert_eq!(
+            takeover_marked(false, false, false),
+            Takeover::Refuse(Refusal::MarkedForAnother)
+        );
+        assert_eq!(
+            Refusal::CreatorStillExists.error("p1", "ns").category(),
+            crate::engine::ErrorCategory::Conflict
         );
     }
 
