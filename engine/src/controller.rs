@@ -972,6 +972,16 @@ impl<R: Reconciler> Shared<R> {
             PassEnd::Steps(Summary::Waiting { wait, .. }) => {
                 ("requeue_after", Next::After(wait.after.min(sync)))
             }
+            PassEnd::Steps(Summary::Failed {
+                category: ErrorCategory::Invalid,
+                rejected: true,
+                ..
+            }) => (
+                "error",
+                Next::Rejected {
+                    cap: sync.min(self.config.backoff_max),
+                },
+            ),
             PassEnd::Steps(Summary::Failed { category, .. }) | PassEnd::Engine(category) => (
                 "error",
                 match category {

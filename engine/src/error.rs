@@ -75,6 +75,9 @@ pub enum StepError {
         reason: Cow<'static, str>,
         /// Human-readable description.
         message: String,
+        /// Another system refused the request, rather than the step finding the spec wrong
+        /// itself ([`StepError::rejected`]).
+        rejected: bool,
     },
     /// Lost a race with another writer; retry soon.
     #[error("{message}")]
@@ -114,7 +117,28 @@ impl StepError {
         StepError::Invalid {
             reason: reason.into(),
             message: message.into(),
+            rejected: false,
         }
+    }
+
+    /// Another system refused the request as invalid (an HTTP 400 whose code we do not know).
+    /// Shown like an invalid spec, but also tried again on a slow backoff
+    /// ([`REJECTED_BACKOFF_BASE`](crate::requeue::REJECTED_BACKOFF_BASE) doubling up to the
+    /// sync period): a refusal this side cannot explain is most likely a request the other
+    /// side's version does not take, which retrying will not fix, but it may as well be a
+    /// passing state of that system, and a one-off must not hold the object for a whole sync
+    /// period.
+    pub fn rejected(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        StepError::Invalid {
+            reason: reason.into(),
+            message: message.into(),
+            rejected: true,
+        }
+    }
+
+    /// Whether another system refused the request ([`StepError::rejected`]).
+    pub fn is_rejection(&self) -> bool {
+        matches!(self, StepError::Invalid { rejected: true, .. })
     }
 
     /// A write lost a race; retry soon.

@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::metrics::Metrics;
-use super::requeue::Backoff;
+use super::requeue::{Backoff, REJECTED_BACKOFF_BASE};
 
 /// What to do with an object after a reconcile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,12 @@ pub(crate) enum Next {
     After(Duration),
     /// Failed (transiently, or lost a race): count the failure, back off exponentially.
     Backoff,
+    /// Another system refused the request: count the failure, back off slowly
+    /// ([`REJECTED_BACKOFF_BASE`]) up to `cap`.
+    Rejected {
+        /// The longest delay: the sync period, or the backoff's maximum if that is shorter.
+        cap: Duration,
+    },
     /// The object is gone: drop everything we know about it.
     Forget,
 }
@@ -226,6 +232,13 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
                 self.metrics.retries.inc();
                 Some(delay)
             }
+            Next::Rejected { cap } => {
+                let failures = state.failures.entry(item.clone()).or_insert(0);
+                *failures = failures.saturating_add(1);
+                let delay = Backoff::new(REJECTED_BACKOFF_BASE.min(cap), cap).delay(*failures);
+                self.metrics.retries.inc();
+                Some(delay)
+            }
             Next::Forget => {
                 state.failures.remove(&item);
                 state.due.remove(&item);
@@ -384,6 +397,42 @@ mod tests {
         let item = q.pop().expect("ready");
         assert_eq!(q.finish(item, Next::Backoff), Some(Duration::from_secs(1)));
         timers.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rejections_back_off_slowly_up_to_the_cap_and_share_the_failure_count() {
+        let (q, m) = queue();
+        let cap = Duration::from_secs(600);
+        let delays: Vec<u64> = (0..7)
+            .map(|_| {
+                q.add("a");
+                let item = q.pop().expect("ready");
+                q.finish(item, Next::Rejected { cap })
+                    .expect("scheduled")
+                    .as_secs()
+            })
+            .collect();
+        // A one-off clears after half a minute; a lasting refusal costs five requests in the
+        // first sync period, then one per period.
+        assert_eq!(delays, [30, 60, 120, 240, 480, 600, 600]);
+        assert_eq!(m.retries.get(), 7);
+        q.add("a");
+        let item = q.pop().expect("ready");
+        q.finish(item, Next::After(cap));
+        assert_eq!(q.failures(&"a"), 0, "success resets the count");
+
+        // A cap below the base (a short sync period or backoff maximum) wins.
+        q.add("b");
+        let item = q.pop().expect("ready");
+        assert_eq!(
+            q.finish(
+                item,
+                Next::Rejected {
+                    cap: Duration::from_secs(5)
+                }
+            ),
+            Some(Duration::from_secs(5))
+        );
     }
 
     #[tokio::test(start_paused = true)]

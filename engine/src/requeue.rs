@@ -49,6 +49,14 @@ impl Backoff {
     }
 }
 
+/// The first delay after a request another system refused ([`StepError::rejected`]); it doubles
+/// per consecutive failure up to the sync period (and never beyond `backoff_max`). Slow, because
+/// such a refusal usually repeats and each try costs the other system a request; not the sync
+/// period, because a refusal that clears must not hold the object for ten minutes.
+///
+/// [`StepError::rejected`]: crate::StepError::rejected
+pub const REJECTED_BACKOFF_BASE: Duration = Duration::from_secs(30);
+
 /// A token bucket handing out reservations, like Go's `rate.Limiter.Reserve`.
 ///
 /// `rate` tokens per second refill a bucket of `burst` tokens. A reservation always succeeds and

@@ -207,6 +207,8 @@ pub enum Summary<S> {
         step: S,
         /// The error's category.
         category: ErrorCategory,
+        /// Whether another system refused the request ([`StepError::is_rejection`]).
+        rejected: bool,
     },
 }
 
@@ -380,6 +382,7 @@ impl<S: StepName> StepRunner<S> {
                     return Summary::Failed {
                         step: *step,
                         category: err.category(),
+                        rejected: err.is_rejection(),
                     };
                 }
                 StepState::Unchanged | StepState::Changed => {}
@@ -453,7 +456,8 @@ mod tests {
             steps.summary(),
             Summary::Failed {
                 step: T::Second,
-                category: ErrorCategory::Transient
+                category: ErrorCategory::Transient,
+                rejected: false,
             }
         );
     }

@@ -331,7 +331,16 @@ pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
         _ => reason,
     };
     match error.class() {
-        ErrorClass::Invalid => StepError::invalid(reason, error.to_string()),
+        // Checked before any request was sent: the same input fails the same way.
+        ErrorClass::Invalid
+            if matches!(error, OntapError::InvalidInput(_) | OntapError::Config(_)) =>
+        {
+            StepError::invalid(reason, error.to_string())
+        }
+        // ONTAP refused the request with a code we do not know: most likely a request this
+        // ONTAP version does not take, which only an upgrade fixes, but possibly a state of
+        // the cluster that passes. Failed in the status, and tried again on a slow backoff.
+        ErrorClass::Invalid => StepError::rejected(reason, error.to_string()),
         ErrorClass::Conflict => StepError::conflict(reason, error.to_string()),
         // Wrong admin credentials or a missing object: retrying with backoff is right, as both
         // can be repaired from outside (a new Secret, a recreated object) without a spec change.
@@ -369,4 +378,34 @@ pub fn ontap_busy(error: &OntapError) -> Option<Wait> {
         message: format!("{message}; trying again when its job has ended"),
         after,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::engine::ErrorCategory;
+    use crate::ontap::ApiError;
+
+    #[test]
+    fn a_refusal_ontap_explains_no_further_is_invalid_but_tried_again() {
+        let unknown_400 = OntapError::Api {
+            method: reqwest::Method::POST,
+            endpoint: "/api/svm/svms",
+            status: reqwest::StatusCode::BAD_REQUEST,
+            error: ApiError::parse(
+                br#"{"error":{"message":"Unexpected argument \"x\"","code":"262179"}}"#,
+            )
+            .map(Box::new),
+        };
+        let err = ontap_error("SVMCreateFailed", unknown_400);
+        assert_eq!(err.category(), ErrorCategory::Invalid);
+        assert!(err.is_rejection(), "retried on a slow backoff");
+        assert_eq!(err.reason(), "SVMCreateFailed");
+
+        // Refused before sending: nothing outside can change the answer.
+        let local = ontap_error("ClientConfigInvalid", OntapError::Config("no host".into()));
+        assert_eq!(local.category(), ErrorCategory::Invalid);
+        assert!(!local.is_rejection());
+    }
 }

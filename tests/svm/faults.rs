@@ -71,10 +71,13 @@ enum Action {
     /// A proxy's HTML 404 page: not ONTAP saying the object does not exist, so never taken for
     /// "already gone".
     ProxyNotFound,
+    /// 400 with a code the operator does not know, as a one-off: shown as the request ONTAP
+    /// refused, and tried again on a slow backoff rather than left for the sync period.
+    UnknownBadRequest,
 }
 
 impl Action {
-    const ALL: [Action; 10] = [
+    const ALL: [Action; 11] = [
         Action::Error,
         Action::Reset,
         Action::ApplyThenReset,
@@ -85,6 +88,7 @@ impl Action {
         Action::Malformed,
         Action::Forbidden,
         Action::ProxyNotFound,
+        Action::UnknownBadRequest,
     ];
 
     /// How many consecutive matching requests the fault hits.
@@ -111,6 +115,11 @@ impl Action {
                 "type": "malformed", "status": 404,
                 "body": "<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>"
             }),
+            // ONTAP's answer to a field its version does not know.
+            Action::UnknownBadRequest => serde_json::json!({
+                "type": "error", "status": 400, "code": "262179",
+                "message": "Unexpected argument \"x\"."
+            }),
             Action::Reset => serde_json::json!({ "type": "reset" }),
             Action::ApplyThenReset => serde_json::json!({ "type": "apply_then_reset" }),
             Action::JobFailure => serde_json::json!({ "type": "job_failure" }),
@@ -132,6 +141,7 @@ impl Action {
             Action::Unauthorized => "unauthorized",
             Action::Forbidden => "forbidden",
             Action::ProxyNotFound => "proxy_not_found",
+            Action::UnknownBadRequest => "unknown_bad_request",
             _ => self.fault().name(),
         }
     }
@@ -873,6 +883,11 @@ async fn every_request_answered_403_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_answered_with_a_proxy_404_page_converges() {
     run_action(Action::ProxyNotFound).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_answered_400_with_an_unknown_code_converges() {
+    run_action(Action::UnknownBadRequest).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
