@@ -4,7 +4,7 @@
 use k8s_openapi::jiff::Timestamp;
 use secrecy::SecretString;
 
-use super::errors::{Failed, ontap_error};
+use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
 use super::svm::adopts;
 use super::{Ownership, SeedSecretState, generate_password, owned_by};
@@ -48,8 +48,7 @@ impl SvmReconciler {
             // extension) keeps the accounts on it working: without the seed Secret that carries
             // the password, `SecretReady` would rotate it and lock out whoever uses it now.
             if adopts(svm, ontap_svm) && matches!(seed.state, SeedSecretState::Missing) {
-                return Ok(Outcome::waiting(
-                    "AdoptionAwaitsSecret",
+                return Ok(Waiting::AdoptionAwaitsSecret.outcome(
                     format!(
                         "the account {} exists on the adopted SVM {}; its password is kept, so this waits for the seed Secret {} that carries it",
                         names.account, names.svm, names.secret
@@ -170,14 +169,11 @@ pub(super) struct Verified {
 fn check_role(account: &Account, names: &Names) -> Result<(), StepError> {
     let role = account.role.as_ref().and_then(|r| r.name.as_deref());
     if role != Some("vsadmin") {
-        return Err(StepError::invalid(
-            "AccountRoleMismatch",
-            format!(
-                "the account {} has role {}, not vsadmin; it is not changed",
-                names.account,
-                role.unwrap_or("unknown")
-            ),
-        ));
+        return Err(Invalid::AccountRoleMismatch.error(format!(
+            "the account {} has role {}, not vsadmin; it is not changed",
+            names.account,
+            role.unwrap_or("unknown")
+        )));
     }
     Ok(())
 }

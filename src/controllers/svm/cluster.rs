@@ -4,10 +4,10 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::errors::{Conflict, Invalid, Transient, Waiting};
 use super::reconcile::{Names, SvmReconciler, SvmStep};
 use super::tenancy;
 use crate::api::{OntapCluster, StorageVirtualMachine};
-use crate::controllers::connections::missing;
 use crate::engine::{Halt, Outcome, StepError, StepRunner};
 use crate::ontap::OntapClient;
 
@@ -26,21 +26,16 @@ impl SvmReconciler {
             .get(&ObjectRef::new(&namespace))
             .map(|ns| ns.labels().clone())
             .ok_or_else(|| {
-                StepError::transient_msg(
-                    "NamespaceUnknown",
-                    format!("the namespace {namespace} is not in the cache yet"),
-                )
+                Transient::NamespaceUnknown
+                    .error(format!("the namespace {namespace} is not in the cache yet"))
             })?;
         let allowed = tenancy::namespace_allowed(cluster.spec.namespace_selector.as_ref(), &labels)
-            .map_err(|e| StepError::invalid("InvalidNamespaceSelector", e))?;
+            .map_err(|e| Invalid::NamespaceSelector.error(e))?;
         if !allowed {
-            return Err(StepError::invalid(
-                "NamespaceNotAllowed",
-                format!(
-                    "the OntapCluster {}'s namespaceSelector does not admit the namespace {namespace}; a cluster administrator can label the namespace or widen the selector",
-                    cluster.name_any()
-                ),
-            ));
+            return Err(Invalid::NamespaceNotAllowed.error(format!(
+                "the OntapCluster {}'s namespaceSelector does not admit the namespace {namespace}; a cluster administrator can label the namespace or widen the selector",
+                cluster.name_any()
+            )));
         }
         let claims = tenancy::Claims::of(svm, names.svm.clone(), names.account.clone());
         let others = self.svms.store().state();
@@ -57,7 +52,7 @@ impl SvmReconciler {
             }),
         );
         match contested {
-            Some(why) => Err(StepError::conflict("ClaimedByAnother", why)),
+            Some(why) => Err(Conflict::ClaimedByAnother.error(why)),
             None => Ok(()),
         }
     }
@@ -79,8 +74,7 @@ impl SvmReconciler {
                     } else {
                         ""
                     };
-                    return Ok(Outcome::Waiting(missing(
-                        "ClusterNotFound",
+                    return Ok(Outcome::Waiting(Waiting::ClusterNotFound.missing(
                         format!("the OntapCluster {name} does not exist{todo}"),
                     )));
                 };
@@ -98,8 +92,7 @@ impl SvmReconciler {
                     let why = ready
                         .map(|c| c.message.clone())
                         .unwrap_or_else(|| "not verified yet".into());
-                    return Ok(Outcome::Waiting(missing(
-                        "ClusterNotReady",
+                    return Ok(Outcome::Waiting(Waiting::ClusterNotReady.missing(
                         format!("the OntapCluster {name} is not Ready: {why}"),
                     )));
                 }

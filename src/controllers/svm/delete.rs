@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
 
-use super::errors::{Failed, is_entry_not_found, job, kube_error, ontap_error};
+use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
 use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep};
 use super::svm::lookup_svm;
 use super::{Ownership, owned_by};
@@ -74,8 +74,7 @@ impl SvmReconciler {
             if !users.is_empty() {
                 return steps
                     .step(SvmStep::SVMDeleted, || async {
-                        Ok(Outcome::<()>::waiting(
-                            "SVMShared",
+                        Ok(Waiting::SvmShared.outcome::<()>(
                             format!(
                                 "the SVM {} still holds the accounts of {}; it is deleted once they are gone (or set deletionPolicy: Retain to leave it)",
                                 names.svm,
@@ -96,8 +95,7 @@ impl SvmReconciler {
                 if found.state == Some(SvmState::Deleting) {
                     return steps
                         .step(SvmStep::SVMDeleted, || async {
-                            Ok(Outcome::<()>::waiting(
-                                "SVMDeleting",
+                            Ok(Waiting::SvmDeleting.outcome::<()>(
                                 format!(
                                     "ONTAP is deleting the SVM {} ({})",
                                     found.name, found.uuid
@@ -206,13 +204,10 @@ async fn find_for_deletion(
         match client.svm(uuid).await {
             Ok(found) if ours(&found) => return Ok(Outcome::Unchanged(Some(found))),
             Ok(found) => {
-                return Err(StepError::invalid(
-                    "SVMOwnershipChanged",
-                    format!(
-                        "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
-                        found.name
-                    ),
-                ));
+                return Err(Invalid::SvmOwnershipChanged.error(format!(
+                    "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
+                    found.name
+                )));
             }
             Err(e) if is_entry_not_found(&e) => {}
             Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),

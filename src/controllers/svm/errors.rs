@@ -1,62 +1,160 @@
-//! How the SVM controller's failed requests become step errors: every ONTAP or API server
-//! failure of a step goes through here with a typed [`Failed`] reason, so the reasons a
-//! condition can carry are listed in one place rather than spelled out at each call.
+//! The reasons the SVM controller's conditions can carry, and how its failed requests become
+//! step errors: every ONTAP or API server failure goes through here with a typed [`Failed`]
+//! reason, every wait and every invalid, conflicting or transient state of its own with a
+//! [`Waiting`], [`Invalid`], [`Conflict`] or [`Transient`] one. The strings are written once,
+//! here; a step cannot misspell one or give it the wrong kind.
+
+use std::time::Duration;
 
 use crate::controllers::connections;
-use crate::engine::{StepError, Wait};
+use crate::engine::{Outcome, StepError, Wait};
 use crate::ontap::OntapError;
 
 pub use crate::controllers::connections::ontap_busy;
 
-/// The request that failed: the reason of the condition it leaves. ONTAP's answer may replace
-/// it with a more telling one ([`connections::ontap_error`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failed {
-    SvmLookup,
-    AggregateLookup,
-    SvmCreate,
-    SvmAdopt,
-    SvmStart,
-    SvmProtocols,
-    SvmDelete,
-    LifLookup,
-    LifCreate,
-    LifDelete,
-    AccountLookup,
-    AccountCreate,
-    AccountUnlock,
-    AccountDelete,
-    CredentialCheck,
-    PasswordSet,
-    SecretRead,
-    SecretWrite,
-    SecretDelete,
+/// Declares a reason enum: each variant next to the reason string conditions and Events carry,
+/// so the string is written once.
+macro_rules! reasons {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $reason:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            #[cfg(test)]
+            const ALL: &[Self] = &[$(Self::$variant,)+];
+
+            /// The reason as conditions and Events carry it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $reason,)+
+                }
+            }
+        }
+    };
 }
 
-impl Failed {
-    /// The reason as conditions and Events carry it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Failed::SvmLookup => "SVMLookupFailed",
-            Failed::AggregateLookup => "AggregateLookupFailed",
-            Failed::SvmCreate => "SVMCreateFailed",
-            Failed::SvmAdopt => "SVMAdoptFailed",
-            Failed::SvmStart => "SVMStartFailed",
-            Failed::SvmProtocols => "SVMProtocolsFailed",
-            Failed::SvmDelete => "SVMDeleteFailed",
-            Failed::LifLookup => "LIFLookupFailed",
-            Failed::LifCreate => "LIFCreateFailed",
-            Failed::LifDelete => "LIFDeleteFailed",
-            Failed::AccountLookup => "AccountLookupFailed",
-            Failed::AccountCreate => "AccountCreateFailed",
-            Failed::AccountUnlock => "AccountUnlockFailed",
-            Failed::AccountDelete => "AccountDeleteFailed",
-            Failed::CredentialCheck => "CredentialCheckFailed",
-            Failed::PasswordSet => "PasswordSetFailed",
-            Failed::SecretRead => "SecretReadFailed",
-            Failed::SecretWrite => "SecretWriteFailed",
-            Failed::SecretDelete => "SecretDeleteFailed",
+reasons! {
+    /// The request that failed: the reason of the condition it leaves. ONTAP's answer may replace
+    /// it with a more telling one ([`connections::ontap_error`]).
+    pub enum Failed {
+        SvmLookup => "SVMLookupFailed",
+        AggregateLookup => "AggregateLookupFailed",
+        SvmCreate => "SVMCreateFailed",
+        SvmAdopt => "SVMAdoptFailed",
+        SvmStart => "SVMStartFailed",
+        SvmProtocols => "SVMProtocolsFailed",
+        SvmDelete => "SVMDeleteFailed",
+        LifLookup => "LIFLookupFailed",
+        LifCreate => "LIFCreateFailed",
+        LifDelete => "LIFDeleteFailed",
+        AccountLookup => "AccountLookupFailed",
+        AccountCreate => "AccountCreateFailed",
+        AccountUnlock => "AccountUnlockFailed",
+        AccountDelete => "AccountDeleteFailed",
+        CredentialCheck => "CredentialCheckFailed",
+        PasswordSet => "PasswordSetFailed",
+        SecretRead => "SecretReadFailed",
+        SecretWrite => "SecretWriteFailed",
+        SecretDelete => "SecretDeleteFailed",
+    }
+}
+
+reasons! {
+    /// Why a step waits: nothing is wrong, something has yet to happen.
+    pub enum Waiting {
+        ClusterNotFound => "ClusterNotFound",
+        ClusterNotReady => "ClusterNotReady",
+        AggregateNotFound => "AggregateNotFound",
+        SvmAwaited => "SVMAwaited",
+        SvmNotRunning => "SVMNotRunning",
+        SvmSettling => "SVMSettling",
+        SvmStarting => "SVMStarting",
+        SvmDeleting => "SVMDeleting",
+        SvmShared => "SVMShared",
+        AdoptionAwaitsSecret => "AdoptionAwaitsSecret",
+        CredentialsSettling => "CredentialsSettling",
+    }
+}
+
+reasons! {
+    /// Why the spec cannot work as written: phase `Failed` until it (or ONTAP) changes.
+    pub enum Invalid {
+        Spec => "InvalidSpec",
+        Lifs => "InvalidLIFs",
+        ShareWith => "InvalidShareWith",
+        NamespaceSelector => "InvalidNamespaceSelector",
+        NamespaceNotAllowed => "NamespaceNotAllowed",
+        SvmNameChanged => "SVMNameChanged",
+        SvmNameInUse => "SVMNameInUse",
+        SvmRenamedInOntap => "SVMRenamedInONTAP",
+        SvmNotShared => "SVMNotShared",
+        SvmOwnershipChanged => "SVMOwnershipChanged",
+        AdoptionNotAllowed => "AdoptionNotAllowed",
+        AccountRoleMismatch => "AccountRoleMismatch",
+        SecretNameInUse => "SecretNameInUse",
+    }
+}
+
+reasons! {
+    /// Who else holds what this object needs: retried with backoff while it lasts.
+    pub enum Conflict {
+        ClaimedByAnother => "ClaimedByAnother",
+        AddressInUse => "AddressInUse",
+        SvmOwnedByAnother => "SVMOwnedByAnother",
+        SecretChangedMeanwhile => "SecretChangedMeanwhile",
+    }
+}
+
+reasons! {
+    /// A passing state the operator meets on its own side (a cache not filled yet, a new
+    /// password ONTAP did not take at once): retried with backoff.
+    pub enum Transient {
+        NamespaceUnknown => "NamespaceUnknown",
+        NotStored => "NotStored",
+        SecretBuildFailed => "SecretBuildFailed",
+        CredentialsRejected => "CredentialsRejected",
+    }
+}
+
+impl Waiting {
+    /// The step's outcome: waiting, looked at again after `after`.
+    pub fn outcome<T>(self, message: impl Into<String>, after: Duration) -> Outcome<T> {
+        Outcome::Waiting(self.wait(message, after))
+    }
+
+    pub fn wait(self, message: impl Into<String>, after: Duration) -> Wait {
+        Wait {
+            reason: self.as_str().into(),
+            message: message.into(),
+            after,
         }
+    }
+
+    /// A wait for something the user has to create or repair: looked at again after
+    /// [`connections::MISSING_REFERENCE_RECHECK`].
+    pub fn missing(self, message: String) -> Wait {
+        connections::missing(self.as_str(), message)
+    }
+}
+
+impl Invalid {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::invalid(self.as_str(), message)
+    }
+}
+
+impl Conflict {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::conflict(self.as_str(), message)
+    }
+}
+
+impl Transient {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::transient_msg(self.as_str(), message)
     }
 }
 
@@ -86,4 +184,34 @@ pub fn job<T>(result: Result<T, OntapError>, reason: Failed) -> Result<Option<Wa
 /// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.
 pub fn is_entry_not_found(e: &OntapError) -> bool {
     e.is_not_found() && e.ontap_code() == Some(crate::ontap::codes::ENTRY_NOT_FOUND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A reason means one thing: the same string under two kinds would make a condition's
+    /// reason ambiguous about what happens next.
+    #[test]
+    fn every_reason_is_pascal_case_and_of_one_kind() {
+        let all = Failed::ALL
+            .iter()
+            .map(|r| ("failed", r.as_str()))
+            .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
+            .chain(Invalid::ALL.iter().map(|r| ("invalid", r.as_str())))
+            .chain(Conflict::ALL.iter().map(|r| ("conflict", r.as_str())))
+            .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())));
+        let mut kinds: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (kind, reason) in all {
+            assert!(
+                reason.starts_with(|c: char| c.is_ascii_uppercase())
+                    && reason.chars().all(|c| c.is_ascii_alphanumeric()),
+                "{reason}"
+            );
+            kinds.entry(reason).or_default().push(kind);
+        }
+        let repeated: Vec<_> = kinds.iter().filter(|(_, k)| k.len() > 1).collect();
+        assert!(repeated.is_empty(), "{repeated:?}");
+    }
 }

@@ -6,7 +6,7 @@
 //! validations) becomes a [`DesiredError`] the controller reports as a condition, not a request
 //! ONTAP refuses over and over.
 
-use super::errors::{Failed, ontap_error};
+use super::errors::{Conflict, Failed, Invalid, ontap_error};
 use std::collections::HashSet;
 use std::fmt;
 use std::net::IpAddr;
@@ -25,8 +25,7 @@ pub(super) async fn ensure_lifs(
     ontap_svm: &Svm,
     client: &OntapClient,
 ) -> Result<Outcome, StepError> {
-    let desired =
-        desired_lifs(svm).map_err(|e| StepError::invalid("InvalidLIFs", e.to_string()))?;
+    let desired = desired_lifs(svm).map_err(|e| Invalid::Lifs.error(e.to_string()))?;
     let actual = client
         .interfaces(&ontap_svm.uuid)
         .await
@@ -88,13 +87,10 @@ async fn address_in_use(
     } else {
         holders
     };
-    StepError::conflict(
-        "AddressInUse",
-        format!(
-            "the address {} is held by {holder} in ONTAP; free it there or choose another address ({error})",
-            lif.address
-        ),
-    )
+    Conflict::AddressInUse.error(format!(
+        "the address {} is held by {holder} in ONTAP; free it there or choose another address ({error})",
+        lif.address
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 
+use super::errors::Invalid;
 use super::lifs::ensure_lifs;
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::svm::existing_svm;
@@ -20,7 +21,7 @@ use crate::api::{
 use crate::controllers::connections::ClusterConnections;
 use crate::engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
-    Registration, SharedCache, StepError, StepRunner, Summary,
+    Registration, SharedCache, StepRunner, Summary,
 };
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
@@ -229,8 +230,7 @@ impl SvmReconciler {
         {
             return steps
                 .step(SvmStep::SVMReady, || async {
-                    Err::<Outcome, _>(StepError::invalid(
-                        "SVMNameChanged",
+                    Err::<Outcome, _>(Invalid::SvmNameChanged.error(
                         format!("spec.svmName {wanted} differs from the SVM provisioned as {provisioned}; SVMs are not renamed"),
                     ))
                 })

@@ -11,7 +11,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use secrecy::SecretString;
 
 use super::account::{Verified, confirmed_check, retire_renamed_account};
-use super::errors::{Failed, kube_error, ontap_error};
+use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, kube_error, ontap_error};
 use super::reconcile::{Names, SvmReconciler};
 use super::{
     ExpectedSeed, SeedFields, SeedSecretState, build_seed_secret, generate_password,
@@ -37,7 +37,7 @@ impl SvmReconciler {
             .await
             .map_err(kube_error(Failed::SecretRead))?;
         let expected = ExpectedSeed::for_svm(svm, &names.account, &names.svm, &ontap_svm.uuid)
-            .ok_or_else(|| StepError::transient_msg("NotStored", "the object has no uid"))?;
+            .ok_or_else(|| Transient::NotStored.error("the object has no uid"))?;
         Ok(Seed {
             state: inspect_seed_secret(current.as_ref(), &expected),
             password_set_at: current.as_ref().and_then(password_set_at),
@@ -66,7 +66,7 @@ impl SvmReconciler {
             password_set_at,
         };
         let mut secret = build_seed_secret(svm, &fields)
-            .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
+            .map_err(|e| Transient::SecretBuildFailed.error(e.to_string()))?;
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
         let pending = self
             .own_writes
@@ -92,13 +92,10 @@ impl SvmReconciler {
             }
         };
         let written = written.map_err(|e| match e {
-            kube::Error::Api(status) if status.code == 409 => StepError::conflict(
-                "SecretChangedMeanwhile",
-                format!(
-                    "the Secret {} was created or changed by someone else while it was being written; it is read again",
-                    names.secret
-                ),
-            ),
+            kube::Error::Api(status) if status.code == 409 => Conflict::SecretChangedMeanwhile.error(format!(
+                "the Secret {} was created or changed by someone else while it was being written; it is read again",
+                names.secret
+            )),
             e => StepError::from_kube(Failed::SecretWrite.as_str(), e),
         })?;
         pending.done(&written);
@@ -127,10 +124,8 @@ impl SvmReconciler {
         };
         match seed.state {
             SeedSecretState::NotOurs(_) => {
-                return Err(StepError::invalid(
-                    "SecretNameInUse",
-                    format!("Secret {}: {}", names.secret, seed.state),
-                ));
+                return Err(Invalid::SecretNameInUse
+                    .error(format!("Secret {}: {}", names.secret, seed.state)));
             }
             SeedSecretState::Complete { username, password } if username == names.account => {
                 if let AccountCheck::Valid(_) = check(password).await? {
@@ -181,18 +176,14 @@ impl SvmReconciler {
             .await
             .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
         {
-            AccountCheck::Valid(_) => Ok(Outcome::waiting(
-                "CredentialsSettling",
-                self.settling_message(),
-                self.settle_window(),
-            )),
-            other => Err(StepError::transient_msg(
-                "CredentialsRejected",
-                format!(
-                    "ONTAP did not accept the new password of {} ({other:?})",
-                    names.account
-                ),
-            )),
+            AccountCheck::Valid(_) => {
+                Ok(Waiting::CredentialsSettling
+                    .outcome(self.settling_message(), self.settle_window()))
+            }
+            other => Err(Transient::CredentialsRejected.error(format!(
+                "ONTAP did not accept the new password of {} ({other:?})",
+                names.account
+            ))),
         }
     }
 
@@ -217,7 +208,7 @@ impl SvmReconciler {
         let since = Timestamp::now().duration_since(set_at).unsigned_abs();
         match self.settle_window().checked_sub(since) {
             Some(left) if !left.is_zero() => {
-                Outcome::waiting("CredentialsSettling", self.settling_message(), left)
+                Waiting::CredentialsSettling.outcome(self.settling_message(), left)
             }
             _ => Outcome::unchanged(),
         }

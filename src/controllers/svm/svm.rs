@@ -4,12 +4,13 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::errors::{Failed, is_entry_not_found, job, ontap_busy, ontap_error};
+use super::errors::{
+    Conflict, Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error,
+};
 use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler};
 use super::tenancy;
 use super::{DesiredError, Ownership, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
-use crate::controllers::connections::missing;
 use crate::engine::{Outcome, StepError, Wait, Worker};
 use crate::ontap::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, ProtocolState, Svm, SvmCreate,
@@ -37,14 +38,13 @@ impl SvmReconciler {
                 }
         });
         let Some(provider) = provider else {
-            return Ok(Some(Wait {
-                reason: "SVMAwaited".into(),
-                message: format!(
+            return Ok(Some(Waiting::SvmAwaited.wait(
+                format!(
                     "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
                     names.svm, svm.spec.cluster_ref.name
                 ),
-                after: EXISTING_SVM_RECHECK,
-            }));
+                EXISTING_SVM_RECHECK,
+            )));
         };
         let labels = self
             .namespaces
@@ -52,17 +52,14 @@ impl SvmReconciler {
             .map(|ns| ns.labels().clone())
             .unwrap_or_default();
         let shared = tenancy::shares_with(provider, &names.namespace, &labels)
-            .map_err(|e| StepError::invalid("InvalidShareWith", e))?;
+            .map_err(|e| Invalid::ShareWith.error(e))?;
         if shared {
             return Ok(None);
         }
-        Err(StepError::invalid(
-            "SVMNotShared",
-            format!(
-                "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
-                names.svm, names.namespace
-            ),
-        ))
+        Err(Invalid::SvmNotShared.error(format!(
+            "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
+            names.svm, names.namespace
+        )))
     }
 
     /// Whether the object with uid `creator`, which marked the SVM `svm` asks for, has handed
@@ -140,20 +137,17 @@ impl SvmReconciler {
                 if let Some(uuid) = recorded {
                     match client.svm(uuid).await {
                         Ok(renamed) => {
-                            return Err(StepError::invalid(
-                                "SVMRenamedInONTAP",
-                                format!(
-                                    "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
-                                    names.svm, renamed.name
-                                ),
-                            ));
+                            return Err(Invalid::SvmRenamedInOntap.error(format!(
+                                "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
+                                names.svm, renamed.name
+                            )));
                         }
                         Err(e) if is_entry_not_found(&e) => {}
                         Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
                     }
                 }
-                let mut body = svm_create(svm, &names.svm)
-                    .map_err(|e| StepError::invalid("InvalidSpec", e.to_string()))?;
+                let mut body =
+                    svm_create(svm, &names.svm).map_err(|e| Invalid::Spec.error(e.to_string()))?;
                 job_slot!();
                 // Only where there is something to create: the steady state does not pay for it.
                 let aggregates = self
@@ -172,8 +166,7 @@ impl SvmReconciler {
                     .iter()
                     .find(|wanted| !aggregates.iter().any(|a| &a.name == *wanted))
                 {
-                    return Ok(Outcome::Waiting(missing(
-                        "AggregateNotFound",
+                    return Ok(Outcome::Waiting(Waiting::AggregateNotFound.missing(
                         format!(
                             "the aggregate {absent} named in spec.aggregates does not exist in ONTAP"
                         ),
@@ -237,18 +230,15 @@ impl SvmReconciler {
         }
         match found.state {
             Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
-                return Ok(Outcome::waiting(
-                    "SVMSettling",
+                return Ok(Waiting::SvmSettling.outcome(
                     format!("ONTAP reports the SVM as {:?}", found.state),
                     ONTAP_SETTLING,
                 ));
             }
             Some(SvmState::Deleting) => {
-                return Ok(Outcome::waiting(
-                    "SVMDeleting",
-                    "ONTAP is deleting the SVM",
-                    ONTAP_SETTLING,
-                ));
+                return Ok(
+                    Waiting::SvmDeleting.outcome("ONTAP is deleting the SVM", ONTAP_SETTLING)
+                );
             }
             Some(SvmState::Stopped) => {
                 job_slot!();
@@ -262,11 +252,8 @@ impl SvmReconciler {
                 )? {
                     return Ok(Outcome::Waiting(wait));
                 }
-                return Ok(Outcome::waiting(
-                    "SVMStarting",
-                    "the SVM was stopped; it is being started",
-                    ONTAP_SETTLING,
-                ));
+                return Ok(Waiting::SvmStarting
+                    .outcome("the SVM was stopped; it is being started", ONTAP_SETTLING));
             }
             _ => {}
         }
@@ -325,30 +312,18 @@ impl Refusal {
     /// (a migration's old object being deleted) is a `conflict`, retried with backoff.
     pub fn error(self, svm: &str, namespace: &str) -> StepError {
         match self {
-            Self::MarkedForAnother => StepError::invalid(
-                "SVMNameInUse",
-                format!(
-                    "the SVM {svm} in ONTAP belongs to another StorageVirtualMachine; set another spec.svmName"
-                ),
-            ),
-            Self::CreatorStillExists => StepError::conflict(
-                "SVMOwnedByAnother",
-                format!(
-                    "the SVM {svm} is marked for another StorageVirtualMachine that still exists; it is adopted only once that object is gone"
-                ),
-            ),
-            Self::Unmarked => StepError::invalid(
-                "SVMNameInUse",
-                format!(
-                    "an SVM named {svm} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName"
-                ),
-            ),
-            Self::AdoptionNotAllowed => StepError::invalid(
-                "AdoptionNotAllowed",
-                format!(
-                    "the SVM {svm} was not created by this operator; adopting it ({ADOPT_SVM_UUID_ANNOTATION}) gives vsadmin access to everything on it, which only objects of the operator's project namespace may ask for, not those of {namespace}"
-                ),
-            ),
+            Self::MarkedForAnother => Invalid::SvmNameInUse.error(format!(
+                "the SVM {svm} in ONTAP belongs to another StorageVirtualMachine; set another spec.svmName"
+            )),
+            Self::CreatorStillExists => Conflict::SvmOwnedByAnother.error(format!(
+                "the SVM {svm} is marked for another StorageVirtualMachine that still exists; it is adopted only once that object is gone"
+            )),
+            Self::Unmarked => Invalid::SvmNameInUse.error(format!(
+                "an SVM named {svm} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName"
+            )),
+            Self::AdoptionNotAllowed => Invalid::AdoptionNotAllowed.error(format!(
+                "the SVM {svm} was not created by this operator; adopting it ({ADOPT_SVM_UUID_ANNOTATION}) gives vsadmin access to everything on it, which only objects of the operator's project namespace may ask for, not those of {namespace}"
+            )),
         }
     }
 }
@@ -381,8 +356,7 @@ pub(super) async fn existing_svm(
     names: &Names,
 ) -> Result<Outcome<Svm>, StepError> {
     let Some(found) = lookup_svm(client, &names.svm).await? else {
-        return Ok(Outcome::waiting(
-            "SVMAwaited",
+        return Ok(Waiting::SvmAwaited.outcome(
             format!(
                 "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
                 names.svm
@@ -392,8 +366,7 @@ pub(super) async fn existing_svm(
     };
     match found.state {
         Some(SvmState::Running) => Ok(Outcome::Unchanged(found)),
-        state => Ok(Outcome::waiting(
-            "SVMNotRunning",
+        state => Ok(Waiting::SvmNotRunning.outcome(
             format!(
                 "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
                 names.svm
