@@ -12,6 +12,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::api::{OntapCluster, SecretReference};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::controllers::reasons::reasons;
 use crate::engine::{Outcome, StepError, Wait, Worker};
 use crate::ontap::{
     Aggregate, CertificateFingerprint, Credentials, OntapClient, OntapConfig, OntapError,
@@ -54,7 +55,36 @@ impl Default for ClientSettings {
 }
 
 /// `Connected` reason: an OntapCluster names a Secret outside the credentials namespace.
-pub const SECRET_NAMESPACE_NOT_ALLOWED: &str = "SecretNamespaceNotAllowed";
+pub const SECRET_NAMESPACE_NOT_ALLOWED: &str = Connect::SecretNamespaceNotAllowed.as_str();
+
+reasons! {
+    /// Why a cluster's client cannot be built or a job slot not had: shared by every
+    /// controller that talks to ONTAP.
+    pub enum Connect {
+        SecretNamespaceNotAllowed => "SecretNamespaceNotAllowed",
+        SecretNotFound => "SecretNotFound",
+        SecretReadFailed => "SecretReadFailed",
+        CredentialsIncomplete => "CredentialsIncomplete",
+        CaIncomplete => "CAIncomplete",
+        InvalidEndpoint => "InvalidEndpoint",
+        InvalidFingerprint => "InvalidFingerprint",
+        ClientConfigInvalid => "ClientConfigInvalid",
+        JobSlotBusy => "JobSlotBusy",
+    }
+}
+
+reasons! {
+    /// What ONTAP's answer says when it says more than which operation failed: it replaces
+    /// the operation's reason ([`ontap_error`]), or makes a refusal a wait ([`ontap_busy`]).
+    pub enum OntapAnswer {
+        DuplicateRecords => "DuplicateRecords",
+        AddressInUse => "AddressInUse",
+        SvmNameInUse => "SVMNameInUse",
+        LifNameInUse => "LIFNameInUse",
+        OntapBusy => "ONTAPBusy",
+        SvmBusy => "SVMBusy",
+    }
+}
 
 #[derive(Clone)]
 pub struct ClusterConnections {
@@ -173,7 +203,7 @@ impl ClusterConnections {
                 .clone()
         };
         let busy = || Wait {
-            reason: "JobSlotBusy".into(),
+            reason: Connect::JobSlotBusy.as_str().into(),
             message: format!(
                 "the operator runs as many ONTAP jobs on the cluster {cluster} as it allows ({}); waiting for one to end",
                 self.settings.svm_jobs_per_cluster
@@ -218,13 +248,13 @@ impl ClusterConnections {
         match api.get_opt(&reference.name).await {
             Ok(Some(secret)) => Ok(secret),
             Ok(None) => Err(ConnectError::Wait(missing(
-                "SecretNotFound",
+                Connect::SecretNotFound.as_str(),
                 format!(
                     "the {what} Secret {}/{} does not exist",
                     reference.namespace, reference.name
                 ),
             ))),
-            Err(e) => Err(StepError::from_kube("SecretReadFailed", e).into()),
+            Err(e) => Err(StepError::from_kube(Connect::SecretReadFailed.as_str(), e).into()),
         }
     }
 
@@ -240,7 +270,7 @@ impl ClusterConnections {
             secret_key(&credentials, "password"),
         ) else {
             return Err(ConnectError::Error(StepError::invalid(
-                "CredentialsIncomplete",
+                Connect::CredentialsIncomplete.as_str(),
                 format!(
                     "the credentials Secret {}/{} needs the keys username and password",
                     spec.credentials_secret_ref.namespace, spec.credentials_secret_ref.name
@@ -253,7 +283,7 @@ impl ClusterConnections {
                 let secret = self.read_secret(reference, "CA").await?;
                 Some(secret_key(&secret, "ca.crt").ok_or_else(|| {
                     StepError::invalid(
-                        "CAIncomplete",
+                        Connect::CaIncomplete.as_str(),
                         format!(
                             "the CA Secret {}/{} needs the key ca.crt",
                             reference.namespace, reference.name
@@ -263,20 +293,33 @@ impl ClusterConnections {
             }
         };
         let username = String::from_utf8(username).map_err(|_| {
-            StepError::invalid("CredentialsIncomplete", "the username is not UTF-8")
+            StepError::invalid(
+                Connect::CredentialsIncomplete.as_str(),
+                "the username is not UTF-8",
+            )
         })?;
         let password = SecretString::from(String::from_utf8(password).map_err(|_| {
-            StepError::invalid("CredentialsIncomplete", "the password is not UTF-8")
+            StepError::invalid(
+                Connect::CredentialsIncomplete.as_str(),
+                "the password is not UTF-8",
+            )
         })?);
-        let endpoint = reqwest::Url::parse(&spec.endpoint)
-            .map_err(|e| StepError::invalid("InvalidEndpoint", format!("spec.endpoint: {e}")))?;
+        let endpoint = reqwest::Url::parse(&spec.endpoint).map_err(|e| {
+            StepError::invalid(
+                Connect::InvalidEndpoint.as_str(),
+                format!("spec.endpoint: {e}"),
+            )
+        })?;
         let pin = spec
             .ca_fingerprint
             .as_deref()
             .map(str::parse::<CertificateFingerprint>)
             .transpose()
             .map_err(|e| {
-                StepError::invalid("InvalidFingerprint", format!("spec.caFingerprint: {e}"))
+                StepError::invalid(
+                    Connect::InvalidFingerprint.as_str(),
+                    format!("spec.caFingerprint: {e}"),
+                )
             })?;
 
         let mut hasher = DefaultHasher::new();
@@ -301,7 +344,8 @@ impl ClusterConnections {
         config.request_timeout = self.settings.request_timeout;
         config.proxy = self.settings.proxy.clone();
         config.metrics = self.settings.metrics.clone();
-        let client = OntapClient::new(config).map_err(|e| ontap_error("ClientConfigInvalid", e))?;
+        let client = OntapClient::new(config)
+            .map_err(|e| ontap_error(Connect::ClientConfigInvalid.as_str(), e))?;
         self.lock().insert(key, (fingerprint, client.clone()));
         Ok(client)
     }
@@ -324,10 +368,10 @@ impl ClusterConnections {
 pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
     use crate::ontap::{ErrorClass, codes};
     let reason = match (&error, error.ontap_code()) {
-        (OntapError::MultipleRecords { .. }, _) => "DuplicateRecords",
-        (_, Some(codes::DUPLICATE_IP)) => "AddressInUse",
-        (_, Some(codes::SVM_NAME_IN_USE)) => "SVMNameInUse",
-        (_, Some(codes::LIF_NAME_EXISTS)) => "LIFNameInUse",
+        (OntapError::MultipleRecords { .. }, _) => OntapAnswer::DuplicateRecords.as_str(),
+        (_, Some(codes::DUPLICATE_IP)) => OntapAnswer::AddressInUse.as_str(),
+        (_, Some(codes::SVM_NAME_IN_USE)) => OntapAnswer::SvmNameInUse.as_str(),
+        (_, Some(codes::LIF_NAME_EXISTS)) => OntapAnswer::LifNameInUse.as_str(),
         _ => reason,
     };
     match error.class() {
@@ -362,12 +406,12 @@ pub fn ontap_busy(error: &OntapError) -> Option<Wait> {
     use crate::ontap::codes;
     let (reason, message, after) = match error.ontap_code()? {
         codes::TOO_MANY_JOBS => (
-            "ONTAPBusy",
+            OntapAnswer::OntapBusy.as_str(),
             "ONTAP runs as many jobs as it allows",
             ONTAP_BUSY_RECHECK,
         ),
         codes::SVM_BEING_CREATED => (
-            "SVMBusy",
+            OntapAnswer::SvmBusy.as_str(),
             "ONTAP is still creating or deleting the SVM",
             SVM_BUSY_RECHECK,
         ),
@@ -384,6 +428,16 @@ pub fn ontap_busy(error: &OntapError) -> Option<Wait> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connection_reasons_are_pascal_case_and_distinct() {
+        crate::controllers::reasons::assert_distinct(
+            Connect::ALL
+                .iter()
+                .map(|r| ("connect", r.as_str()))
+                .chain(OntapAnswer::ALL.iter().map(|r| ("answer", r.as_str()))),
+        );
+    }
     use crate::engine::ErrorCategory;
     use crate::ontap::ApiError;
 

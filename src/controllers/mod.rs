@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod connections;
 pub mod extension;
 pub mod kyma;
+mod reasons;
 pub mod svm;
 
 use kube::Client;

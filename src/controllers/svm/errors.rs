@@ -12,29 +12,7 @@ use crate::ontap::OntapError;
 
 pub use crate::controllers::connections::ontap_busy;
 
-/// Declares a reason enum: each variant next to the reason string conditions and Events carry,
-/// so the string is written once.
-macro_rules! reasons {
-    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $reason:literal,)+ }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant,)+
-        }
-
-        impl $name {
-            #[cfg(test)]
-            const ALL: &[Self] = &[$(Self::$variant,)+];
-
-            /// The reason as conditions and Events carry it.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $reason,)+
-                }
-            }
-        }
-    };
-}
+use crate::controllers::reasons::reasons;
 
 reasons! {
     /// The request that failed: the reason of the condition it leaves. ONTAP's answer may replace
@@ -189,29 +167,17 @@ pub fn is_entry_not_found(e: &OntapError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
-    /// A reason means one thing: the same string under two kinds would make a condition's
-    /// reason ambiguous about what happens next.
     #[test]
     fn every_reason_is_pascal_case_and_of_one_kind() {
-        let all = Failed::ALL
-            .iter()
-            .map(|r| ("failed", r.as_str()))
-            .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
-            .chain(Invalid::ALL.iter().map(|r| ("invalid", r.as_str())))
-            .chain(Conflict::ALL.iter().map(|r| ("conflict", r.as_str())))
-            .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())));
-        let mut kinds: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for (kind, reason) in all {
-            assert!(
-                reason.starts_with(|c: char| c.is_ascii_uppercase())
-                    && reason.chars().all(|c| c.is_ascii_alphanumeric()),
-                "{reason}"
-            );
-            kinds.entry(reason).or_default().push(kind);
-        }
-        let repeated: Vec<_> = kinds.iter().filter(|(_, k)| k.len() > 1).collect();
-        assert!(repeated.is_empty(), "{repeated:?}");
+        crate::controllers::reasons::assert_distinct(
+            Failed::ALL
+                .iter()
+                .map(|r| ("failed", r.as_str()))
+                .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
+                .chain(Invalid::ALL.iter().map(|r| ("invalid", r.as_str())))
+                .chain(Conflict::ALL.iter().map(|r| ("conflict", r.as_str())))
+                .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str()))),
+        );
     }
 }
