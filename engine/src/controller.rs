@@ -29,7 +29,7 @@ use super::cache::{Change, ScopedApi, SharedCache, lean_ref};
 use super::conditions::{FALSE, READY, compute_conditions, transition};
 use super::config::{EngineConfig, Identity};
 use super::error::{ErrorCategory, StepError};
-use super::events::{EventMemory, plan_own_events};
+use super::events::{EventMemory, plan_events, plan_own_events};
 use super::inflight::InFlight;
 use super::lifecycle::{self, FinalizerState};
 use super::metrics::Metrics;
@@ -917,11 +917,7 @@ impl<R: Reconciler> Shared<R> {
         trace_id: Option<&str>,
     ) {
         let planned = if R::MANAGES_STATUS {
-            EventMemory {
-                conditions: before.conditions().to_vec(),
-                halted: before.halted().cloned(),
-            }
-            .plan(records)
+            plan_events(before.conditions(), before.halted(), records)
         } else {
             let mut memory = self
                 .event_memory
@@ -1050,7 +1046,7 @@ async fn feed_from_cache<R: Reconciler>(
             Change::Deleted(obj) => {
                 let r = lean_ref(&*obj);
                 shared.unsee(&r);
-                queue.forget(&queue_key(r.clone()));
+                queue.forget(&r);
                 shared.forget(&r);
                 shared.reconciler.forget(&obj);
             }

@@ -256,7 +256,11 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     }
 
     /// Drops the failure count and any timer of a deleted object.
-    pub fn forget(&self, item: &T) {
+    pub fn forget<Q>(&self, item: &Q)
+    where
+        T: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let mut state = self.lock();
         state.failures.remove(item);
         state.due.remove(item);
