@@ -8,10 +8,10 @@
 //! reconciles it, and parents that own it (through [`SharedCache::children_of`], backed by an
 //! owner index, instead of scanning the store).
 //!
-//! The objects live in the engine's own [`Store`], not kube's reflector store, which clones each
-//! object it stores, keys it by a reference carrying the resourceVersion and uid strings as well,
-//! and builds a complete second copy of the kind on every re-list before swapping it in: at
-//! 76,000 objects a watch that falls behind (410 Gone) would double the process for a moment.
+//! The objects live in the engine's own [`Store`], not kube's reflector store, which keys each
+//! object by a reference carrying the resourceVersion and uid strings as well, and builds a
+//! complete second copy of the kind on every re-list before swapping it in: at 76,000 objects a
+//! watch that falls behind (410 Gone) would double the process for a moment.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
@@ -311,10 +311,17 @@ impl<K: Resource<DynamicType = ()>> Store<K> {
         self.objects.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Stores `obj` (moved, not copied) and returns the shared object.
-    fn apply(&self, obj: K) -> Arc<K> {
-        let key = lean_ref(&obj);
-        let obj = Arc::new(obj);
+    /// Stores a copy of `obj` and returns the shared object.
+    ///
+    /// A copy, not the decoded object itself: decoding grows each list by doubling, so a
+    /// one-entry `ownerReferences` keeps room for four and three conditions for four, a few
+    /// hundred bytes per object; a clone allocates exactly what it holds.
+    fn apply(&self, obj: &K) -> Arc<K>
+    where
+        K: Clone,
+    {
+        let key = lean_ref(obj);
+        let obj = Arc::new(obj.clone());
         let mut inner = self.write();
         let listing = inner.listing;
         inner.objects.insert(key, (obj.clone(), listing));
@@ -543,7 +550,7 @@ async fn drive<K: Object>(api: Api<K>, config: watcher::Config, shared: Shared<K
         match event {
             Ok(watcher::Event::Apply(obj)) => {
                 index.apply(&obj);
-                broadcast(Change::Applied(store.apply(obj)));
+                broadcast(Change::Applied(store.apply(&obj)));
             }
             Ok(watcher::Event::Delete(obj)) => {
                 index.delete(&obj);
@@ -555,7 +562,7 @@ async fn drive<K: Object>(api: Api<K>, config: watcher::Config, shared: Shared<K
             // two copies of the kind. Subscribers hear of them only at InitDone, once the index
             // has them too.
             Ok(watcher::Event::InitApply(obj)) => {
-                store.apply(obj);
+                store.apply(&obj);
             }
             Ok(watcher::Event::InitDone) => {
                 let gone = store.end_listing();
@@ -643,14 +650,14 @@ mod tests {
     #[test]
     fn a_relist_keeps_one_copy_and_removes_what_it_did_not_list() {
         let store = Store::<ConfigMap>::default();
-        let first = store.apply(cm("a", &[]));
-        store.apply(cm("b", &[]));
-        store.apply(cm("c", &[]));
+        let first = store.apply(&cm("a", &[]));
+        store.apply(&cm("b", &[]));
+        store.apply(&cm("c", &[]));
         store.begin_listing();
-        store.apply(cm("b", &[]));
+        store.apply(&cm("b", &[]));
         // The list broke off and started again: only the second attempt counts.
         store.begin_listing();
-        let relisted = store.apply(cm("a", &[]));
+        let relisted = store.apply(&cm("a", &[]));
         assert_eq!(store.len(), 3, "old and listed objects are never both held");
         let cached = store.get(&lean_ref(&*first)).expect("a is cached");
         assert!(Arc::ptr_eq(&cached, &relisted));
