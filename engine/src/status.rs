@@ -99,7 +99,7 @@ pub enum StatusWrite {
 ///     phase: Option<String>,
 ///     conditions: Vec<Condition>,
 ///     observed_generation: Option<i64>,
-///     halted: Option<Halted>,
+///     halted: Option<Box<Halted>>,
 /// }
 ///
 /// reconcile_engine::conditioned_status!(MyStatus);
@@ -121,7 +121,8 @@ pub trait ConditionedStatus:
 
 /// Implements [`ConditionedStatus`] for status structs with the conventional fields
 /// `conditions: Vec<Condition>`, `observed_generation: Option<i64>` and
-/// `halted: Option<Halted>`.
+/// `halted: Option<Box<Halted>>` (boxed: it is absent while passes complete, and a cached
+/// object would otherwise carry its full size inline).
 #[macro_export]
 macro_rules! conditioned_status {
     ($($status:ty),+ $(,)?) => {$(
@@ -139,10 +140,10 @@ macro_rules! conditioned_status {
                 self.observed_generation = generation;
             }
             fn halted(&self) -> Option<&$crate::Halted> {
-                self.halted.as_ref()
+                self.halted.as_deref()
             }
             fn set_halted(&mut self, halted: Option<$crate::Halted>) {
-                self.halted = halted;
+                self.halted = halted.map(Box::new);
             }
         }
     )+};

@@ -84,5 +84,5 @@ pub struct OntapClusterStatus {
     pub observed_generation: Option<i64>,
     /// Where the last reconcile stopped (absent while every step completes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Halted>,
+    pub halted: Option<Box<Halted>>,
 }

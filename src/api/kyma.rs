@@ -81,7 +81,7 @@ pub struct KymaStatus {
     pub observed_generation: Option<i64>,
     /// Where the last reconcile stopped (absent while every step completes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Halted>,
+    pub halted: Option<Box<Halted>>,
 }
 
 /// One component of one Kyma, installed from its chart. Its lifecycle is simulated, as in the
@@ -164,7 +164,7 @@ pub struct HelmComponentStatus {
     pub observed_generation: Option<i64>,
     /// Where the last reconcile stopped (absent while every step completes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Halted>,
+    pub halted: Option<Box<Halted>>,
 }
 
 /// A cluster of the inventory (served, not reconciled: the experiment's manager needed the
@@ -238,5 +238,5 @@ pub struct KymaClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Halted>,
+    pub halted: Option<Box<Halted>>,
 }

@@ -56,7 +56,7 @@ pub struct ToyStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Halted>,
+    pub halted: Option<Box<Halted>>,
 }
 
 reconcile_engine::conditioned_status!(ToyStatus);
