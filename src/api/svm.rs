@@ -193,6 +193,10 @@ pub enum SvmPhase {
     Ready,
     Failed,
     Deleting,
+    /// The SVM is provisioned by a StorageVirtualMachine of another operator installation (a
+    /// project SVM whose shoots span seeds): this object shares it with its namespaces and
+    /// leaves it alone.
+    ServedElsewhere,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]

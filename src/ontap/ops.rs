@@ -359,6 +359,16 @@ impl OntapClient {
         unique_by_name(endpoints::ACCOUNTS, name, records, |a: &Account| &a.name)
     }
 
+    /// Every account owned by the SVM `owner_uuid`, ONTAP's built-in ones included.
+    pub async fn accounts(&self, owner_uuid: &str) -> Result<Vec<Account>> {
+        let owner_uuid = filter_value("owner uuid", owner_uuid)?;
+        let url = self.url(
+            &["api", "security", "accounts"],
+            &[("owner.uuid", owner_uuid), ("fields", ACCOUNT_FIELDS)],
+        )?;
+        self.get_all(endpoints::ACCOUNTS, url, None).await
+    }
+
     /// Creates an SVM account with password login over HTTP (synchronous in ONTAP).
     ///
     /// Not retried; after an ambiguous error look it up with [`account`](Self::account) and, as

@@ -120,6 +120,10 @@ crate::engine::steps! {
         DeliveryDeleted,
         /// Delete: the StorageVirtualMachine object is gone (with it, per its policy, the SVM).
         SvmDeleted,
+        /// Delete, per-project sharing: the project's object is deleted when this was the last
+        /// shoot of the project here and its policy is `Delete`; its controller deletes the SVM
+        /// once no shoot's account of any seed is left on it.
+        ProjectSvmReleased,
     }
 }
 
@@ -137,6 +141,15 @@ mod reason {
     pub const UNAUTHENTICATED: &str = "OntapUnauthenticated";
     pub const UNREACHABLE: &str = "OntapUnreachable";
     pub const DEPLETED: &str = "ResourcesDepleted";
+}
+
+crate::controllers::reasons::reasons! {
+    /// Why a per-project shoot waits for its project's StorageVirtualMachine.
+    pub enum ProjectWait {
+        /// The project's object is being deleted (its last shoot here went); declared anew once
+        /// it is gone.
+        Deleting => "ProjectSVMDeleting",
+    }
 }
 
 /// How soon to look again at something converging in the seed or the shoot.
@@ -707,8 +720,11 @@ impl ExtensionReconciler {
 
     /// Step `ProjectSvmDeclared`: the StorageVirtualMachine that provisions the SVM of the
     /// shoot's metal-stack project exists, created from the first shoot's configuration and
-    /// owned by no shoot: it outlives them all (`Retain`, as metal-stack keeps project SVMs),
-    /// and it shares the SVM with the namespaces of shoots that enabled this extension.
+    /// owned by no shoot: it outlives each of them — with `Retain` (a TridentConfig: metal-stack
+    /// keeps project SVMs) all of them, with `Delete` until the project's last shoot here goes
+    /// ([`Self::release_project_svm`]) — and it shares the SVM with the namespaces of shoots
+    /// that enabled this extension. On a seed where another seed's project object provisions the
+    /// SVM, this one stands in for it (phase `ServedElsewhere`): it shares, and leaves ONTAP alone.
     async fn declare_project_svm(
         &self,
         config: &ExtensionConfig,
@@ -719,6 +735,15 @@ impl ExtensionReconciler {
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
         let existing = self.svm_object(namespace, object).await?;
         if let Some(existing) = existing {
+            if existing.metadata.deletion_timestamp.is_some() {
+                return Ok(Outcome::waiting(
+                    ProjectWait::Deleting.as_str(),
+                    format!(
+                        "the StorageVirtualMachine {namespace}/{object} of the project's last shoot here is being deleted; it is declared anew once it is gone"
+                    ),
+                    CONVERGING,
+                ));
+            }
             // Later shoots of the project take the SVM as the first one declared it.
             let provisions = existing.spec.mode == SvmMode::Owned
                 && existing.spec.svm_name.as_deref() == Some(plan.svm_name.as_str())
@@ -759,7 +784,8 @@ impl ExtensionReconciler {
             config,
             plan,
             json!({
-                "deletionPolicy": DeletionPolicy::Retain,
+                // TridentConfig: Retain, as metal-stack keeps project SVMs.
+                "deletionPolicy": config.deletion_policy,
                 "shareWith": {"matchLabels": {
                     format!("extensions.gardener.cloud/{}", self.settings.extension_type): "true"
                 }},
@@ -1417,7 +1443,55 @@ impl ExtensionReconciler {
                 self.remove_svm(ext, false, force)
             })
             .await?;
+        steps
+            .step(ExtensionStep::ProjectSvmReleased, || {
+                self.release_project_svm(ext)
+            })
+            .await?;
         Ok(())
+    }
+
+    /// Step `ProjectSvmReleased`: when the shoot shared its metal-stack project's SVM and no
+    /// other shoot here still uses it, the project's object goes if its policy is `Delete`
+    /// (`Retain`, metal-stack's way, keeps it for the project's next shoot). Not waited for: its
+    /// controller deletes the SVM only once ONTAP holds no other account on it — shoots of the
+    /// project that another seed serves keep theirs — and says so while it waits.
+    async fn release_project_svm(&self, ext: &Extension) -> Result<Outcome, StepError> {
+        let Ok(config) = parse_provider_config(
+            ext.spec.provider_config.as_ref(),
+            &self.settings.config_defaults,
+        ) else {
+            return Ok(Outcome::unchanged());
+        };
+        let project = self
+            .shoot(ext)
+            .filter(|_| config.sharing == SvmSharing::PerProject)
+            .and_then(|shoot| shoot.metal_project().and_then(naming::project_object_name));
+        let Some(object) = project else {
+            return Ok(Outcome::unchanged());
+        };
+        let namespace = &self.settings.project_namespace;
+        let Some(project) = self.svm_object(namespace, &object).await? else {
+            return Ok(Outcome::unchanged());
+        };
+        let (own_namespace, own_name) = (namespace_of(ext), ext.name_any());
+        let in_use = self.svms.store().state().iter().any(|other| {
+            other.spec.mode == SvmMode::AccountOnly
+                && other.spec.cluster_ref == project.spec.cluster_ref
+                && other.spec.svm_name == project.spec.svm_name
+                && other.metadata.deletion_timestamp.is_none()
+                && (other.namespace().as_deref(), other.name_any().as_str())
+                    != (Some(own_namespace.as_str()), own_name.as_str())
+        });
+        if in_use
+            || project.spec.deletion_policy != DeletionPolicy::Delete
+            || project.metadata.deletion_timestamp.is_some()
+        {
+            return Ok(Outcome::unchanged());
+        }
+        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
+        delete_ignoring_missing(&api, &object).await?;
+        Ok(Outcome::changed())
     }
 
     /// Deletes the ManagedResources (first setting `keepObjects` when `keep`), waits until the
@@ -1782,6 +1856,13 @@ mod tests {
         );
         assert_eq!(code("SVMNameInUse", "taken"), reason::CONFIGURATION);
         assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
+    }
+
+    #[test]
+    fn project_wait_reasons_are_distinct() {
+        crate::controllers::reasons::assert_distinct(
+            ProjectWait::ALL.iter().map(|r| ("ProjectWait", r.as_str())),
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_erro
 use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep};
 use super::svm::lookup_svm;
 use super::{Ownership, owned_by};
+use crate::api::rules::RESERVED_ACCOUNTS;
 use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
 use crate::engine::{Halt, Outcome, StepError, StepRunner};
 use crate::ontap::{OntapClient, Svm, SvmState};
@@ -26,6 +27,9 @@ impl SvmReconciler {
                     && other.spec.cluster_ref == svm.spec.cluster_ref
                     && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
                     && other.metadata.deletion_timestamp.is_none()
+                    // Admitted at least once: one still waiting holds nothing on the SVM (and
+                    // may be waiting for this very object to go, to be provisioned anew).
+                    && other.status.as_ref().is_some_and(|s| s.uuid.is_some())
             })
             .collect();
         let mut named: Vec<String> = users
@@ -86,9 +90,16 @@ impl SvmReconciler {
                     .await;
             }
             let client = self.cluster(svm, &names, steps).await?;
+            let shared = svm.spec.share_with.is_some();
             let found = steps
-                .step(SvmStep::SVMFound, || {
-                    find_for_deletion(&client, &names, status.uuid.as_deref())
+                .step(SvmStep::SVMFound, || async {
+                    let found = find_for_deletion(&client, &names, status.uuid.as_deref()).await?;
+                    match found {
+                        Outcome::Unchanged(Some(found)) if shared => {
+                            unused(&client, found, &names.account).await
+                        }
+                        other => Ok(other),
+                    }
                 })
                 .await?;
             if let Some(found) = found {
@@ -220,6 +231,48 @@ async fn find_for_deletion(
     ))
 }
 
+/// A shared SVM about to be deleted, unless ONTAP holds accounts on it besides `own` and ONTAP's
+/// built-in ones: accounts of `AccountOnly` objects this operator cannot see — shoots of a
+/// project served by another seed's extension — whose Trident still uses them. Then it waits,
+/// saying so, with its finalizer in place; `deletionPolicy: Retain` lets the object go and
+/// leaves the SVM to them.
+async fn unused(
+    client: &OntapClient,
+    found: Svm,
+    own: &str,
+) -> Result<Outcome<Option<Svm>>, StepError> {
+    let accounts = client
+        .accounts(&found.uuid)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
+    let others = foreign_accounts(accounts.iter().map(|a| a.name.as_str()), own);
+    if others.is_empty() {
+        return Ok(Outcome::Unchanged(Some(found)));
+    }
+    Ok(Waiting::SvmShared.outcome(
+        format!(
+            "the SVM {} still holds the accounts {} that no StorageVirtualMachine here holds (shoots served by another operator installation); it is deleted once they are gone (or set deletionPolicy: Retain to leave it to them)",
+            found.name,
+            others.join(", ")
+        ),
+        EXISTING_SVM_RECHECK,
+    ))
+}
+
+/// The accounts among `names` other than `own` and ONTAP's built-in ones, sorted.
+pub fn foreign_accounts<'a>(names: impl IntoIterator<Item = &'a str>, own: &str) -> Vec<String> {
+    let mut others: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            *name != own && !RESERVED_ACCOUNTS.contains(&name.to_ascii_lowercase().as_str())
+        })
+        .map(str::to_owned)
+        .collect();
+    others.sort();
+    others.dedup();
+    others
+}
+
 /// Step `AccountDeleted`: the account is gone from `svm` (already gone counts).
 async fn delete_account(
     client: &OntapClient,
@@ -248,4 +301,21 @@ async fn lookup_shared_svm(
         }
     }
     lookup_svm(client, &names.svm).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::foreign_accounts;
+
+    #[test]
+    fn only_accounts_of_others_keep_a_shared_svm() {
+        assert!(foreign_accounts(["vsadmin", "project-admin"], "project-admin").is_empty());
+        assert_eq!(
+            foreign_accounts(
+                ["VSADMIN", "web-b", "project-admin", "db-a"],
+                "project-admin"
+            ),
+            vec!["db-a".to_owned(), "web-b".to_owned()]
+        );
+    }
 }

@@ -52,6 +52,7 @@ reasons! {
         SvmStarting => "SVMStarting",
         SvmDeleting => "SVMDeleting",
         SvmShared => "SVMShared",
+        SvmServedElsewhere => "SVMServedElsewhere",
         AdoptionAwaitsSecret => "AdoptionAwaitsSecret",
         CredentialsSettling => "CredentialsSettling",
     }

@@ -10,10 +10,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 
-use super::errors::Invalid;
+use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use super::svm::existing_svm;
 use super::{default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
@@ -58,6 +57,9 @@ pub(super) const ONTAP_SETTLING: Duration = Duration::from_secs(2);
 /// How often an `AccountOnly` object looks again for an SVM that is missing or not running:
 /// another object provisions it, on no schedule this one can see.
 pub(super) const EXISTING_SVM_RECHECK: Duration = Duration::from_secs(5);
+/// How often an object whose SVM another operator installation provisions looks again: nothing
+/// changes for it unless that installation lets the SVM go.
+pub(super) const SERVED_ELSEWHERE_RECHECK: Duration = Duration::from_secs(60);
 
 /// The controller's name: its metrics label, queue name and Events' reporter.
 pub const CONTROLLER: &str = "storagevirtualmachine";
@@ -180,6 +182,13 @@ impl Reconciler for SvmReconciler {
             ) => SvmPhase::Pending,
             (
                 Lifecycle::Live,
+                Summary::Waiting {
+                    step: SvmStep::SVMReady,
+                    wait,
+                },
+            ) if wait.reason == Waiting::SvmServedElsewhere.as_str() => SvmPhase::ServedElsewhere,
+            (
+                Lifecycle::Live,
                 Summary::Failed {
                     category: ErrorCategory::Invalid,
                     ..
@@ -245,10 +254,7 @@ impl SvmReconciler {
                         self.ensure_svm(svm, &names, status.uuid.as_deref(), &client, &worker)
                             .await
                     }
-                    SvmMode::AccountOnly => match self.shared_with(svm, &names)? {
-                        Some(wait) => Ok(Outcome::Waiting(wait)),
-                        None => existing_svm(&client, &names).await,
-                    },
+                    SvmMode::AccountOnly => self.shared_svm(svm, &names, &client).await,
                 }
             })
             .await?;

@@ -7,44 +7,95 @@ use kube::runtime::reflector::ObjectRef;
 use super::errors::{
     Conflict, Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error,
 };
-use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler};
+use super::reconcile::{
+    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
+};
 use super::tenancy;
 use super::{DesiredError, Ownership, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
-use crate::engine::{Outcome, StepError, Wait, Worker};
+use crate::engine::{Outcome, StepError, Worker};
 use crate::ontap::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, ProtocolState, Svm, SvmCreate,
     SvmPatch, SvmState, SvmTargetState,
 };
 
 impl SvmReconciler {
-    /// Whether an `Owned` object provisions the SVM an `AccountOnly` object names, on the same
-    /// cluster, and shares it with the object's namespace: an account is vsadmin access, so one
-    /// tenant must not give itself an account on another's SVM by naming it. A wait while no
-    /// object provisions it (the extension declares both at once).
-    pub(super) fn shared_with(
+    /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and the object
+    /// that provisions it shares it with the object's namespace. An account is vsadmin access, so
+    /// one tenant must not give itself an account on another's SVM by naming it — nor by
+    /// declaring an `Owned` object of that name in its own namespace: the provider that decides
+    /// is the one ONTAP's ownership mark names. An SVM marked for an object this operator cannot
+    /// see (the project SVM of shoots served by another seed's extension) is shared only by a
+    /// provider in the extension's project namespace, where tenants cannot write. A wait while no
+    /// object provisions it (the extension declares both at once) or the SVM is not marked yet
+    /// (its provider is about to adopt it).
+    pub(super) async fn shared_svm(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
-    ) -> Result<Option<Wait>, StepError> {
+        client: &OntapClient,
+    ) -> Result<Outcome<Svm>, StepError> {
         let all = self.svms.store().state();
-        let provider = all.iter().find(|other| {
-            other.spec.mode == SvmMode::Owned
-                && other.spec.cluster_ref == svm.spec.cluster_ref
-                && other.metadata.deletion_timestamp.is_none()
-                && {
-                    let status = other.status.clone().unwrap_or_default();
-                    self.names(other, &status).svm == names.svm
+        let providers: Vec<&StorageVirtualMachine> = all
+            .iter()
+            .map(|other| &**other)
+            .filter(|other| {
+                other.spec.mode == SvmMode::Owned
+                    && other.spec.cluster_ref == svm.spec.cluster_ref
+                    && other.metadata.deletion_timestamp.is_none()
+                    && {
+                        let status = other.status.clone().unwrap_or_default();
+                        self.names(other, &status).svm == names.svm
+                    }
+            })
+            .collect();
+        let awaited = |why: String| Ok(Waiting::SvmAwaited.outcome(why, EXISTING_SVM_RECHECK));
+        if providers.is_empty() {
+            return awaited(format!(
+                "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
+                names.svm, svm.spec.cluster_ref.name
+            ));
+        }
+        let found = match existing_svm(client, names).await? {
+            Outcome::Unchanged(found) | Outcome::Changed(found) => found,
+            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
+        };
+        let provider = match owned_by(found.comment.as_deref(), "") {
+            Ownership::Foreign(creator) if self.alive(&creator) => {
+                match providers
+                    .iter()
+                    .find(|p| p.uid().as_deref() == Some(creator.as_str()))
+                {
+                    Some(provider) => *provider,
+                    // Being handed over, or its provider is being deleted.
+                    None => {
+                        return awaited(format!(
+                            "the SVM {} is changing hands between StorageVirtualMachines; the account is made once one provisions it",
+                            names.svm
+                        ));
+                    }
                 }
-        });
-        let Some(provider) = provider else {
-            return Ok(Some(Waiting::SvmAwaited.wait(
-                format!(
-                    "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
-                    names.svm, svm.spec.cluster_ref.name
-                ),
-                EXISTING_SVM_RECHECK,
-            )));
+            }
+            Ownership::Foreign(_) => {
+                let stand_in = providers
+                    .iter()
+                    .find(|p| self.may_serve_elsewhere(&p.namespace().unwrap_or_default()));
+                match stand_in {
+                    Some(provider) => *provider,
+                    None => {
+                        return Err(Invalid::SvmNotShared.error(format!(
+                            "the SVM {} belongs to a StorageVirtualMachine this operator does not see; only the extension's project namespace may share such an SVM",
+                            names.svm
+                        )));
+                    }
+                }
+            }
+            Ownership::Unmarked | Ownership::Ours => {
+                return awaited(format!(
+                    "the SVM {} is not marked as provisioned by a StorageVirtualMachine yet; the account is made once its provider has taken it over",
+                    names.svm
+                ));
+            }
         };
         let labels = self
             .namespaces
@@ -54,7 +105,7 @@ impl SvmReconciler {
         let shared = tenancy::shares_with(provider, &names.namespace, &labels)
             .map_err(|e| Invalid::ShareWith.error(e))?;
         if shared {
-            return Ok(None);
+            return Ok(Outcome::Unchanged(found));
         }
         Err(Invalid::SvmNotShared.error(format!(
             "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
@@ -91,6 +142,15 @@ impl SvmReconciler {
     /// onto an SVM it was never given.
     fn may_adopt_unmarked(&self, namespace: &str) -> bool {
         self.adopt_namespace.as_deref() == Some(namespace)
+    }
+
+    /// Whether an `Owned` object of `namespace` stands in for an SVM marked for an object this
+    /// operator cannot see: the extension's project object on a seed whose shoots share a
+    /// project SVM that another seed's project object provisions. It shares the SVM with its
+    /// shoots and leaves it alone (no mark, no LIFs, no account). The project namespace only, for
+    /// the reason of [`Self::may_adopt_unmarked`]: elsewhere such an SVM is someone else's.
+    fn may_serve_elsewhere(&self, namespace: &str) -> bool {
+        self.may_adopt_unmarked(namespace)
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
@@ -201,6 +261,7 @@ impl SvmReconciler {
                 asks,
                 self.handed_over(svm, &creator, names),
                 self.alive(&creator),
+                self.may_serve_elsewhere(&names.namespace),
             ),
             Ownership::Unmarked => {
                 takeover_unmarked(asks, self.may_adopt_unmarked(&names.namespace))
@@ -225,6 +286,15 @@ impl SvmReconciler {
                     .await
                     .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
                 changed = true;
+            }
+            Takeover::ServeElsewhere => {
+                return Ok(Waiting::SvmServedElsewhere.outcome(
+                    format!(
+                        "the SVM {} is provisioned by a StorageVirtualMachine this operator does not see (another seed's, for shoots there); this object shares it with its namespaces and leaves it alone. It takes the SVM over only when asked to by uuid ({ADOPT_SVM_UUID_ANNOTATION}), once that object is gone",
+                        names.svm
+                    ),
+                    SERVED_ELSEWHERE_RECHECK,
+                ));
             }
             Takeover::Refuse(refusal) => return Err(refusal.error(&names.svm, &names.namespace)),
         }
@@ -289,6 +359,9 @@ pub enum Takeover {
     Keep,
     /// Mark it for this object; nothing is recreated.
     Adopt,
+    /// Marked for an object this operator cannot see (another seed's): leave it alone, and
+    /// share it with this object's namespaces as its provider there would.
+    ServeElsewhere,
     /// Leave it alone and report why.
     Refuse(Refusal),
 }
@@ -329,13 +402,21 @@ impl Refusal {
 }
 
 /// The decision on an SVM marked for another object (`Foreign`): taken over when its creator
-/// handed it over, or when asked for by uuid and the creator is gone.
-pub fn takeover_marked(asks: bool, handed_over: bool, creator_alive: bool) -> Takeover {
-    match (handed_over, asks, creator_alive) {
-        (true, _, _) => Takeover::Adopt,
-        (false, true, false) => Takeover::Adopt,
-        (false, true, true) => Takeover::Refuse(Refusal::CreatorStillExists),
-        (false, false, _) => Takeover::Refuse(Refusal::MarkedForAnother),
+/// handed it over, or when asked for by uuid and the creator is gone; served as it is when
+/// its creator is out of sight and the object may stand in for it (`stand_in`: the extension's
+/// project namespace) — never marked back and forth between seeds.
+pub fn takeover_marked(
+    asks: bool,
+    handed_over: bool,
+    creator_alive: bool,
+    stand_in: bool,
+) -> Takeover {
+    match (handed_over, asks, creator_alive, stand_in) {
+        (true, _, _, _) => Takeover::Adopt,
+        (false, true, false, _) => Takeover::Adopt,
+        (false, true, true, _) => Takeover::Refuse(Refusal::CreatorStillExists),
+        (false, false, false, true) => Takeover::ServeElsewhere,
+        (false, false, _, _) => Takeover::Refuse(Refusal::MarkedForAnother),
     }
 }
 
@@ -480,25 +561,38 @@ mod tests {
 
     #[test]
     fn marked_svms_change_hands_only_when_their_creator_lets_go() {
-        // (asks by uuid, handed over, creator alive)
+        // (asks by uuid, handed over, creator alive, may stand in)
+        for stand_in in [false, true] {
+            assert_eq!(
+                takeover_marked(true, false, false, stand_in),
+                Takeover::Adopt,
+                "a restore: the creator is gone"
+            );
+            assert_eq!(
+                takeover_marked(false, true, true, stand_in),
+                Takeover::Adopt,
+                "a hand-over: the creator became an AccountOnly user"
+            );
+            assert_eq!(
+                takeover_marked(true, false, true, stand_in),
+                Takeover::Refuse(Refusal::CreatorStillExists),
+                "an annotation does not take an SVM from a live object"
+            );
+            assert_eq!(
+                takeover_marked(false, false, true, stand_in),
+                Takeover::Refuse(Refusal::MarkedForAnother),
+                "a live object of this seed keeps its SVM"
+            );
+        }
         assert_eq!(
-            takeover_marked(true, false, false),
-            Takeover::Adopt,
-            "a restore: the creator is gone"
+            takeover_marked(false, false, false, false),
+            Takeover::Refuse(Refusal::MarkedForAnother),
+            "a tenant's object never serves an SVM it cannot see the provider of"
         );
         assert_eq!(
-            takeover_marked(false, true, true),
-            Takeover::Adopt,
-            "a hand-over: the creator became an AccountOnly user"
-        );
-        assert_eq!(
-            takeover_marked(true, false, true),
-            Takeover::Refuse(Refusal::CreatorStillExists),
-            "an annotation does not take an SVM from a live object"
-        );
-        assert_eq!(
-            takeover_marked(false, false, false),
-            Takeover::Refuse(Refusal::MarkedForAnother)
+            takeover_marked(false, false, false, true),
+            Takeover::ServeElsewhere,
+            "the project namespace serves another seed's project SVM as it is: no mark moves"
         );
         assert_eq!(
             Refusal::CreatorStillExists.error("p1", "ns").category(),
