@@ -1043,8 +1043,9 @@ async fn failing_svms(seed: &kube::Client, namespace: &str) -> Vec<String> {
 /// B migrates and is restored on a new seed (another namespace, another operator, running at
 /// the same time). The new seed's project object stands in for the old seed's (phase
 /// `ServedElsewhere`): nothing fails, no mark moves, one SVM with its uuid, B's password kept.
-/// A deleted: the old seed's project object goes, but not the SVM, while B's account is on it.
-/// B deleted: everything is gone from ONTAP.
+/// A deleted: the old seed's project object goes, but not the SVM, while B's account is on it;
+/// a shoot arriving there meanwhile joins the lingering object. B deleted: everything is gone
+/// from ONTAP.
 #[tokio::test]
 async fn a_project_svm_serves_shoots_of_two_seeds_and_goes_with_the_last() {
     use ontap_operator::controllers::extension::controller::STATE_SECRET;
@@ -1229,6 +1230,33 @@ async fn a_project_svm_serves_shoots_of_two_seeds_and_goes_with_the_last() {
         w.authenticates("web-b", &b_password, &svm_name).await,
         "B's account still works"
     );
+
+    // A shoot of the project arrives on the old seed again while its project object waits
+    // there: it joins the lingering object instead of waiting for a deletion that lasts as
+    // long as B does, and leaving again leaves the wait as it was.
+    let ts = create_extension(&g, &ns, config.clone(), "reconcile").await;
+    let rejoined = wait_ready(&g, &w, &ns, &ts).await;
+    println!("a shoot arrives beside the deleting project object → Succeeded: {rejoined:?}");
+    let secret_a = naming::credentials_secret_name(&svm_name, &ns).unwrap();
+    let (user_a, password_a) = shoot_credentials(&g, &secret_a).await.unwrap();
+    assert!(w.authenticates(&user_a, &password_a, &svm_name).await);
+    let still = svms_in_ontap(&w);
+    assert_eq!(still.len(), 1, "no second SVM: {still:#?}");
+    assert_eq!(still[0]["uuid"], uuid.as_str());
+    let lingering = old_objects.get(&project_object).await.unwrap();
+    assert_eq!(
+        lingering.uid(),
+        p1.uid(),
+        "the same project object serves it"
+    );
+    let gc = garbage_collector_stand_in(g.shoot.clone());
+    delete_as_gardenlet(&g, &w, &ns).await;
+    gc.abort();
+    assert!(
+        !w.authenticates(&user_a, &password_a, &svm_name).await,
+        "the returning shoot's account went with it"
+    );
+    assert_eq!(svms_in_ontap(&w).len(), 1, "the SVM stays while B uses it");
 
     // B goes on the new seed: then everything goes from ONTAP.
     let gc = garbage_collector_stand_in(g2.shoot.clone());

@@ -143,15 +143,6 @@ mod reason {
     pub const DEPLETED: &str = "ResourcesDepleted";
 }
 
-crate::controllers::reasons::reasons! {
-    /// Why a per-project shoot waits for its project's StorageVirtualMachine.
-    pub enum ProjectWait {
-        /// The project's object is being deleted (its last shoot here went); declared anew once
-        /// it is gone.
-        Deleting => "ProjectSVMDeleting",
-    }
-}
-
 /// How soon to look again at something converging in the seed or the shoot.
 const CONVERGING: Duration = Duration::from_secs(2);
 
@@ -735,14 +726,12 @@ impl ExtensionReconciler {
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
         let existing = self.svm_object(namespace, object).await?;
         if let Some(existing) = existing {
+            // Deleting, it keeps the SVM while accounts are on it, and shares it: possibly for
+            // as long as shoots of the project run on other seeds. A shoot arriving meanwhile
+            // joins it (its account then holds the SVM too) instead of waiting for it to go;
+            // should it go first after all, it is declared anew on the next pass.
             if existing.metadata.deletion_timestamp.is_some() {
-                return Ok(Outcome::waiting(
-                    ProjectWait::Deleting.as_str(),
-                    format!(
-                        "the StorageVirtualMachine {namespace}/{object} of the project's last shoot here is being deleted; it is declared anew once it is gone"
-                    ),
-                    CONVERGING,
-                ));
+                return Ok(Outcome::unchanged());
             }
             // Later shoots of the project take the SVM as the first one declared it.
             let provisions = existing.spec.mode == SvmMode::Owned
@@ -1856,13 +1845,6 @@ mod tests {
         );
         assert_eq!(code("SVMNameInUse", "taken"), reason::CONFIGURATION);
         assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
-    }
-
-    #[test]
-    fn project_wait_reasons_are_distinct() {
-        crate::controllers::reasons::assert_distinct(
-            ProjectWait::ALL.iter().map(|r| ("ProjectWait", r.as_str())),
-        );
     }
 
     #[test]

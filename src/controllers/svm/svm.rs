@@ -42,7 +42,7 @@ impl SvmReconciler {
             .filter(|other| {
                 other.spec.mode == SvmMode::Owned
                     && other.spec.cluster_ref == svm.spec.cluster_ref
-                    && other.metadata.deletion_timestamp.is_none()
+                    && (other.metadata.deletion_timestamp.is_none() || self.lingers(other))
                     && {
                         let status = other.status.clone().unwrap_or_default();
                         self.names(other, &status).svm == names.svm
@@ -142,6 +142,15 @@ impl SvmReconciler {
     /// onto an SVM it was never given.
     fn may_adopt_unmarked(&self, namespace: &str) -> bool {
         self.adopt_namespace.as_deref() == Some(namespace)
+    }
+
+    /// Whether `provider`, being deleted, still admits new accounts on its SVM: the extension's
+    /// project object, which keeps the SVM while shoots of other seeds hold accounts on it —
+    /// maybe for good. A shoot of the project arriving here meanwhile must get its account
+    /// rather than wait for a deletion that may never end; its account then holds the SVM too.
+    /// Elsewhere a deleting object takes no new users, or its deletion could be held up for ever.
+    fn lingers(&self, provider: &StorageVirtualMachine) -> bool {
+        self.may_serve_elsewhere(&provider.namespace().unwrap_or_default())
     }
 
     /// Whether an `Owned` object of `namespace` stands in for an SVM marked for an object this
@@ -254,7 +263,13 @@ impl SvmReconciler {
                 }
             }
         };
-        let asks = adopts(svm, &found);
+        let asks = asks_to_adopt(
+            svm.annotations()
+                .get(ADOPT_SVM_UUID_ANNOTATION)
+                .map(String::as_str),
+            &found.uuid,
+            recorded,
+        );
         let decision = match owned_by(found.comment.as_deref(), &names.uid) {
             Ownership::Ours => Takeover::Keep,
             Ownership::Foreign(creator) => takeover_marked(
@@ -350,6 +365,14 @@ impl SvmReconciler {
 /// another SVM created later under the same name is never taken by mistake.
 pub(super) fn adopts(svm: &StorageVirtualMachine, found: &Svm) -> bool {
     svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION) == Some(&found.uuid)
+}
+
+/// Whether an object annotated to adopt `annotated` asks to take over the SVM `found` now, having
+/// recorded `recorded` as its SVM. Asked once: an object that held the SVM and finds it marked
+/// for another lost it to a later adoption (two seeds' project objects asked for the same SVM
+/// when switching from metal-stack); taking it back would make them take turns for ever.
+pub fn asks_to_adopt(annotated: Option<&str>, found: &str, recorded: Option<&str>) -> bool {
+    annotated == Some(found) && recorded != Some(found)
 }
 
 /// What an `Owned` object does with the SVM it found under its name.
@@ -557,6 +580,23 @@ mod tests {
         let refused = Refusal::AdoptionNotAllowed.error("p1", "team-a");
         assert_eq!(refused.reason(), "AdoptionNotAllowed");
         assert_eq!(refused.category(), crate::engine::ErrorCategory::Invalid);
+    }
+
+    #[test]
+    fn an_adoption_is_asked_for_once() {
+        assert!(
+            asks_to_adopt(Some("u1"), "u1", None),
+            "a restore or a switch"
+        );
+        assert!(
+            !asks_to_adopt(Some("u1"), "u2", None),
+            "another SVM created under the name later"
+        );
+        assert!(
+            !asks_to_adopt(Some("u1"), "u1", Some("u1")),
+            "held, then lost to a later adoption: not taken back"
+        );
+        assert!(!asks_to_adopt(None, "u1", None));
     }
 
     #[test]
