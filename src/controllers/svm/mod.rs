@@ -11,7 +11,7 @@ mod cluster;
 mod credentials;
 mod delete;
 pub mod desired;
-mod errors;
+pub(crate) mod errors;
 mod lifs;
 pub mod naming;
 pub mod netmask;
