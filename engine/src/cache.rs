@@ -94,6 +94,38 @@ pub enum Change<K> {
     Applied(Arc<K>),
     /// Deleted.
     Deleted(Arc<K>),
+    /// Every object of a (re)list has been announced before this: a subscriber that has handled
+    /// the changes up to here has seen the whole list ([`until_listed`]).
+    Listed,
+}
+
+/// `rx` without its [`Change::Listed`] markers, and a future that resolves at the first one.
+/// The marker is taken from `rx` only when the stream's consumer asks for the change after the
+/// last one listed, so the future says the consumer has handled the initial list, not merely
+/// that it was sent: a controller whose workers waited only for the cache would start while
+/// the list's events were still on their way into its queue, and pass twice over whatever it
+/// picked first.
+pub fn until_listed<K: Send + Sync + 'static>(
+    rx: mpsc::UnboundedReceiver<Change<K>>,
+) -> (
+    impl futures::Stream<Item = Change<K>> + Send + 'static,
+    futures::future::BoxFuture<'static, ()>,
+) {
+    let (listed, mut seen) = watch::channel(false);
+    let changes = super::controller::receiver_stream(rx).filter_map(move |change| {
+        std::future::ready(match change {
+            Change::Listed => {
+                listed.send_replace(true);
+                None
+            }
+            change => Some(change),
+        })
+    });
+    // A dropped stream ends the wait too: nothing will be handled any more.
+    let ready = Box::pin(async move {
+        let _ = seen.wait_for(|listed| *listed).await;
+    });
+    (changes, ready)
 }
 
 /// Child references by owner UID, maintained from the watch stream.
@@ -519,6 +551,10 @@ impl<K: Object> SharedCache<K> {
         for obj in self.inner.store.state() {
             let _ = tx.send(Change::Applied(obj));
         }
+        // Listed already: the replay was the whole list. Otherwise the list's end announces it.
+        if *self.inner.ready.borrow() {
+            let _ = tx.send(Change::Listed);
+        }
         subscribers.push(tx);
         rx
     }
@@ -575,6 +611,7 @@ async fn drive<K: Object>(api: Api<K>, config: watcher::Config, shared: Shared<K
                 for obj in objects {
                     broadcast(Change::Applied(obj));
                 }
+                broadcast(Change::Listed);
             }
             Err(err) => tracing::warn!(kind = %K::kind(&()), error = %err, "watch error, retrying"),
         }

@@ -25,7 +25,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::cache::{Change, ScopedApi, SharedCache, lean_ref};
+use super::cache::{Change, ScopedApi, SharedCache, lean_ref, until_listed};
 use super::conditions::{FALSE, READY, compute_conditions, transition};
 use super::config::{EngineConfig, Identity};
 use super::error::{ErrorCategory, StepError};
@@ -238,12 +238,10 @@ impl<R: Reconciler> Controller<R> {
     /// changes — how a parent learns that a child became ready.
     pub fn owns<C: Object>(mut self, children: &SharedCache<C>) -> Self {
         let parents = self.cache.clone();
-        let rx = children.subscribe();
-        let cache = children.clone();
-        self.waits
-            .push(Box::pin(async move { cache.wait_until_ready().await }));
+        let (changes, listed) = until_listed(children.subscribe());
+        self.waits.push(listed);
         let own_writes = self.reconciler.own_writes();
-        let stream = receiver_stream(rx)
+        let stream = changes
             .then(move |change| {
                 let parents = parents.clone();
                 let own_writes = own_writes.clone();
@@ -317,11 +315,10 @@ impl<R: Reconciler> Controller<R> {
             let queue = queue.clone();
             async move { queue.run_timers().await }
         });
-        background.spawn(feed_from_cache(
-            cache.subscribe(),
-            queue.clone(),
-            shared.clone(),
-        ));
+        // Workers start once every feed has queued its initial list: an object picked before a
+        // late feed queued it too would be passed over twice.
+        let (changes, fed) = until_listed(cache.subscribe());
+        background.spawn(feed_from_cache(changes, queue.clone(), shared.clone()));
         for trigger in triggers {
             let queue = queue.clone();
             background.spawn(trigger.for_each(move |r| {
@@ -332,7 +329,7 @@ impl<R: Reconciler> Controller<R> {
 
         let mut shutdown = std::pin::pin!(shutdown);
         tokio::select! {
-            _ = futures::future::join(cache.wait_until_ready(), futures::future::join_all(waits)) => {}
+            _ = futures::future::join(fed, futures::future::join_all(waits)) => {}
             () = &mut shutdown => return,
         }
         tracing::info!(controller = name, workers, "controller started");
@@ -1028,11 +1025,11 @@ fn queue_key<K: Resource<DynamicType = ()>>(mut obj_ref: ObjectRef<K>) -> QueueK
 /// engine's own status writes must not trigger another reconcile, or every write would cost a
 /// second pass (and a failing object would skip its backoff).
 async fn feed_from_cache<R: Reconciler>(
-    rx: mpsc::UnboundedReceiver<Change<R::Resource>>,
+    changes: impl futures::Stream<Item = Change<R::Resource>>,
     queue: Arc<WorkQueue<QueueKey<R::Resource>>>,
     shared: Arc<Shared<R>>,
 ) {
-    let mut changes = std::pin::pin!(receiver_stream(rx));
+    let mut changes = std::pin::pin!(changes);
     while let Some(change) = changes.next().await {
         match change {
             Change::Applied(obj) => {
@@ -1043,6 +1040,8 @@ async fn feed_from_cache<R: Reconciler>(
                     queue.add(queue_key(r));
                 }
             }
+            // Taken out by `until_listed`.
+            Change::Listed => {}
             Change::Deleted(obj) => {
                 let r = lean_ref(&*obj);
                 shared.unsee(&r);
@@ -1092,6 +1091,7 @@ pub(crate) async fn owners_to_reconcile<P: Object, C: Object>(
             }
             c
         }
+        Change::Listed => return Vec::new(),
     };
     let owners = owner_refs::<P, C>(&**child, parents);
     if !owners.is_empty() {

@@ -24,9 +24,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
-use super::cache::{Change, ScopedApi, SharedCache};
+use super::cache::{Change, ScopedApi, SharedCache, until_listed};
 use super::config::{EngineConfig, Identity};
-use super::controller::{Controller, Object, Reconciler, receiver_stream};
+use super::controller::{Controller, Object, Reconciler};
 use super::metrics::Metrics;
 
 /// A health check: `Ok` when healthy, else why not.
@@ -334,12 +334,6 @@ type Wired<K> = (
 type Wire<K> =
     Box<dyn FnOnce(&mut Manager, &SharedCache<K>) -> Result<Wired<K>, ManagerError> + Send>;
 
-/// Resolves once `cache` holds its initial list.
-fn ready<K: Object>(cache: &SharedCache<K>) -> BoxFuture<'static, ()> {
-    let cache = cache.clone();
-    Box::pin(async move { cache.wait_until_ready().await })
-}
-
 /// Everything about one controller: built by its module, handed to [`Manager::register`]. See
 /// the [crate documentation](crate) for an example.
 pub struct Registration<R: Reconciler> {
@@ -389,7 +383,8 @@ where
         self.wiring.push(Box::new(move |manager, parents| {
             let children = manager.cache_with::<C>(config)?;
             let parents = parents.clone();
-            let stream = receiver_stream(children.subscribe())
+            let (changes, listed) = until_listed(children.subscribe());
+            let stream = changes
                 .then(move |change| {
                     let parents = parents.clone();
                     let own_writes = own_writes.clone();
@@ -403,7 +398,7 @@ where
                     }
                 })
                 .flat_map(futures::stream::iter);
-            Ok((stream.boxed(), Some(ready(&children))))
+            Ok((stream.boxed(), Some(listed)))
         }));
         self
     }
@@ -421,9 +416,11 @@ where
         self.wiring.push(Box::new(move |manager, own| {
             let watched = manager.cache::<W>()?;
             let own = own.clone();
-            let stream = receiver_stream(watched.subscribe()).flat_map(move |change| {
+            let (changes, listed) = until_listed(watched.subscribe());
+            let stream = changes.flat_map(move |change| {
                 let obj = match &change {
                     Change::Applied(o) | Change::Deleted(o) => o.clone(),
+                    Change::Listed => return futures::stream::iter(Vec::new()),
                 };
                 let queued = map(&obj, &own);
                 if !queued.is_empty() {
@@ -436,7 +433,7 @@ where
                 }
                 futures::stream::iter(queued)
             });
-            Ok((stream.boxed(), Some(ready(&watched))))
+            Ok((stream.boxed(), Some(listed)))
         }));
         self
     }

@@ -79,7 +79,9 @@ reasons! {
     pub enum OntapAnswer {
         DuplicateRecords => "DuplicateRecords",
         AddressInUse => "AddressInUse",
-        SvmNameInUse => "SVMNameInUse",
+        /// ONTAP refused a create because the SVM name is taken: the next pass looks the
+        /// name up and decides (its own, adopted, or `SVMNameInUse`), so it is retried.
+        SvmNameConflict => "SVMNameConflict",
         LifNameInUse => "LIFNameInUse",
         OntapBusy => "ONTAPBusy",
         SvmBusy => "SVMBusy",
@@ -370,7 +372,7 @@ pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
     let reason = match (&error, error.ontap_code()) {
         (OntapError::MultipleRecords { .. }, _) => OntapAnswer::DuplicateRecords.as_str(),
         (_, Some(codes::DUPLICATE_IP)) => OntapAnswer::AddressInUse.as_str(),
-        (_, Some(codes::SVM_NAME_IN_USE)) => OntapAnswer::SvmNameInUse.as_str(),
+        (_, Some(codes::SVM_NAME_IN_USE)) => OntapAnswer::SvmNameConflict.as_str(),
         (_, Some(codes::LIF_NAME_EXISTS)) => OntapAnswer::LifNameInUse.as_str(),
         _ => reason,
     };

@@ -73,6 +73,7 @@ use crate::api::{
 };
 use crate::controllers::cluster::UNAUTHENTICATED;
 use crate::controllers::connections::{ClusterConnections, ConnectError};
+use crate::controllers::svm::errors as svm_errors;
 use crate::controllers::svm::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::controllers::svm::{
     Ownership, SeedFields, build_seed_secret, default_svm_name, owned_by,
@@ -1771,17 +1772,25 @@ fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
     if crate::ontap::mentions_depletion(message) {
         return StepError::transient_msg(reason::DEPLETED, message.to_string());
     }
-    match svm_reason {
-        "InvalidSpec"
-        | "SVMNameInUse"
-        | "AdoptionNotAllowed"
-        | "SecretNameInUse"
-        | "AccountRoleMismatch"
-        | "SVMNameChanged"
-        | "AggregateNotFound" => StepError::invalid(reason::CONFIGURATION, message.to_string()),
-        _ => StepError::transient_msg("SVMFailing", message.to_string()),
+    if CONFIGURATION_REASONS.contains(&svm_reason) {
+        return StepError::invalid(reason::CONFIGURATION, message.to_string());
     }
+    StepError::transient_msg("SVMFailing", message.to_string())
 }
+
+/// The SVM's reasons that only a change of the shoot's configuration fixes, named through the
+/// SVM controller's typed reasons so a renamed one cannot silently fall through to
+/// `SVMFailing`. ONTAP refusing a name (`SVMNameConflict`) is not among them: the SVM
+/// controller retries it.
+const CONFIGURATION_REASONS: [&str; 7] = [
+    svm_errors::Invalid::Spec.as_str(),
+    svm_errors::Invalid::SvmNameInUse.as_str(),
+    svm_errors::Invalid::AdoptionNotAllowed.as_str(),
+    svm_errors::Invalid::SecretNameInUse.as_str(),
+    svm_errors::Invalid::AccountRoleMismatch.as_str(),
+    svm_errors::Invalid::SvmNameChanged.as_str(),
+    svm_errors::Waiting::AggregateNotFound.as_str(),
+];
 
 fn applied(mr: &ManagedResource) -> Result<(), String> {
     let status = mr.status.clone().unwrap_or_default();
@@ -1844,6 +1853,7 @@ mod tests {
             reason::DEPLETED
         );
         assert_eq!(code("SVMNameInUse", "taken"), reason::CONFIGURATION);
+        assert_eq!(code("SVMNameConflict", "duplicate"), "SVMFailing");
         assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
     }
 

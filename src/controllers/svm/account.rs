@@ -1,13 +1,11 @@
-//! Step `AccountReady`: the SVM-scoped vsadmin account, unlocked, and the credential check
-//! the `SecretReady` step shares.
+//! Step `AccountReady`: the SVM-scoped vsadmin account, unlocked. Its password comes from the
+//! credentials module, which has put it in the seed Secret first.
 
-use k8s_openapi::jiff::Timestamp;
-use secrecy::SecretString;
-
+use super::SeedSecretState;
+use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
 use super::svm::adopts;
-use super::{Ownership, SeedSecretState, generate_password, owned_by};
 use crate::api::StorageVirtualMachine;
 use crate::engine::{Outcome, StepError};
 use crate::ontap::{
@@ -70,29 +68,9 @@ impl SvmReconciler {
             }
             return Ok(Outcome::Unchanged(None));
         }
-        // A password must exist before the account does; it goes into the Secret first, so a
-        // crash right after the account is created leaves a Secret that matches it.
-        // The Secret-first write below replaces the only record of a previous account name.
-        retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
-        let password = match seed.state {
-            SeedSecretState::Complete { username, password } if username == names.account => {
-                password
-            }
-            SeedSecretState::NotOurs(_) => generate_password(&names.account),
-            _ => {
-                let password = generate_password(&names.account);
-                self.write_secret(
-                    svm,
-                    names,
-                    ontap_svm,
-                    &password,
-                    None,
-                    seed.resource_version.as_deref(),
-                )
-                .await?;
-                password
-            }
-        };
+        let password = self
+            .new_account_password(svm, names, ontap_svm, client, seed)
+            .await?;
         let create = AccountCreate {
             name: names.account.clone(),
             owner_uuid: ontap_svm.uuid.clone(),
@@ -107,62 +85,6 @@ impl SvmReconciler {
             Err(e) => Err(ontap_error(Failed::AccountCreate, e)),
         }
     }
-}
-
-/// The account's verdict on `password`, a rejection confirmed by a second look: one spurious
-/// 401 or 403 must not mint a new password.
-pub(super) async fn confirmed_check(
-    client: &OntapClient,
-    owner_uuid: &str,
-    account: &str,
-    password: &SecretString,
-) -> Result<AccountCheck, StepError> {
-    let check = async || {
-        client
-            .verify_account(owner_uuid, account, password)
-            .await
-            .map_err(|e| ontap_error(Failed::CredentialCheck, e))
-    };
-    match check().await? {
-        AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
-        AccountCheck::Rejected | AccountCheck::NotAuthorized => check().await,
-    }
-}
-
-/// After `spec.account.name` changed, the account the Secret still names is deleted (if this
-/// object created it), so the password published for it stops working.
-pub(super) async fn retire_renamed_account(
-    client: &OntapClient,
-    ontap_svm: &Svm,
-    names: &Names,
-    seed: &SeedSecretState,
-) -> Result<(), StepError> {
-    let SeedSecretState::Stale { username, .. } = seed else {
-        return Ok(());
-    };
-    if *username == names.account {
-        return Ok(());
-    }
-    let Some(old) = client
-        .account(&ontap_svm.uuid, username)
-        .await
-        .map_err(|e| ontap_error(Failed::AccountLookup, e))?
-    else {
-        return Ok(());
-    };
-    if owned_by(old.comment.as_deref(), &names.uid) != Ownership::Ours {
-        return Ok(());
-    }
-    client
-        .delete_account(&ontap_svm.uuid, username)
-        .await
-        .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
-    Ok(())
-}
-
-/// The seed Secret's credentials authenticated as the account in `AccountReady`, this pass.
-pub(super) struct Verified {
-    pub(super) password_set_at: Option<Timestamp>,
 }
 
 /// The account must have role vsadmin; another role is not changed.

@@ -67,6 +67,7 @@ reasons! {
         NamespaceSelector => "InvalidNamespaceSelector",
         NamespaceNotAllowed => "NamespaceNotAllowed",
         SvmNameChanged => "SVMNameChanged",
+        /// An SVM of the name exists and is not this object's to take: another spec.svmName.
         SvmNameInUse => "SVMNameInUse",
         SvmRenamedInOntap => "SVMRenamedInONTAP",
         SvmNotShared => "SVMNotShared",
@@ -169,6 +170,21 @@ pub fn is_entry_not_found(e: &OntapError) -> bool {
 mod tests {
     use super::*;
 
+    use crate::controllers::connections::OntapAnswer;
+
+    /// What an ONTAP answer's reason leaves the step: a wait when ONTAP is busy, otherwise the
+    /// conflict its error class makes it ([`connections::ontap_error`]).
+    fn answer_kind(answer: OntapAnswer) -> &'static str {
+        match answer {
+            OntapAnswer::OntapBusy | OntapAnswer::SvmBusy => "waiting",
+            OntapAnswer::DuplicateRecords
+            | OntapAnswer::AddressInUse
+            | OntapAnswer::SvmNameConflict
+            | OntapAnswer::LifNameInUse => "conflict",
+        }
+    }
+
+    /// ONTAP's answers replace this controller's reasons in its conditions, so they count too.
     #[test]
     fn every_reason_is_pascal_case_and_of_one_kind() {
         crate::controllers::reasons::assert_distinct(
@@ -178,7 +194,12 @@ mod tests {
                 .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
                 .chain(Invalid::ALL.iter().map(|r| ("invalid", r.as_str())))
                 .chain(Conflict::ALL.iter().map(|r| ("conflict", r.as_str())))
-                .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str()))),
+                .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())))
+                .chain(
+                    OntapAnswer::ALL
+                        .iter()
+                        .map(|&a| (answer_kind(a), a.as_str())),
+                ),
         );
     }
 }

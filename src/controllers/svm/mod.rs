@@ -1,15 +1,17 @@
 //! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
 //! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`) with
 //! the pure planning only it uses (`svm` the create body and protocol patch, `lifs` the LIF
-//! plan). The rest is pure logic: default
+//! plan). `credentials` is the one writer of the seed Secret and the only place a password is
+//! minted: the Secret-first handoff both `account` and `secret` use. The rest is pure logic: default
 //! names, passwords, netmasks, the seed Secret contract, and the SVM requests a spec calls for.
 //! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
 
 mod account;
 mod cluster;
+mod credentials;
 mod delete;
 pub mod desired;
-mod errors;
+pub(crate) mod errors;
 mod lifs;
 pub mod naming;
 pub mod netmask;
