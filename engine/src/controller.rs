@@ -25,7 +25,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::cache::{Change, ScopedApi, SharedCache, lean_ref, until_listed};
+use super::cache::{Change, ScopedApi, SharedCache, SharedRef, lean_ref, until_listed};
 use super::conditions::{FALSE, READY, compute_conditions, transition};
 use super::config::{EngineConfig, Identity};
 use super::error::{ErrorCategory, StepError};
@@ -321,8 +321,9 @@ impl<R: Reconciler> Controller<R> {
         background.spawn(feed_from_cache(changes, queue.clone(), shared.clone()));
         for trigger in triggers {
             let queue = queue.clone();
+            let cache = cache.clone();
             background.spawn(trigger.for_each(move |r| {
-                queue.add(queue_key(r));
+                queue.add(queue_key(&cache, r));
                 std::future::ready(())
             }));
         }
@@ -1014,11 +1015,14 @@ impl Drop for ActiveWorker {
 /// of the queue's maps at once (queued, due, a timer, processing), and at tens of thousands of
 /// objects a full reference per place was most of the queue's memory. Without
 /// [`ObjectRef::extra`] (resourceVersion, uid), which identity ignores anyway.
-type QueueKey<K> = Arc<ObjectRef<K>>;
+type QueueKey<K> = SharedRef<K>;
 
-fn queue_key<K: Resource<DynamicType = ()>>(mut obj_ref: ObjectRef<K>) -> QueueKey<K> {
-    obj_ref.extra = ObjectRefExtra::default();
-    Arc::new(obj_ref)
+/// The cache's own reference to the object, or (not cached: gone, or not seen yet) a lean copy.
+fn queue_key<K: Object>(cache: &SharedCache<K>, mut obj_ref: ObjectRef<K>) -> QueueKey<K> {
+    cache.store().shared_ref(&obj_ref).unwrap_or_else(|| {
+        obj_ref.extra = ObjectRefExtra::default();
+        Arc::new(obj_ref)
+    })
 }
 
 /// Turns cache changes into queue adds, skipping updates that only touched the status: the
@@ -1037,7 +1041,7 @@ async fn feed_from_cache<R: Reconciler>(
                 shared.observed(&r, obj.meta().resource_version.as_deref());
                 if shared.saw(&r, fingerprint(&*obj)) {
                     tracing::debug!(object = %r, "the object changed");
-                    queue.add(queue_key(r));
+                    queue.add(queue_key(&shared.cache, r));
                 }
             }
             // Taken out by `until_listed`.
