@@ -456,3 +456,161 @@ async fn passwords_never_reach_the_request_log_or_the_state() {
     }
     assert!(log.contains("\"user\":\"ops\""), "{log}");
 }
+
+/// A BGP peer group as an admin makes one: a new BGP interface on a node's port, peering with
+/// a router.
+fn peer_group(name: &str, local_ip: &str) -> serde_json::Value {
+    json!({
+        "name": name,
+        "ipspace": { "name": "Default" },
+        "local": {
+            "interface": { "name": format!("{name}_lif") },
+            "ip": { "address": local_ip, "netmask": "24" },
+            "port": { "name": "e0c", "node": { "name": "node-01" } },
+        },
+        "peer": { "address": "198.51.100.1", "asn": 65000 },
+    })
+}
+
+#[tokio::test]
+async fn bgp_peer_groups_are_listed_like_every_collection() {
+    let mock = Mock::start().await;
+    let (status, empty) = mock.get("/api/network/ip/bgp/peer-groups").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(empty["num_records"], 0);
+    assert_eq!(empty["records"], json!([]));
+
+    let (status, _) = mock
+        .post(
+            "/api/network/ip/bgp/peer-groups",
+            peer_group("pg1", "198.51.100.10"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = mock
+        .post(
+            "/api/network/ip/bgp/peer-groups",
+            peer_group("pg1", "198.51.100.11"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    mock.post(
+        "/api/network/ip/bgp/peer-groups",
+        peer_group("pg2", "198.51.100.12"),
+    )
+    .await;
+
+    let (_, all) = mock
+        .get("/api/network/ip/bgp/peer-groups?fields=name,peer,local,state")
+        .await;
+    assert_eq!(all["num_records"], 2);
+    let first = &all["records"][0];
+    assert_eq!(first["peer"]["address"], "198.51.100.1");
+    assert_eq!(first["peer"]["asn"], 65000);
+    assert_eq!(first["state"], "up");
+    assert_eq!(first["local"]["port"]["node"]["name"], "node-01");
+    let (_, page) = mock
+        .get("/api/network/ip/bgp/peer-groups?max_records=1")
+        .await;
+    assert_eq!(page["num_records"], 1);
+    assert!(page["_links"]["next"]["href"].is_string(), "{page}");
+
+    let uuid = first["uuid"].as_str().unwrap();
+    let path = format!("/api/network/ip/bgp/peer-groups/{uuid}");
+    let (status, one) = mock.get(&path).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(one["uuid"], uuid);
+    let (status, _) = mock.call(Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = mock.get(&path).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (status, body) = mock
+        .post(
+            "/api/network/ip/bgp/peer-groups",
+            json!({ "name": "pg3", "peer": { "address": "198.51.100.1" } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["target"], "local.ip.address");
+}
+
+#[tokio::test]
+async fn vip_interfaces_need_bgp_a_host_mask_and_a_home_node() {
+    let mock = Mock::start().await;
+    let svm = mock.create_svm("vips").await;
+    let vip = |netmask: &str, location: serde_json::Value| {
+        json!({
+            "name": "vip1", "svm": { "uuid": svm },
+            "ip": { "address": "203.0.113.5", "netmask": netmask },
+            "location": location,
+            "service_policy": { "name": "default-data-nvme-tcp" },
+            "vip": true,
+        })
+    };
+    let on_node = json!({ "home_node": { "name": "node-02" } });
+
+    let (status, body) = mock
+        .post("/api/network/ip/interfaces", vip("32", on_node.clone()))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "no BGP peer group yet");
+    assert_eq!(error_code(&body), "1967153");
+
+    mock.post(
+        "/api/network/ip/bgp/peer-groups",
+        peer_group("pg1", "198.51.100.10"),
+    )
+    .await;
+    let (status, body) = mock
+        .post("/api/network/ip/interfaces", vip("24", on_node.clone()))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["target"], "ip.netmask");
+    let (status, body) = mock
+        .post("/api/network/ip/interfaces", vip("32", json!({})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["target"], "location.home_node");
+    let (status, body) = mock
+        .post(
+            "/api/network/ip/interfaces",
+            vip(
+                "32",
+                json!({ "home_node": { "name": "node-02" }, "home_port": { "name": "e0c" } }),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["target"], "location.home_port");
+
+    let (status, body) = mock
+        .post("/api/network/ip/interfaces", vip("32", on_node))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, list) = mock
+        .get(&format!(
+            "/api/network/ip/interfaces?svm.uuid={svm}&fields=vip,ip,location.home_node"
+        ))
+        .await;
+    let record = &list["records"][0];
+    assert_eq!(record["vip"], true);
+    assert_eq!(record["ip"]["netmask"], "32");
+    assert_eq!(record["location"]["home_node"]["name"], "node-02");
+
+    let (status, _) = mock
+        .post(
+            "/api/network/ip/interfaces",
+            json!({
+                "name": "plain", "svm": { "uuid": svm },
+                "ip": { "address": "192.0.2.9", "netmask": "24" },
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, plain) = mock
+        .get(&format!(
+            "/api/network/ip/interfaces?svm.uuid={svm}&name=plain&fields=vip"
+        ))
+        .await;
+    assert_eq!(plain["records"][0]["vip"], false);
+}

@@ -2,6 +2,7 @@
 //! `Location` for synchronous creation, and ONTAP's error body for every failure.
 
 mod accounts;
+mod bgp;
 mod cluster;
 mod interfaces;
 mod jobs;
@@ -48,6 +49,14 @@ pub fn routes(state: MockState) -> Router<MockState> {
         .route(
             "/api/network/ip/interfaces/{uuid}",
             get(interfaces::get).delete(interfaces::delete),
+        )
+        .route(
+            "/api/network/ip/bgp/peer-groups",
+            get(bgp::list).post(bgp::create),
+        )
+        .route(
+            "/api/network/ip/bgp/peer-groups/{uuid}",
+            get(bgp::get).delete(bgp::delete),
         )
         .route(
             "/api/security/accounts",

@@ -46,6 +46,7 @@ pub struct InterfaceCreate {
     pub ip: Option<IpSpec>,
     pub location: Option<Location>,
     pub service_policy: Option<NameRef>,
+    pub vip: Option<bool>,
 }
 
 impl InterfaceCreate {
@@ -64,6 +65,7 @@ impl InterfaceCreate {
         "location.auto_revert",
         "service_policy.name",
         "ipspace.name",
+        "vip",
     ];
 }
 
@@ -78,6 +80,8 @@ pub struct Interface {
     pub port: String,
     pub service_policy: String,
     pub enabled: bool,
+    /// Announced through BGP from a VIP port rather than homed on an ethernet port.
+    pub vip: bool,
 }
 
 /// Interfaces by uuid, with indexes on IP address, SVM and name kept in step by every change.
@@ -189,6 +193,7 @@ impl Interface {
                 "is_home": true, "auto_revert": false,
             },
             "service_policy": { "name": self.service_policy },
+            "vip": self.vip,
             "_links": { "self": { "href": format!("/api/network/ip/interfaces/{}", self.uuid) } },
         })
     }
@@ -268,6 +273,10 @@ impl Model {
             .map_err(|_| ApiError::invalid_value("ip.address", &address))?;
         validate_netmask(&netmask, parsed.is_ipv4())?;
         let location = req.location.unwrap_or_default();
+        let vip = req.vip.unwrap_or(false);
+        if vip {
+            self.check_vip(&netmask, parsed, &location)?;
+        }
         let node = match location.home_node {
             Some(r) => self
                 .cluster
@@ -279,16 +288,23 @@ impl Model {
                 .first()
                 .ok_or_else(|| no_port("the cluster has no nodes"))?,
         };
-        let port = match location.home_port.and_then(|p| p.name) {
-            Some(port) => self.cluster.port(&node.uuid, &port).ok_or_else(|| {
-                no_port(&format!("port {port} does not exist on node {}", node.name))
-            })?,
-            None => self
-                .cluster
-                .ports
-                .iter()
-                .find(|p| p.node.uuid == node.uuid)
-                .ok_or_else(|| no_port(&format!("node {} has no ports", node.name)))?,
+        let port = if vip {
+            // ONTAP picks the node's VIP port, which is in no broadcast domain of the mock.
+            VIP_PORT.to_string()
+        } else {
+            match location.home_port.and_then(|p| p.name) {
+                Some(port) => self.cluster.port(&node.uuid, &port).ok_or_else(|| {
+                    no_port(&format!("port {port} does not exist on node {}", node.name))
+                })?,
+                None => self
+                    .cluster
+                    .ports
+                    .iter()
+                    .find(|p| p.node.uuid == node.uuid)
+                    .ok_or_else(|| no_port(&format!("node {} has no ports", node.name)))?,
+            }
+            .name
+            .clone()
         };
         let service_policy = req
             .service_policy
@@ -323,9 +339,10 @@ impl Model {
             ip: canonical_ip,
             netmask,
             node_uuid: node.uuid.clone(),
-            port: port.name.clone(),
+            port,
             service_policy,
             enabled: req.enabled.unwrap_or(true),
+            vip,
         };
         self.interfaces.insert(interface);
         Ok((uuid, name))
@@ -340,7 +357,40 @@ impl Model {
             _ => Err(ApiError::not_found("uuid")),
         }
     }
+
+    /// What ONTAP asks of a VIP interface: it is in no subnet, so its mask covers the address
+    /// alone and ONTAP cannot place it by subnet (a home node is named); it lives on a VIP port,
+    /// never an ethernet one; and only a BGP peer group makes that port reachable.
+    fn check_vip(&self, netmask: &str, address: IpAddr, location: &Location) -> ApiResult<()> {
+        let full = if address.is_ipv4() { 32 } else { 128 };
+        let host_route = netmask.parse::<u8>() == Ok(full)
+            || (address.is_ipv4() && netmask == "255.255.255.255");
+        if !host_route {
+            return Err(ApiError::invalid_value(
+                "ip.netmask",
+                format!("a VIP interface is in no subnet: its netmask must be /{full}"),
+            ));
+        }
+        if location.home_port.is_some() {
+            return Err(ApiError::invalid_value(
+                "location.home_port",
+                "a VIP interface is homed on a VIP port, not an ethernet port",
+            ));
+        }
+        if location.home_node.is_none() {
+            return Err(ApiError::missing_field("location.home_node"));
+        }
+        if self.peer_groups.is_empty() {
+            return Err(no_port(
+                "no BGP peer group announces VIP interfaces in this IPspace",
+            ));
+        }
+        Ok(())
+    }
 }
+
+/// The VIP port ONTAP creates on a node for its IPspace.
+const VIP_PORT: &str = "v0a";
 
 fn no_port(detail: &str) -> ApiError {
     ApiError::bad_request(

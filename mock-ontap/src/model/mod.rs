@@ -10,6 +10,7 @@
 //! model's lock is released.
 
 mod account;
+mod bgp;
 pub mod cluster;
 mod interface;
 mod job;
@@ -24,6 +25,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 pub use account::{AccountCreate, AccountPatch};
+pub use bgp::PeerGroupCreate;
 pub use interface::InterfaceCreate;
 pub use job::{InjectedFailure, Job};
 pub use svm::{SvmCreate, SvmPatch};
@@ -115,6 +117,7 @@ pub struct Model {
     svms: svm::Svms,
     accounts: account::Accounts,
     interfaces: interface::Interfaces,
+    peer_groups: bgp::PeerGroups,
     jobs: job::Jobs,
     clock: Clock,
 }
@@ -127,6 +130,7 @@ impl Model {
             svms: svm::Svms::default(),
             accounts: account::Accounts::default(),
             interfaces: interface::Interfaces::default(),
+            peer_groups: bgp::PeerGroups::default(),
             jobs: job::Jobs::default(),
             clock: Clock::new(),
         })
@@ -152,6 +156,7 @@ impl Model {
             svms: self.svm_rows(&admin, &everything, now),
             accounts: self.account_rows(&admin, &everything),
             interfaces: self.interface_rows(&admin, &everything),
+            bgp_peer_groups: self.peer_group_rows(&everything),
             jobs: self.job_rows(&everything, now),
             job_stats: self.jobs.stats(),
         }
@@ -163,6 +168,7 @@ pub struct Snapshot {
     svms: Vec<svm::SvmRow>,
     accounts: Vec<account::AccountRow>,
     interfaces: Vec<interface::InterfaceRow>,
+    bgp_peer_groups: Vec<bgp::PeerGroupRow>,
     jobs: Vec<job::JobRow>,
     job_stats: Value,
 }
@@ -176,6 +182,7 @@ impl Snapshot {
             "svms": all(&self.svms),
             "accounts": all(&self.accounts),
             "interfaces": all(&self.interfaces),
+            "bgp_peer_groups": all(&self.bgp_peer_groups),
             "jobs": all(&self.jobs),
             "job_stats": self.job_stats,
         })
