@@ -131,6 +131,10 @@ pub struct SvmProtocols {
 #[x_kube(validation = Rule::new(
     "!isIP(self.ip) || self.prefixLength <= (ip(self.ip).family() == 4 ? 32 : 128)"
 ).message("prefixLength must be at most 32 for an IPv4 address and at most 128 for IPv6").field_path(".prefixLength"))]
+// ONTAP places a VIP LIF in no subnet: its netmask covers the address alone.
+#[x_kube(validation = Rule::new(
+    "!has(self.vip) || !self.vip || !isIP(self.ip) || self.prefixLength == (ip(self.ip).family() == 4 ? 32 : 128)"
+).message("a VIP LIF is in no subnet: prefixLength must be 32 for an IPv4 address and 128 for IPv6").field_path(".prefixLength"))]
 #[serde(rename_all = "camelCase")]
 pub struct LifSpec {
     /// IPv4 or IPv6 address, e.g. `192.0.2.10` or `2001:db8::10`.
@@ -141,10 +145,17 @@ pub struct LifSpec {
     /// Prefix length of the subnet: 1–32 for IPv4, 1–128 for IPv6.
     #[schemars(range(min = 1, max = 128))]
     pub prefix_length: u8,
-    /// Node the LIF lives on. Default: chosen by ONTAP.
+    /// Node the LIF lives on. Default: chosen by ONTAP; for a VIP LIF, which ONTAP cannot
+    /// place by subnet, by the operator (the management LIF on the first node, data LIFs
+    /// round-robin over the nodes, as metal-stack's extension does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 255))]
     pub home_node: Option<String>,
+    /// A VIP LIF (ONTAP 9.7+): in no subnet, announced to the routers by the cluster's BGP peer
+    /// groups, so `prefixLength` is 32 (IPv4) or 128 (IPv6). ONTAP refuses one while the
+    /// cluster has no BGP peer group. An existing LIF whose kind differs is replaced.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vip: bool,
 }
 
 /// The SVM-scoped administrator account the operator creates and publishes in the seed Secret.

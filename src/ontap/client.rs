@@ -30,6 +30,7 @@ pub(crate) mod endpoints {
     pub const SVM: &str = "/api/svm/svms/{uuid}";
     pub const INTERFACES: &str = "/api/network/ip/interfaces";
     pub const INTERFACE: &str = "/api/network/ip/interfaces/{uuid}";
+    pub const BGP_PEER_GROUPS: &str = "/api/network/ip/bgp/peer-groups";
     pub const ACCOUNTS: &str = "/api/security/accounts";
     pub const ACCOUNT: &str = "/api/security/accounts/{owner.uuid}/{name}";
 }

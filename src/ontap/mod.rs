@@ -28,9 +28,9 @@ pub use error::{
 pub use metrics::OntapMetrics;
 pub use model::{
     Account, AccountApplication, AccountCreate, AccountPatch, Aggregate, AggregateSpace,
-    BlockStorage, ClusterInfo, ClusterVersion, InterfaceLocation, IpInfo, IpInterface,
-    IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate, SvmPatch,
-    SvmState, SvmTargetState,
+    BgpPeerGroup, BlockStorage, ClusterInfo, ClusterVersion, InterfaceLocation, IpInfo,
+    IpInterface, IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate,
+    SvmPatch, SvmState, SvmTargetState,
 };
 pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome};
 pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

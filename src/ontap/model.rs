@@ -203,6 +203,9 @@ pub struct IpInterface {
     pub svm: Option<ObjectRef>,
     #[serde(default)]
     pub service_policy: Option<ObjectRef>,
+    /// Whether the interface is a VIP, announced through BGP rather than homed on a subnet.
+    #[serde(default)]
+    pub vip: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -221,7 +224,7 @@ pub struct InterfaceLocation {
     pub home_port: Option<ObjectRef>,
 }
 
-pub(crate) const INTERFACE_FIELDS: &str = "uuid,name,enabled,ip.address,ip.netmask,location.home_node,location.home_port,svm.name,svm.uuid,service_policy.name";
+pub(crate) const INTERFACE_FIELDS: &str = "uuid,name,enabled,ip.address,ip.netmask,location.home_node,location.home_port,svm.name,svm.uuid,service_policy.name,vip";
 
 /// Body of `POST /api/network/ip/interfaces`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -234,6 +237,19 @@ pub struct IpInterfaceCreate {
     pub location: Option<InterfaceLocation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_policy: Option<ObjectRef>,
+    /// A VIP interface (ONTAP 9.7+). Sent only when true, so a plain interface's body is what
+    /// every ONTAP release accepts.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub vip: bool,
+}
+
+/// A BGP peer group (`/api/network/ip/bgp/peer-groups`, ONTAP 9.7+): its existence means the
+/// cluster announces VIP interfaces to routers.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct BgpPeerGroup {
+    pub uuid: String,
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ use super::client::{Body, OntapClient, Request, RetryMode, endpoints};
 use super::config::Credentials;
 use super::error::{OntapError, Result};
 use super::model::{
-    ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Aggregate, ClusterInfo, CreatedKey,
-    INTERFACE_FIELDS, IpInterface, IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch,
-    SvmState,
+    ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Aggregate, BgpPeerGroup, ClusterInfo,
+    CreatedKey, INTERFACE_FIELDS, IpInterface, IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate,
+    SvmPatch, SvmState,
 };
 
 /// The result of a delete.
@@ -140,6 +140,15 @@ impl OntapClient {
             &[("fields", "uuid,name,space,volume-count")],
         )?;
         self.get_all(endpoints::AGGREGATES, url, None).await
+    }
+
+    /// The cluster's BGP peer groups: any at all means the cluster routes VIP interfaces.
+    pub async fn bgp_peer_groups(&self) -> Result<Vec<BgpPeerGroup>> {
+        let url = self.url(
+            &["api", "network", "ip", "bgp", "peer-groups"],
+            &[("fields", "uuid,name")],
+        )?;
+        self.get_all(endpoints::BGP_PEER_GROUPS, url, None).await
     }
 
     // -----------------------------------------------------------------------------------------
@@ -315,6 +324,7 @@ impl OntapClient {
                 location: interface.location.clone(),
                 svm: Some(interface.svm.clone()),
                 service_policy: interface.service_policy.clone(),
+                vip: Some(interface.vip),
             });
         }
         self.interface_by_name(svm_uuid, &interface.name)

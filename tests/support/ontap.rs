@@ -86,5 +86,6 @@ pub fn lif(svm_uuid: &str, name: &str, address: &str) -> IpInterfaceCreate {
         },
         location: None,
         service_policy: Some(ObjectRef::by_name("default-data-files")),
+        vip: false,
     }
 }

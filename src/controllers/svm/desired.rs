@@ -76,6 +76,8 @@ pub enum DesiredError {
         family: u8,
         max: u8,
     },
+    #[error("{field}: a VIP LIF is in no subnet, so its prefix length must be {max}, not {prefix}")]
+    VipPrefix { field: String, prefix: u8, max: u8 },
     #[error("{field}: {address} is used by more than one LIF")]
     DuplicateAddress { field: String, address: IpAddr },
     #[error("the StorageVirtualMachine has no uid: it must be read from the API server first")]

@@ -28,6 +28,7 @@ reasons! {
         LifLookup => "LIFLookupFailed",
         LifCreate => "LIFCreateFailed",
         LifDelete => "LIFDeleteFailed",
+        NodeLookup => "NodeLookupFailed",
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
         AccountUnlock => "AccountUnlockFailed",

@@ -30,9 +30,17 @@ pub(super) async fn ensure_lifs(
         .interfaces(&ontap_svm.uuid)
         .await
         .map_err(|e| ontap_error(Failed::LifLookup, e))?;
-    let plan = plan_lifs(&desired, &actual);
+    let mut plan = plan_lifs(&desired, &actual);
     if plan.is_empty() {
         return Ok(Outcome::unchanged());
+    }
+    if plan.create.iter().any(|(_, l)| l.needs_home_node()) {
+        let nodes = client
+            .nodes()
+            .await
+            .map_err(|e| ontap_error(Failed::NodeLookup, e))?;
+        let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
+        place_vips(&mut plan, &names);
     }
     for removal in &plan.delete {
         client
@@ -134,9 +142,17 @@ pub struct DesiredLif {
     pub prefix_length: u8,
     pub home_node: Option<String>,
     pub service_policy: &'static str,
+    pub vip: bool,
+    /// Position among the LIFs of its role: which node a VIP LIF without a home node gets.
+    pub ordinal: usize,
 }
 
 impl DesiredLif {
+    /// A VIP LIF the spec gives no node: ONTAP cannot place it by subnet, so the operator must.
+    fn needs_home_node(&self) -> bool {
+        self.vip && self.home_node.is_none()
+    }
+
     /// The `POST /api/network/ip/interfaces` body creating this LIF as `name` in the SVM
     /// `svm_uuid`.
     pub fn create_request(&self, name: &str, svm_uuid: &str) -> IpInterfaceCreate {
@@ -153,7 +169,20 @@ impl DesiredLif {
                 home_port: None,
             }),
             service_policy: Some(ObjectRef::by_name(self.service_policy)),
+            vip: self.vip,
         }
+    }
+}
+
+/// Gives each VIP LIF to create that names no home node one of `nodes` (in ONTAP's order), as
+/// metal-stack's extension places them: the management LIF on the first node, data LIFs
+/// round-robin. Without nodes the LIF stays unplaced and ONTAP's refusal says why.
+pub fn place_vips(plan: &mut LifPlan, nodes: &[String]) {
+    if nodes.is_empty() {
+        return;
+    }
+    for (_, lif) in plan.create.iter_mut().filter(|(_, l)| l.needs_home_node()) {
+        lif.home_node = Some(nodes[lif.ordinal % nodes.len()].clone());
     }
 }
 
@@ -167,6 +196,7 @@ pub fn desired_lifs(svm: &StorageVirtualMachine) -> Result<Vec<DesiredLif>, Desi
         "mgmt".into(),
         LifRole::Management,
         MANAGEMENT_SERVICE_POLICY,
+        0,
     )?];
     for (i, lif) in spec.data_lifs.iter().enumerate() {
         lifs.push(desired_lif(
@@ -175,6 +205,7 @@ pub fn desired_lifs(svm: &StorageVirtualMachine) -> Result<Vec<DesiredLif>, Desi
             format!("data{}", i + 1),
             LifRole::Data,
             data_policy,
+            i,
         )?);
     }
     let mut seen = HashSet::new();
@@ -199,6 +230,7 @@ fn desired_lif(
     name: String,
     role: LifRole,
     service_policy: &'static str,
+    ordinal: usize,
 ) -> Result<DesiredLif, DesiredError> {
     let address: IpAddr = lif.ip.parse().map_err(|_| DesiredError::InvalidAddress {
         field: format!("{field}.ip"),
@@ -213,6 +245,13 @@ fn desired_lif(
             max,
         });
     }
+    if lif.vip && lif.prefix_length != max {
+        return Err(DesiredError::VipPrefix {
+            field: format!("{field}.prefixLength"),
+            prefix: lif.prefix_length,
+            max,
+        });
+    }
     Ok(DesiredLif {
         name,
         role,
@@ -220,6 +259,8 @@ fn desired_lif(
         prefix_length: lif.prefix_length,
         home_node: lif.home_node.clone(),
         service_policy,
+        vip: lif.vip,
+        ordinal,
     })
 }
 
@@ -249,6 +290,11 @@ pub enum Mismatch {
         have: Option<String>,
         want: String,
     },
+    /// A VIP LIF where a subnet LIF is wanted, or the other way round.
+    Vip {
+        have: bool,
+        want: bool,
+    },
 }
 
 impl fmt::Display for Mismatch {
@@ -265,6 +311,10 @@ impl fmt::Display for Mismatch {
                     "home node {}, want {want}",
                     have.as_deref().unwrap_or("unknown")
                 )
+            }
+            Self::Vip { have, want } => {
+                let kind = |vip: &bool| if *vip { "a VIP LIF" } else { "a subnet LIF" };
+                write!(f, "{}, want {}", kind(have), kind(want))
             }
         }
     }
@@ -364,6 +414,15 @@ fn mismatches(want: &DesiredLif, have: &IpInterface, address: IpAddr) -> Vec<Mis
             want: want.service_policy,
         });
     }
+    if let Some(vip) = have.vip
+        && vip != want.vip
+    {
+        out.push(Mismatch::Vip {
+            have: vip,
+            want: want.vip,
+        });
+    }
+    // A VIP LIF the operator placed (the spec names no node) may be wherever it was put.
     if let Some(node) = &want.home_node {
         let have_node = have
             .location
@@ -638,6 +697,112 @@ mod tests {
         assert_eq!(plan_lifs(&desired, &[odd]).unrecognized, ["ux"]);
     }
 
+    fn vip_svm() -> StorageVirtualMachine {
+        svm(serde_json::json!({
+            "clusterRef": { "name": "lab" },
+            "protocols": { "nvme": true },
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 32, "vip": true },
+            "dataLifs": [
+                { "ip": "192.0.2.11", "prefixLength": 32, "vip": true },
+                { "ip": "192.0.2.12", "prefixLength": 32, "vip": true },
+                { "ip": "2001:db8::12", "prefixLength": 128, "vip": true, "homeNode": "n9" }
+            ]
+        }))
+    }
+
+    #[test]
+    fn vip_lifs_are_placed_round_robin_and_created_as_vips() {
+        let desired = desired_lifs(&vip_svm()).unwrap();
+        let mut plan = plan_lifs(&desired, &[]);
+        place_vips(&mut plan, &["n1".into(), "n2".into()]);
+        let nodes: Vec<_> = plan
+            .create
+            .iter()
+            .map(|(_, l)| l.home_node.as_deref().unwrap())
+            .collect();
+        // The management LIF on the first node, data LIFs round-robin; a named node is kept.
+        assert_eq!(nodes, ["n1", "n1", "n2", "n9"]);
+        let (name, lif) = &plan.create[2];
+        let body = serde_json::to_value(lif.create_request(name, "svm-uuid")).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "name": "data2", "enabled": true,
+                "svm": { "uuid": "svm-uuid" },
+                "ip": { "address": "192.0.2.12", "netmask": "32" },
+                "location": { "home_node": { "name": "n2" } },
+                "service_policy": { "name": "default-data-nvme-tcp" },
+                "vip": true
+            })
+        );
+        // Without nodes nothing is guessed: ONTAP's refusal names what is missing.
+        let mut unplaced = plan_lifs(&desired, &[]);
+        place_vips(&mut unplaced, &[]);
+        assert!(unplaced.create[0].1.home_node.is_none());
+        // A subnet LIF's body has no `vip`, so ONTAP releases without VIPs accept it.
+        let plain = desired_lifs(&base()).unwrap();
+        let body = serde_json::to_value(plain[0].create_request("mgmt", "u")).unwrap();
+        assert!(body.get("vip").is_none(), "{body}");
+    }
+
+    #[test]
+    fn a_lif_of_the_other_kind_is_replaced() {
+        let desired = desired_lifs(&vip_svm()).unwrap();
+        let vip = |uuid: &str, name: &str, ip: &str, vip: Option<bool>| {
+            let mut i = interface(uuid, name, ip, "32", "default-data-nvme-tcp");
+            i.vip = vip;
+            i
+        };
+        // metal-stack's VIP LIFs, on whichever node it put them: kept.
+        let mut mgmt = vip("u0", "managementlif", "192.0.2.10", Some(true));
+        mgmt.service_policy = Some(ObjectRef::by_name("default-management"));
+        let kept = plan_lifs(
+            &desired[..2],
+            &[mgmt, vip("u1", "datalif+0", "192.0.2.11", Some(true))],
+        );
+        assert!(kept.is_empty(), "{kept:?}");
+        // A subnet LIF with a host mask is not a VIP LIF.
+        let plan = plan_lifs(
+            &desired[1..2],
+            &[vip("u1", "data1", "192.0.2.11", Some(false))],
+        );
+        assert_eq!(
+            plan.delete[0].reason,
+            RemovalReason::Replaced(vec![Mismatch::Vip {
+                have: false,
+                want: true
+            }])
+        );
+        // Not reported: no evidence of a difference.
+        assert!(plan_lifs(&desired[1..2], &[vip("u1", "data1", "192.0.2.11", None)]).is_empty());
+        // And the other way round: a VIP LIF where the spec wants a subnet LIF.
+        let plain = desired_lifs(&base()).unwrap();
+        let mut have = interface("u1", "data1", "192.0.2.11", "24", "default-data-files");
+        have.vip = Some(true);
+        let plan = plan_lifs(&plain[1..2], &[have]);
+        assert_eq!(
+            plan.delete[0].reason,
+            RemovalReason::Replaced(vec![Mismatch::Vip {
+                have: true,
+                want: false
+            }])
+        );
+    }
+
+    #[test]
+    fn a_vip_lif_needs_a_host_prefix() {
+        let err = desired_lifs(&svm(serde_json::json!({
+            "clusterRef": { "name": "lab" },
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 32, "vip": true },
+            "dataLifs": [ { "ip": "2001:db8::1", "prefixLength": 64, "vip": true } ]
+        })))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.dataLifs[0].prefixLength: a VIP LIF is in no subnet, so its prefix length must be 128, not 64"
+        );
+    }
+
     #[test]
     fn mismatches_read_well() {
         assert_eq!(
@@ -655,6 +820,14 @@ mod tests {
             }
             .to_string(),
             "home node unknown, want n1"
+        );
+        assert_eq!(
+            Mismatch::Vip {
+                have: false,
+                want: true
+            }
+            .to_string(),
+            "a subnet LIF, want a VIP LIF"
         );
     }
 }
