@@ -645,13 +645,15 @@ fn interfaces_of(w: &SvmWorld, uuid: &Value) -> Vec<String> {
 }
 
 /// What metal-stack's extension leaves in ONTAP for a project: the SVM `p<project>` (NVMe, no
-/// comment), its management and data LIFs (metal-stack's names and policies, /24) and, if
-/// `account` is given, that shoot's account with `password`. Returns the SVM's uuid.
+/// comment), its management and data LIFs (metal-stack's names and policies; /24, or /32 VIP
+/// LIFs with `vip`, as on a cluster with a BGP peer group) and, if `account` is given, that
+/// shoot's account with `password`. Returns the SVM's uuid.
 async fn metal_stack_svm(
     w: &SvmWorld,
     svm: &str,
     lifs: [&str; 2],
     account: Option<(&str, &str)>,
+    vip: bool,
 ) -> Value {
     w.mock
         .as_admin(
@@ -671,15 +673,16 @@ async fn metal_stack_svm(
         ("managementlif", management, "default-management", "node-01"),
         ("datalif1", data, "default-data-nvme-tcp", "node-02"),
     ] {
+        let mut lif = json!({"name": name, "svm": {"name": svm},
+                             "ip": {"address": ip, "netmask": "24"},
+                             "service_policy": {"name": policy},
+                             "location": {"home_node": {"name": node}}});
+        if vip {
+            lif["ip"]["netmask"] = json!("32");
+            lif["vip"] = json!(true);
+        }
         w.mock
-            .as_admin(
-                reqwest::Method::POST,
-                "/api/network/ip/interfaces",
-                json!({"name": name, "svm": {"name": svm},
-                       "ip": {"address": ip, "netmask": "24"},
-                       "service_policy": {"name": policy},
-                       "location": {"home_node": {"name": node}}}),
-            )
+            .as_admin(reqwest::Method::POST, "/api/network/ip/interfaces", lif)
             .await;
     }
     if let Some((account, password)) = account {
@@ -696,32 +699,28 @@ async fn metal_stack_svm(
     ontap_svm(w, svm).unwrap()["uuid"].clone()
 }
 
-/// An installation switching from metal-stack's extension, without re-provisioning: ONTAP holds
-/// the project's SVM (no mark of ours), its LIFs and the shoot's account; the seed holds
-/// metal-stack's credentials Secret in `kube-system`. The shoot manifest, unchanged, reaches
-/// `Succeeded` with the same SVM (same uuid, now marked as the project object's), its LIFs
-/// untouched, and the account's password kept — in ONTAP and in the shoot. A tenant's own object
-/// asking for an unmarked SVM the same way is refused with `AdoptionNotAllowed`.
-#[tokio::test]
-async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
+/// A shoot switching from metal-stack's extension, without re-provisioning: ONTAP holds the
+/// project's SVM (no mark of ours), its LIFs (VIP LIFs with `vip`) and the shoot's account; the
+/// seed holds metal-stack's credentials Secret in `kube-system`. The shoot manifest, unchanged,
+/// reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's), its
+/// LIFs untouched, and the account's password kept — in ONTAP and in the shoot. Returns the
+/// project object.
+async fn switch_from_metal_stack(
+    g: &Gardener,
+    w: &SvmWorld,
+    project: &str,
+    lifs: [&str; 2],
+    vip: bool,
+) -> StorageVirtualMachine {
     use ontap_operator::controllers::extension::naming;
-    let g = Gardener::start().await;
-    let w = world(&g).await;
     let ns = g.namespace.clone();
-    let project = "5d7e9a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
     let svm = naming::project_svm_name(project);
     let account = naming::account_name(&ns).unwrap();
     // metal-stack's passwords: 8 characters, letters and digits.
     let password = "mEtal4s7";
-    let uuid = metal_stack_svm(
-        &w,
-        &svm,
-        ["192.0.2.50", "192.0.2.51"],
-        Some((&account, password)),
-    )
-    .await;
-    let lifs = interfaces_of(&w, &uuid);
-    assert_eq!(lifs.len(), 2);
+    let uuid = metal_stack_svm(w, &svm, lifs, Some((&account, password)), vip).await;
+    let interfaces = interfaces_of(w, &uuid);
+    assert_eq!(interfaces.len(), 2);
     let secret = naming::credentials_secret_name(&svm, &ns).unwrap();
     let metal_stack_secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": secret, "namespace": "kube-system", "labels": {
@@ -738,23 +737,22 @@ async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
         .await
         .unwrap();
 
-    create_cluster(&g, &ns, json!({"cluster.metal-stack.io/project": project})).await;
+    create_cluster(g, &ns, json!({"cluster.metal-stack.io/project": project})).await;
+    let [management, data] = lifs;
     let config = json!({
         "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
-        "svmIpaddresses": {"managementLif": "192.0.2.50", "dataLifs": ["192.0.2.51"]},
+        "svmIpaddresses": {"managementLif": management, "dataLifs": [data]},
     });
-    let ts = create_extension(&g, &ns, config, "reconcile").await;
-    let took = wait_ready(&g, &w, &ns, &ts).await;
-    println!("switch from metal-stack → Succeeded: {took:?}");
+    let ts = create_extension(g, &ns, config, "reconcile").await;
+    let took = wait_ready(g, w, &ns, &ts).await;
+    println!("switch from metal-stack (VIP LIFs: {vip}) → Succeeded: {took:?}");
 
-    let svms = svms_in_ontap(&w);
+    let svms = svms_in_ontap(w);
     assert_eq!(svms.len(), 1, "one SVM in ONTAP: {svms:#?}");
     assert_eq!(svms[0]["uuid"], uuid, "the same SVM, not a new one");
     let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
-    let project_object = objects
-        .get(&format!("ontap-project-{project}"))
-        .await
-        .unwrap();
+    let name = format!("ontap-project-{project}");
+    let project_object = objects.get(&name).await.unwrap();
     let marker = format!("ontap-operator:uid={}", project_object.uid().unwrap());
     assert!(
         svms[0]["comment"]
@@ -763,9 +761,11 @@ async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
         "marked as the project object's: {}",
         svms[0]["comment"]
     );
+    // The project object is Ready too: it made its own account on the adopted SVM.
+    poll_svm_ready(w, &objects, &name).await;
     assert_eq!(
-        interfaces_of(&w, &uuid),
-        lifs,
+        interfaces_of(w, &uuid),
+        interfaces,
         "metal-stack's LIFs are kept"
     );
     assert_eq!(w.mock.sent("DELETE", "/api/network/ip/interfaces").await, 0);
@@ -773,11 +773,22 @@ async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
         w.authenticates(&account, password, &svm).await,
         "the password metal-stack set still works: it was not rotated"
     );
-    let (user, delivered) = shoot_credentials(&g, &secret).await.unwrap();
+    let (user, delivered) = shoot_credentials(g, &secret).await.unwrap();
     assert_eq!(user, account);
     assert!(delivered == password, "the shoot got the same password");
-    // The project object is Ready too: it made its own account on the adopted SVM.
-    poll_svm_ready(&w, &objects, &format!("ontap-project-{project}")).await;
+    project_object
+}
+
+/// An installation switching from metal-stack's extension keeps the SVM, its LIFs and the
+/// password ([`switch_from_metal_stack`]). A tenant's own object asking for an unmarked SVM the
+/// same way is refused with `AdoptionNotAllowed`.
+#[tokio::test]
+async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    let ns = g.namespace.clone();
+    let project = "5d7e9a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
+    switch_from_metal_stack(&g, &w, project, ["192.0.2.50", "192.0.2.51"], false).await;
 
     // A tenant asking the same for an unmarked SVM of its own choosing: refused, ONTAP untouched.
     let tenant = SvmWorld::with(
@@ -790,7 +801,8 @@ async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
     )
     .await;
     let foreign = "p00000000000000000000000000000001";
-    let foreign_uuid = metal_stack_svm(&tenant, foreign, ["192.0.2.60", "192.0.2.61"], None).await;
+    let foreign_uuid =
+        metal_stack_svm(&tenant, foreign, ["192.0.2.60", "192.0.2.61"], None, false).await;
     let mut grab = tenant.svm("grab", 0).json();
     grab["spec"]["svmName"] = json!(foreign);
     grab["metadata"]["annotations"] =
@@ -818,6 +830,31 @@ async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
     let untouched = ontap_svm(&tenant, foreign).unwrap();
     assert_eq!(untouched["comment"].as_str().unwrap_or_default(), "");
     assert_eq!(interfaces_of(&tenant, &foreign_uuid).len(), 2);
+}
+
+/// On a cluster routing with BGP metal-stack's extension made /32 VIP LIFs; the project object
+/// asks for them in that form, so the switch keeps them (replacing them would cut every shoot of
+/// the project off its volumes).
+#[tokio::test]
+async fn switching_from_metal_stack_on_a_bgp_cluster_keeps_its_vip_lifs() {
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    w.mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/network/ip/bgp/peer-groups",
+            json!({"name": "tor1", "ipspace": {"name": "Default"},
+                   "local": {"interface": {"name": "bgp1"}, "ip": {"address": "198.51.100.10", "netmask": "24"},
+                             "port": {"name": "e0c", "node": {"name": "node-01"}}},
+                   "peer": {"address": "198.51.100.1", "asn": 65000}}),
+        )
+        .await;
+    let project = "7a1c3e5f-0b2d-4f6a-8c9e-1d3f5a7b9c0e";
+    let object = switch_from_metal_stack(&g, &w, project, ["192.0.2.80", "192.0.2.81"], true).await;
+    let spec = object.spec;
+    for lif in std::iter::once(&spec.management_lif).chain(&spec.data_lifs) {
+        assert!(lif.vip && lif.prefix_length == 32, "{lif:?}");
+    }
 }
 
 /// Waits until the StorageVirtualMachine `name` is Ready.

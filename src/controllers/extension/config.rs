@@ -134,6 +134,22 @@ pub enum ReclaimPolicy {
 pub struct Lif {
     pub ip: IpAddr,
     pub prefix_length: u8,
+    /// A VIP LIF, in no subnet: `prefix_length` is the address's full length.
+    pub vip: bool,
+}
+
+impl Lif {
+    fn as_vip(self) -> Self {
+        Self {
+            prefix_length: full_prefix(self.ip),
+            vip: true,
+            ..self
+        }
+    }
+}
+
+fn full_prefix(ip: IpAddr) -> u8 {
+    if ip.is_ipv4() { 32 } else { 128 }
 }
 
 /// A StorageClass the shoot gets.
@@ -195,6 +211,20 @@ pub struct ExtensionConfig {
 }
 
 impl ExtensionConfig {
+    /// The LIFs of a TridentConfig, which carries addresses only, in the form metal-stack's
+    /// extension gives them on the cluster: VIP LIFs (/32, /128) when it has a BGP peer group
+    /// (`bgp`), else the subnet LIFs parsed. Any other configuration states its LIFs itself and
+    /// is returned as it is.
+    pub fn with_metal_stack_routing(mut self, bgp: bool) -> Self {
+        if self.source == ConfigSource::MetalStack && bgp {
+            self.management_lif = self.management_lif.as_vip();
+            for lif in &mut self.data_lifs {
+                *lif = lif.as_vip();
+            }
+        }
+        self
+    }
+
     /// The protocol a StorageClass provisions from.
     pub fn protocol_of(&self, class: &StorageClassConfig) -> Protocol {
         class
@@ -207,8 +237,9 @@ impl ExtensionConfig {
 /// Settings the operator's flags give and providerConfig cannot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfigDefaults {
-    /// Prefix length of metal-stack's LIF addresses, which carry none. metal-stack's extension
-    /// uses /24, or /32 when the cluster routes with BGP.
+    /// Prefix length of metal-stack's LIF addresses, which carry none, on a cluster without BGP
+    /// peer groups (metal-stack's extension uses /24). With one, its LIFs are /32 (/128) VIP
+    /// LIFs instead: [`ExtensionConfig::with_metal_stack_routing`].
     pub metal_stack_prefix_length_v4: u8,
     pub metal_stack_prefix_length_v6: u8,
 }
@@ -289,6 +320,8 @@ struct SvmConfig {
 struct LifConfig {
     ip: String,
     prefix_length: u8,
+    #[serde(default)]
+    vip: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -353,6 +386,7 @@ fn resolve_metal_stack(
         } else {
             defaults.metal_stack_prefix_length_v6
         },
+        vip: false,
     };
     if addresses.management_lif.is_empty() {
         return Err(invalid(
@@ -408,16 +442,23 @@ fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
     let svm = config.svm;
     let lif = |field: &str, l: &LifConfig| -> Result<Lif, ConfigError> {
         let ip = parse_ip(&format!("{field}.ip"), &l.ip)?;
-        let max = if ip.is_ipv4() { 32 } else { 128 };
+        let max = full_prefix(ip);
         if !(1..=max).contains(&l.prefix_length) {
             return Err(invalid(
                 format!("{field}.prefixLength"),
                 format!("must be 1 to {max} for {ip}"),
             ));
         }
+        if l.vip && l.prefix_length != max {
+            return Err(invalid(
+                format!("{field}.prefixLength"),
+                format!("must be {max} for the VIP LIF {ip}: a VIP LIF is in no subnet"),
+            ));
+        }
         Ok(Lif {
             ip,
             prefix_length: l.prefix_length,
+            vip: l.vip,
         })
     };
     let management_lif = lif("svm.managementLif", &svm.management_lif)?;
@@ -639,6 +680,46 @@ mod tests {
         assert_eq!(names, ["ontap-gold", "ontap-encrypted"]);
         assert!(config.storage_classes[1].encrypted);
         assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
+    }
+
+    #[test]
+    fn metal_stack_lifs_are_vips_on_a_cluster_with_bgp() {
+        let metal_stack = parse(json!({
+            "apiVersion": METAL_STACK_API_VERSION, "kind": METAL_STACK_KIND,
+            "svmIpaddresses": {"managementLif": "10.130.0.10", "dataLifs": ["10.130.0.11", "2001:db8::11"]}
+        }))
+        .unwrap();
+        let form = |c: &ExtensionConfig| {
+            std::iter::once(&c.management_lif)
+                .chain(&c.data_lifs)
+                .map(|l| (l.prefix_length, l.vip))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            form(&metal_stack.clone().with_metal_stack_routing(false)),
+            [(24, false), (24, false), (64, false)]
+        );
+        assert_eq!(
+            form(&metal_stack.with_metal_stack_routing(true)),
+            [(32, true), (32, true), (128, true)]
+        );
+        // Our own configuration says what it wants, BGP or not.
+        let own = parse(ontap(json!({
+            "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
+            "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 32, "vip": true}]
+        })))
+        .unwrap();
+        assert_eq!(
+            form(&own.with_metal_stack_routing(true)),
+            [(24, false), (32, true)]
+        );
+        assert_eq!(
+            message(ontap(json!({
+                "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
+                "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24, "vip": true}]
+            }))),
+            "providerConfig.svm.dataLifs[0].prefixLength: must be 32 for the VIP LIF 192.0.2.11: a VIP LIF is in no subnet"
+        );
     }
 
     #[test]

@@ -54,7 +54,9 @@ use super::api::{
     Cluster, Extension, ExtensionStatus, GardenerCondition, LastOperationState, LastOperationType,
     ManagedResource, ShootView,
 };
-use super::config::{ConfigDefaults, ExtensionConfig, Protocol, SvmSharing, parse_provider_config};
+use super::config::{
+    ConfigDefaults, ConfigSource, ExtensionConfig, Protocol, SvmSharing, parse_provider_config,
+};
 use super::errors::ExtensionFailure;
 use super::filter::{self, AnnotationAction, REMOVE_OPERATION_ANNOTATION_PATCH};
 use super::health::{SYSTEM_COMPONENTS_HEALTHY, system_components_condition};
@@ -382,8 +384,13 @@ fn rejected(reason: &'static str, e: kube::Error) -> StepError {
 /// The spec of an SVM object from the shoot's configuration: cluster, SVM name, aggregates,
 /// protocols and LIFs, plus `extra` fields.
 fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> Value {
-    let lif =
-        |l: &super::config::Lif| json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
+    let lif = |l: &super::config::Lif| {
+        let mut lif = json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
+        if l.vip {
+            lif["vip"] = json!(true);
+        }
+        lif
+    };
     let mut spec = json!({
         "clusterRef": {"name": plan.cluster},
         "svmName": plan.svm_name,
@@ -770,8 +777,14 @@ impl ExtensionReconciler {
             Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
             Outcome::Unchanged(uuid) | Outcome::Changed(uuid) => uuid,
         };
+        // Decided once, as the SVM is declared: peering a cluster with BGP later is an admin's
+        // act, and LIFs changing form behind it would cut the data path of every shoot.
+        let config = match self.metal_stack_routing(config, plan).await? {
+            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
+            Outcome::Unchanged(config) | Outcome::Changed(config) => config,
+        };
         let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
-            config,
+            &config,
             plan,
             json!({
                 // TridentConfig: Retain, as metal-stack keeps project SVMs.
@@ -817,6 +830,43 @@ impl ExtensionReconciler {
             return Ok(None);
         };
         self.connections.connect(&cluster).await.map(Some)
+    }
+
+    /// `config` with its LIFs in the form metal-stack's extension gives them on the plan's
+    /// cluster (see [`ExtensionConfig::with_metal_stack_routing`]): one ONTAP GET for a
+    /// TridentConfig, none for a configuration that states its LIFs. A TridentConfig waits for
+    /// the OntapCluster rather than guess: a wrong guess replaces metal-stack's LIFs.
+    async fn metal_stack_routing(
+        &self,
+        config: &ExtensionConfig,
+        plan: &Plan,
+    ) -> Result<Outcome<ExtensionConfig>, StepError> {
+        if config.source != ConfigSource::MetalStack {
+            return Ok(Outcome::Unchanged(config.clone()));
+        }
+        let client = match self.ontap(plan).await {
+            Ok(Some(client)) => client,
+            Ok(None) => {
+                return Ok(Outcome::waiting(
+                    "OntapClusterMissing",
+                    format!(
+                        "the OntapCluster {} is needed to learn whether it routes with BGP",
+                        plan.cluster
+                    ),
+                    CONVERGING,
+                ));
+            }
+            Err(e) => return e.into_step_result(),
+        };
+        let bgp = match client.bgp_peer_groups().await {
+            Ok(peer_groups) => !peer_groups.is_empty(),
+            // A release before ONTAP 9.7 has no BGP and no such collection.
+            Err(e) if e.is_not_found() => false,
+            Err(e) => return Err(StepError::transient(reason::UNREACHABLE, e)),
+        };
+        Ok(Outcome::Unchanged(
+            config.clone().with_metal_stack_routing(bgp),
+        ))
     }
 
     /// The uuid of the project's SVM if ONTAP holds one that the operator did not create:
