@@ -435,7 +435,7 @@ async fn mock_state_shows_records_in_full_shape_and_reset_clears() {
     assert_eq!(
         state,
         json!({
-            "svms": [], "accounts": [], "interfaces": [], "jobs": [],
+            "svms": [], "accounts": [], "interfaces": [], "bgp_peer_groups": [], "jobs": [],
             "job_stats": {"peak_in_flight": 0, "refused": 0}
         })
     );
