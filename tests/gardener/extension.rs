@@ -702,15 +702,17 @@ async fn metal_stack_svm(
 /// A shoot switching from metal-stack's extension, without re-provisioning: ONTAP holds the
 /// project's SVM (no mark of ours), its LIFs (VIP LIFs with `vip`) and the shoot's account; the
 /// seed holds metal-stack's credentials Secret in `kube-system`. The shoot manifest, unchanged,
-/// reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's), its
-/// LIFs untouched, and the account's password kept — in ONTAP and in the shoot. Returns the
-/// project object.
+/// reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's) and its
+/// LIFs untouched. The account's password is kept, in ONTAP and in the shoot — unless
+/// metal-stack's Secret no longer holds it (`stale_secret`): then it is replaced the usual way,
+/// Secret first, and the shoot gets the new one. Returns the project object.
 async fn switch_from_metal_stack(
     g: &Gardener,
     w: &SvmWorld,
     project: &str,
     lifs: [&str; 2],
     vip: bool,
+    stale_secret: bool,
 ) -> StorageVirtualMachine {
     use ontap_operator::controllers::extension::naming;
     let ns = g.namespace.clone();
@@ -718,6 +720,7 @@ async fn switch_from_metal_stack(
     let account = naming::account_name(&ns).unwrap();
     // metal-stack's passwords: 8 characters, letters and digits.
     let password = "mEtal4s7";
+    let in_secret = if stale_secret { "oLdpass9" } else { password };
     let uuid = metal_stack_svm(w, &svm, lifs, Some((&account, password)), vip).await;
     let interfaces = interfaces_of(w, &uuid);
     assert_eq!(interfaces.len(), 2);
@@ -729,7 +732,7 @@ async fn switch_from_metal_stack(
             "ontap.metal-stack.io/project-id": svm,
         }},
         "type": "Opaque",
-        "stringData": {"username": account, "password": password},
+        "stringData": {"username": account, "password": in_secret},
     }))
     .unwrap();
     Api::<Secret>::namespaced(g.seed.clone(), "kube-system")
@@ -769,13 +772,37 @@ async fn switch_from_metal_stack(
         "metal-stack's LIFs are kept"
     );
     assert_eq!(w.mock.sent("DELETE", "/api/network/ip/interfaces").await, 0);
-    assert!(
-        w.authenticates(&account, password, &svm).await,
-        "the password metal-stack set still works: it was not rotated"
-    );
     let (user, delivered) = shoot_credentials(g, &secret).await.unwrap();
     assert_eq!(user, account);
-    assert!(delivered == password, "the shoot got the same password");
+    if stale_secret {
+        assert!(
+            delivered != password && delivered != in_secret,
+            "a new password was set"
+        );
+        assert!(
+            w.authenticates(&account, &delivered, &svm).await,
+            "the shoot's new password works"
+        );
+        assert!(
+            !w.authenticates(&account, password, &svm).await,
+            "the password nobody could name any more is gone"
+        );
+        let left = Api::<Secret>::namespaced(g.seed.clone(), "kube-system")
+            .get(&secret)
+            .await
+            .unwrap();
+        assert_eq!(
+            left.data.unwrap()["password"].0,
+            in_secret.as_bytes(),
+            "metal-stack's Secret is left as it was"
+        );
+    } else {
+        assert!(
+            w.authenticates(&account, password, &svm).await,
+            "the password metal-stack set still works: it was not rotated"
+        );
+        assert!(delivered == password, "the shoot got the same password");
+    }
     project_object
 }
 
@@ -788,7 +815,7 @@ async fn switching_from_metal_stack_keeps_the_svm_its_lifs_and_the_password() {
     let w = world(&g).await;
     let ns = g.namespace.clone();
     let project = "5d7e9a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
-    switch_from_metal_stack(&g, &w, project, ["192.0.2.50", "192.0.2.51"], false).await;
+    switch_from_metal_stack(&g, &w, project, ["192.0.2.50", "192.0.2.51"], false, false).await;
 
     // A tenant asking the same for an unmarked SVM of its own choosing: refused, ONTAP untouched.
     let tenant = SvmWorld::with(
@@ -850,11 +877,23 @@ async fn switching_from_metal_stack_on_a_bgp_cluster_keeps_its_vip_lifs() {
         )
         .await;
     let project = "7a1c3e5f-0b2d-4f6a-8c9e-1d3f5a7b9c0e";
-    let object = switch_from_metal_stack(&g, &w, project, ["192.0.2.80", "192.0.2.81"], true).await;
+    let object =
+        switch_from_metal_stack(&g, &w, project, ["192.0.2.80", "192.0.2.81"], true, false).await;
     let spec = object.spec;
     for lif in std::iter::once(&spec.management_lif).chain(&spec.data_lifs) {
         assert!(lif.vip && lif.prefix_length == 32, "{lif:?}");
     }
+}
+
+/// metal-stack's Secret holds a password ONTAP no longer takes (it drifted, or was rotated by
+/// hand): nothing is imported, and the account gets a new password Secret-first, delivered to the
+/// shoot; the old one stops working.
+#[tokio::test]
+async fn switching_from_metal_stack_with_a_stale_secret_rotates_the_password() {
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    let project = "3e5a7c9d-1f2b-4c6d-8e0f-2a4b6c8d0e1f";
+    switch_from_metal_stack(&g, &w, project, ["192.0.2.90", "192.0.2.91"], false, true).await;
 }
 
 /// Waits until the StorageVirtualMachine `name` is Ready.
