@@ -550,11 +550,9 @@ impl<K: Object> SharedCache<K> {
         self.inner.store.get(obj_ref)
     }
 
-    /// Resolves once the initial list is in the store.
-    ///
-    /// Not `Store::wait_until_ready`: its one-shot channel keeps a single waker, so of two tasks
-    /// waiting at once (a controller and a test, two controllers sharing the cache) one may
-    /// never wake up.
+    /// Resolves once the initial list is in the store. Every waiter is woken (a controller and a
+    /// test, two controllers sharing the cache): kube's reflector store, which this store
+    /// replaced, kept a single waker, so one of two waiters could sleep for ever.
     pub async fn wait_until_ready(&self) {
         let mut ready = self.inner.ready.clone();
         // An error means the watch task ended (cache dropped): nothing left to wait for.
@@ -769,7 +767,7 @@ mod tests {
     }
 
     /// Two tasks wait for readiness at once, as a controller and the readiness check do; both
-    /// must be woken. The reflector's own `Store::wait_until_ready` wakes only the last.
+    /// must be woken (kube's reflector store woke only the last).
     #[tokio::test(flavor = "current_thread")]
     async fn every_waiter_learns_that_the_cache_is_ready() {
         let listed = Arc::new(tokio::sync::Notify::new());

@@ -11,7 +11,7 @@
 //! - delayed adds keep the earliest time per object;
 //! - the failure count per object drives exponential backoff and is reset on success.
 //!
-//! kube-runtime's watcher and reflector still feed it; only the scheduling is ours.
+//! kube-runtime's watcher still feeds it, through the engine's cache; only the scheduling is ours.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
