@@ -220,6 +220,15 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
             "128",
         ),
         (
+            "a VIP LIF in a subnet",
+            vec![(
+                "/spec/dataLifs/0",
+                json!({"ip": "192.0.2.11", "prefixLength": 24, "vip": true}),
+            )],
+            "spec.dataLifs[0].prefixLength",
+            "a VIP LIF is in no subnet",
+        ),
+        (
             "prefix 0",
             vec![("/spec/managementLif/prefixLength", json!(0))],
             "spec.managementLif.prefixLength",
@@ -412,7 +421,9 @@ async fn valid_svm_specs_are_accepted() {
         "dataLifs": [
             { "ip": "10.1.0.11", "prefixLength": 16, "homeNode": "cluster1-01" },
             { "ip": "10.1.0.12", "prefixLength": 32, "homeNode": "cluster1-02" },
-            { "ip": "2001:db8::12", "prefixLength": 64 }
+            { "ip": "2001:db8::12", "prefixLength": 64 },
+            { "ip": "10.2.0.13", "prefixLength": 32, "vip": true },
+            { "ip": "2001:db8:2::13", "prefixLength": 128, "vip": true }
         ],
         "account": { "name": "vsadmin-team-a" },
         "secretName": "team-a.svm-credentials",
