@@ -144,6 +144,7 @@ mod reason {
     pub const UNAUTHENTICATED: &str = "OntapUnauthenticated";
     pub const UNREACHABLE: &str = "OntapUnreachable";
     pub const DEPLETED: &str = "ResourcesDepleted";
+    pub const CLUSTER_MISSING: &str = "OntapClusterMissing";
 }
 
 /// How soon to look again at something converging in the seed or the shoot.
@@ -665,7 +666,7 @@ impl ExtensionReconciler {
             [only] => Ok(only.name_any()),
             // Not cached yet, or not created yet: a missing reference is waited for.
             [] => Err(StepError::transient_msg(
-                "OntapClusterMissing",
+                reason::CLUSTER_MISSING,
                 "providerConfig names no cluster and there is no OntapCluster yet",
             )),
             _ => Err(StepError::invalid(
@@ -848,7 +849,7 @@ impl ExtensionReconciler {
             Ok(Some(client)) => client,
             Ok(None) => {
                 return Ok(Outcome::waiting(
-                    "OntapClusterMissing",
+                    reason::CLUSTER_MISSING,
                     format!(
                         "the OntapCluster {} is needed to learn whether it routes with BGP",
                         plan.cluster

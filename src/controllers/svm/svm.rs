@@ -42,7 +42,8 @@ impl SvmReconciler {
             .filter(|other| {
                 other.spec.mode == SvmMode::Owned
                     && other.spec.cluster_ref == svm.spec.cluster_ref
-                    && (other.metadata.deletion_timestamp.is_none() || self.lingers(other))
+                    && (other.metadata.deletion_timestamp.is_none()
+                        || self.is_project_namespace(&other.namespace().unwrap_or_default()))
                     && {
                         let status = other.status.clone().unwrap_or_default();
                         self.names(other, &status).svm == names.svm
@@ -79,7 +80,7 @@ impl SvmReconciler {
             Ownership::Foreign(_) => {
                 let stand_in = providers
                     .iter()
-                    .find(|p| self.may_serve_elsewhere(&p.namespace().unwrap_or_default()));
+                    .find(|p| self.is_project_namespace(&p.namespace().unwrap_or_default()));
                 match stand_in {
                     Some(provider) => *provider,
                     None => {
@@ -133,33 +134,21 @@ impl SvmReconciler {
             .any(|other| other.uid().as_deref() == Some(uid))
     }
 
-    /// Whether objects of `namespace` may adopt an SVM the operator did not create. An account
-    /// on an SVM is vsadmin access to it, and an unmarked SVM is nobody's object in Kubernetes,
-    /// so no `shareWith` protects it: adopting one is an administrator's decision. Only the
-    /// namespace where the Extension controller keeps the per-project SVM objects
-    /// (`--extension-project-namespace`, the operator's own by default) holds such decisions;
-    /// tenants cannot write StorageVirtualMachines there, so a tenant cannot annotate its way
-    /// onto an SVM it was never given.
-    fn may_adopt_unmarked(&self, namespace: &str) -> bool {
+    /// Whether `namespace` is the one where the Extension controller keeps the per-project SVM
+    /// objects (`--extension-project-namespace`, the operator's own by default). Tenants cannot
+    /// write StorageVirtualMachines there, so only its objects may take decisions an account —
+    /// vsadmin access — would otherwise let a tenant take:
+    /// - adopt an SVM the operator did not create (no `shareWith` protects what is nobody's
+    ///   object in Kubernetes);
+    /// - stand in for an SVM marked for an object this operator cannot see (another seed's
+    ///   project object): share it with their shoots and leave it alone (no mark, LIFs or
+    ///   account);
+    /// - while being deleted, still admit accounts on their SVM: a project object keeps the SVM
+    ///   while other seeds' shoots hold accounts on it, maybe for good, and a shoot arriving
+    ///   meanwhile must not wait for that. Elsewhere a deleting object takes no new users, or its
+    ///   deletion could be held up for ever.
+    fn is_project_namespace(&self, namespace: &str) -> bool {
         self.adopt_namespace.as_deref() == Some(namespace)
-    }
-
-    /// Whether `provider`, being deleted, still admits new accounts on its SVM: the extension's
-    /// project object, which keeps the SVM while shoots of other seeds hold accounts on it —
-    /// maybe for good. A shoot of the project arriving here meanwhile must get its account
-    /// rather than wait for a deletion that may never end; its account then holds the SVM too.
-    /// Elsewhere a deleting object takes no new users, or its deletion could be held up for ever.
-    fn lingers(&self, provider: &StorageVirtualMachine) -> bool {
-        self.may_serve_elsewhere(&provider.namespace().unwrap_or_default())
-    }
-
-    /// Whether an `Owned` object of `namespace` stands in for an SVM marked for an object this
-    /// operator cannot see: the extension's project object on a seed whose shoots share a
-    /// project SVM that another seed's project object provisions. It shares the SVM with its
-    /// shoots and leaves it alone (no mark, no LIFs, no account). The project namespace only, for
-    /// the reason of [`Self::may_adopt_unmarked`]: elsewhere such an SVM is someone else's.
-    fn may_serve_elsewhere(&self, namespace: &str) -> bool {
-        self.may_adopt_unmarked(namespace)
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
@@ -276,10 +265,10 @@ impl SvmReconciler {
                 asks,
                 self.handed_over(svm, &creator, names),
                 self.alive(&creator),
-                self.may_serve_elsewhere(&names.namespace),
+                self.is_project_namespace(&names.namespace),
             ),
             Ownership::Unmarked => {
-                takeover_unmarked(asks, self.may_adopt_unmarked(&names.namespace))
+                takeover_unmarked(asks, self.is_project_namespace(&names.namespace))
             }
         };
         match decision {
@@ -444,7 +433,7 @@ pub fn takeover_marked(
 }
 
 /// The decision on an SVM the operator did not create: adopted only when asked for by uuid
-/// from a namespace that may adopt (see `may_adopt_unmarked`).
+/// from a namespace that may adopt (the project namespace: see `is_project_namespace`).
 pub fn takeover_unmarked(asks: bool, may_adopt: bool) -> Takeover {
     match (asks, may_adopt) {
         (true, true) => Takeover::Adopt,
