@@ -241,13 +241,20 @@ impl<R: Reconciler> Controller<R> {
         let (changes, listed) = until_listed(children.subscribe());
         self.waits.push(listed);
         let own_writes = self.reconciler.own_writes();
+        let children = children.clone();
         let stream = changes
             .then(move |change| {
                 let parents = parents.clone();
+                let children = children.clone();
                 let own_writes = own_writes.clone();
                 async move {
-                    owners_to_reconcile::<R::Resource, C>(&change, &parents, own_writes.as_ref())
-                        .await
+                    owners_to_reconcile::<R::Resource, C>(
+                        &change,
+                        &children,
+                        &parents,
+                        own_writes.as_ref(),
+                    )
+                    .await
                 }
             })
             .flat_map(futures::stream::iter);
@@ -1036,12 +1043,19 @@ async fn feed_from_cache<R: Reconciler>(
     let mut changes = std::pin::pin!(changes);
     while let Some(change) = changes.next().await {
         match change {
-            Change::Applied(obj) => {
+            Change::Applied(_) | Change::Present(_) => {
+                let Some(obj) = change.object(&shared.cache) else {
+                    continue;
+                };
                 let r = lean_ref(&*obj);
                 shared.observed(&r, obj.meta().resource_version.as_deref());
                 if shared.saw(&r, fingerprint(&*obj)) {
                     tracing::debug!(object = %r, "the object changed");
-                    queue.add(queue_key(&shared.cache, r));
+                    let key = match change {
+                        Change::Present(key) => key,
+                        _ => queue_key(&shared.cache, r),
+                    };
+                    queue.add(key);
                 }
             }
             // Taken out by `until_listed`.
@@ -1077,27 +1091,21 @@ fn fingerprint<K: Resource>(obj: &K) -> u64 {
 /// The owners a child's change reconciles: none when the change is the reconciler's own write.
 pub(crate) async fn owners_to_reconcile<P: Object, C: Object>(
     change: &Change<C>,
+    children: &SharedCache<C>,
     parents: &SharedCache<P>,
     own_writes: Option<&crate::OwnWrites>,
 ) -> Vec<ObjectRef<P>> {
-    let child = match change {
-        Change::Applied(c) => {
-            if let Some(w) = own_writes
-                && w.is_own(&**c).await
-            {
-                return Vec::new();
-            }
-            c
-        }
-        Change::Deleted(c) => {
-            if let Some(w) = own_writes {
-                w.forget(&**c);
-            }
-            c
-        }
-        Change::Listed => return Vec::new(),
+    let Some(child) = change.object(children) else {
+        return Vec::new();
     };
-    let owners = owner_refs::<P, C>(&**child, parents);
+    if let Some(w) = own_writes {
+        if matches!(change, Change::Deleted(_)) {
+            w.forget(&*child);
+        } else if w.is_own(&*child).await {
+            return Vec::new();
+        }
+    }
+    let owners = owner_refs::<P, C>(&*child, parents);
     if !owners.is_empty() {
         tracing::debug!(
             kind = %C::kind(&()),

@@ -24,7 +24,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
-use super::cache::{Change, ScopedApi, SharedCache, until_listed};
+use super::cache::{ScopedApi, SharedCache, until_listed};
 use super::config::{EngineConfig, Identity};
 use super::controller::{Controller, Object, Reconciler};
 use super::metrics::Metrics;
@@ -226,11 +226,15 @@ impl Manager {
             wiring,
             rules,
             crds,
+            packed,
         } = registration;
         if self.controllers.iter().any(|(n, _)| *n == name) {
             return Err(ManagerError::DuplicateController(name));
         }
         let cache = self.cache_with::<R::Resource>(watch)?;
+        if packed {
+            cache.pack_objects();
+        }
         let mut controller = Controller::new(
             name,
             reconciler,
@@ -343,6 +347,7 @@ pub struct Registration<R: Reconciler> {
     wiring: Vec<Wire<R::Resource>>,
     rules: Vec<PolicyRule>,
     crds: Vec<CustomResourceDefinition>,
+    packed: bool,
 }
 
 impl<R: Reconciler> Registration<R>
@@ -358,12 +363,20 @@ where
             wiring: Vec::new(),
             rules: Vec::new(),
             crds: Vec::new(),
+            packed: false,
         }
     }
 
     /// Watches only the objects of the reconciled kind that `config`'s selectors match.
     pub fn watching(mut self, config: watcher::Config) -> Self {
         self.watch = config;
+        self
+    }
+
+    /// The reconciled kind's cache keeps its objects packed ([`SharedCache::pack_objects`]): for
+    /// a kind with tens of thousands of objects, read one at a time.
+    pub fn packed(mut self) -> Self {
+        self.packed = true;
         self
     }
 
@@ -387,10 +400,12 @@ where
             let stream = changes
                 .then(move |change| {
                     let parents = parents.clone();
+                    let children = children.clone();
                     let own_writes = own_writes.clone();
                     async move {
                         super::controller::owners_to_reconcile::<R::Resource, C>(
                             &change,
+                            &children,
                             &parents,
                             own_writes.as_ref(),
                         )
@@ -418,9 +433,8 @@ where
             let own = own.clone();
             let (changes, listed) = until_listed(watched.subscribe());
             let stream = changes.flat_map(move |change| {
-                let obj = match &change {
-                    Change::Applied(o) | Change::Deleted(o) => o.clone(),
-                    Change::Listed => return futures::stream::iter(Vec::new()),
+                let Some(obj) = change.object(&watched) else {
+                    return futures::stream::iter(Vec::new());
                 };
                 let queued = map(&obj, &own);
                 if !queued.is_empty() {

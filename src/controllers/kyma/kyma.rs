@@ -83,6 +83,8 @@ pub fn register(
                 progress: Mutex::new(HashMap::new()),
             },
         )
+        // Thousands of Kymas, each read by its own pass only.
+        .packed()
         .crd(Kyma::crd())
         .crd(KymaCluster::crd())
         .owns::<HelmComponent>(watcher::Config::default(), &["create", "patch", "delete"]),
