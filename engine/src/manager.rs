@@ -471,9 +471,9 @@ where
                     .flat_map(move |()| {
                         futures::stream::iter(
                             own.store()
-                                .state()
+                                .keys()
                                 .iter()
-                                .map(|o| ObjectRef::from_obj(&**o))
+                                .map(|key| (**key).clone())
                                 .collect::<Vec<_>>(),
                         )
                     })
