@@ -2,6 +2,12 @@ use anyhow::Context;
 use clap::Parser;
 use ontap_operator::cli::{Cli, Command};
 
+// jemalloc rather than glibc's malloc: the caches' long-lived objects are made between the
+// reconciles' short-lived ones, and glibc kept the holes those left resident (44.7 against
+// 37.5-42.3 MiB at 19,000 cached objects, the same binary otherwise).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // reqwest is built without a provider of its own, so ring (kube's) is rustls' only one.
