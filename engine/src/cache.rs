@@ -15,7 +15,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
@@ -325,8 +326,9 @@ struct StoreInner<K: Resource<DynamicType = ()>> {
     objects: HashMap<SharedRef<K>, (Held<K>, u32)>,
     /// Counts re-lists: what a re-list did not stamp with the current count is gone.
     listing: u32,
-    /// Set: objects are packed from now on.
-    packing: Option<Packing>,
+    /// Set: objects are packed from now on. Shared, so that the watch task packs an object
+    /// before it takes the write lock, not while every reader waits on it.
+    packing: Option<Arc<Packing>>,
 }
 
 /// How one object is held.
@@ -336,12 +338,13 @@ enum Held<K> {
     Packed(Box<[u8]>),
 }
 
+#[derive(Default)]
 struct Packing {
     /// The JSON of the first object packed; every later one is compressed against it, so it
     /// never changes.
-    dictionary: Option<Box<[u8]>>,
+    dictionary: OnceLock<Box<[u8]>>,
     /// Whether an object that would not decode from its packed form has been reported.
-    reported: bool,
+    reported: AtomicBool,
 }
 
 impl<K: Resource<DynamicType = ()>> Clone for Store<K> {
@@ -412,12 +415,7 @@ impl<K: Object> Store<K> {
 
     fn pack_objects(&self) {
         let mut inner = self.write();
-        if inner.packing.is_none() {
-            inner.packing = Some(Packing {
-                dictionary: None,
-                reported: false,
-            });
-        }
+        inner.packing.get_or_insert_default();
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, StoreInner<K>> {
@@ -435,14 +433,15 @@ impl<K: Object> Store<K> {
     /// four, a few hundred bytes per object; a clone allocates exactly what it holds.
     fn apply(&self, obj: K) -> (SharedRef<K>, Arc<K>) {
         let lean = lean_ref(&obj);
-        let mut inner = self.write();
-        let (held, obj) = match inner.packing.as_mut().and_then(|p| p.pack(&obj)) {
+        let packing = self.read().packing.clone();
+        let (held, obj) = match packing.and_then(|p| p.pack(&obj)) {
             Some(packed) => (Held::Packed(packed), Arc::new(obj)),
             None => {
                 let copy = Arc::new(obj.clone());
                 (Held::Decoded(copy.clone()), copy)
             }
         };
+        let mut inner = self.write();
         let listing = inner.listing;
         let key = match inner.objects.get_key_value(&lean) {
             Some((key, _)) => key.clone(),
@@ -467,14 +466,11 @@ impl<K: Object> Store<K> {
     fn end_listing(&self) -> Vec<Arc<K>> {
         let mut inner = self.write();
         let listing = inner.listing;
-        let mut gone = Vec::new();
-        inner.objects.retain(|_, (held, seen)| {
-            let listed = *seen == listing;
-            if !listed {
-                gone.push(std::mem::replace(held, Held::Packed(Box::default())));
-            }
-            listed
-        });
+        let gone: Vec<_> = inner
+            .objects
+            .extract_if(|_, (_, seen)| *seen != listing)
+            .map(|(_, (held, _))| held)
+            .collect();
         gone.iter().filter_map(|held| inner.decoded(held)).collect()
     }
 }
@@ -487,7 +483,7 @@ impl<K: Object> StoreInner<K> {
                 let dictionary = self
                     .packing
                     .as_ref()
-                    .and_then(|p| p.dictionary.as_deref())
+                    .and_then(|p| p.dictionary.get().map(|d| &**d))
                     .unwrap_or_default();
                 match unpack(bytes, dictionary) {
                     Ok(obj) => Some(Arc::new(obj)),
@@ -505,14 +501,14 @@ impl<K: Object> StoreInner<K> {
 impl Packing {
     /// `obj` packed, or None (reported once per kind) when its JSON does not decode back into
     /// it, for which it is held decoded: the store must never lose an object.
-    fn pack<K: Object>(&mut self, obj: &K) -> Option<Box<[u8]>> {
+    fn pack<K: Object>(&self, obj: &K) -> Option<Box<[u8]>> {
         let json = match serde_json::to_vec(obj) {
             Ok(json) => json,
             Err(err) => return self.refuse::<K>(obj, &err),
         };
         let dictionary = self
             .dictionary
-            .get_or_insert_with(|| json.clone().into_boxed_slice());
+            .get_or_init(|| json.clone().into_boxed_slice());
         let packed = lz4_flex::block::compress_prepend_size_with_dict(&json, dictionary);
         match unpack::<K>(&packed, dictionary) {
             Ok(_) => Some(packed.into_boxed_slice()),
@@ -520,8 +516,8 @@ impl Packing {
         }
     }
 
-    fn refuse<K: Object>(&mut self, obj: &K, err: &dyn std::fmt::Display) -> Option<Box<[u8]>> {
-        if !std::mem::replace(&mut self.reported, true) {
+    fn refuse<K: Object>(&self, obj: &K, err: &dyn std::fmt::Display) -> Option<Box<[u8]>> {
+        if !self.reported.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 kind = %K::kind(&()),
                 name = %obj.name_any(),
