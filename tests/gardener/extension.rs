@@ -620,6 +620,16 @@ spec:
     let shoot_object = objects.get("ontap").await.unwrap();
     assert_eq!(shoot_object.spec.mode, SvmMode::AccountOnly);
     assert_eq!(shoot_object.spec.svm_name.as_deref(), Some(svm));
+    // A write that names no field manager is recorded under the operator's User-Agent.
+    let managers: Vec<&str> = shoot_object
+        .managed_fields()
+        .iter()
+        .filter_map(|f| f.manager.as_deref())
+        .collect();
+    assert!(
+        managers.contains(&"ontap-operator"),
+        "the operator's create names it: {managers:?}"
+    );
     let classes = Api::<StorageClass>::all(g.shoot.clone());
     assert!(classes.get_opt("ontap-gold").await.unwrap().is_some());
     assert!(classes.get_opt("ontap-encrypted").await.unwrap().is_some());

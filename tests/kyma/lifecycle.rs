@@ -82,6 +82,19 @@ async fn a_standard_kyma_reaches_success_with_exactly_its_children() {
             "{}: the component's namespace is kept",
             child.name_any()
         );
+        // Each write names who made it: the Kyma controller the child, the HelmComponent
+        // controller its status (a write without a field manager would show as "unknown").
+        let managers: Vec<(&str, Option<&str>)> = child
+            .managed_fields()
+            .iter()
+            .map(|f| (f.manager.as_deref().unwrap_or(""), f.subresource.as_deref()))
+            .collect();
+        assert_eq!(
+            managers,
+            [("kyma", None), ("helmcomponent", Some("status"))],
+            "{}: managedFields",
+            child.name_any()
+        );
         let status = child.status.as_ref().expect("a status");
         assert_eq!(status.status, Some(HelmComponentState::Success));
         assert!(

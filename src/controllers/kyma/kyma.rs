@@ -215,7 +215,11 @@ impl KymaReconciler {
     ) -> Result<bool, StepError> {
         let name = child.name_any();
         let full = ns_name(&child);
-        match api.create(&PostParams::default(), &child).await {
+        let params = PostParams {
+            field_manager: Some(CONTROLLER.to_owned()),
+            ..PostParams::default()
+        };
+        match api.create(&params, &child).await {
             Ok(_) => {
                 self.expected.expect(&full, Expected::Created);
                 Ok(true)
@@ -379,7 +383,10 @@ impl KymaReconciler {
                     let patch = serde_json::json!({ "spec": desired.spec });
                     api.patch(
                         &desired.name_any(),
-                        &PatchParams::default(),
+                        &PatchParams {
+                            field_manager: Some(CONTROLLER.to_owned()),
+                            ..PatchParams::default()
+                        },
                         &Patch::Merge(&patch),
                     )
                     .await
