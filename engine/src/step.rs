@@ -323,8 +323,11 @@ impl<S: StepName> StepRunner<S> {
         span.in_scope(|| match &state {
             StepState::Unchanged => tracing::debug!("step unchanged"),
             StepState::Changed => tracing::info!("step changed the world"),
+            // Waiting is how a healthy object makes progress, and its reason and message are
+            // already the step's condition: at INFO, 1,000 Kymas logged 160,000 such lines in
+            // a four-minute run, burying the changes and failures.
             StepState::Waiting(w) => {
-                tracing::info!(reason = %w.reason, message = %w.message, after = ?w.after, "step waiting")
+                tracing::debug!(reason = %w.reason, message = %w.message, after = ?w.after, "step waiting")
             }
             StepState::Failed(e) => {
                 tracing::warn!(category = %e.category(), reason = e.reason(), error = %e, "step failed")
