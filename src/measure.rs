@@ -224,6 +224,103 @@ pub fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// The CPU time process `pid` has used so far (user and system, all its threads), from
+/// `/proc/PID/stat`; `None` when it cannot be read (gone, or not Linux).
+pub fn proc_cpu(pid: u32) -> Option<Duration> {
+    // Linux reports these in USER_HZ, which its ABI fixes at 100 on every architecture.
+    const TICKS_PER_SECOND: f64 = 100.0;
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, field 2, may hold spaces and parentheses: count from its closing one.
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_secs_f64(
+        (user + system) as f64 / TICKS_PER_SECOND,
+    ))
+}
+
+/// CPU time used by named processes between [`CpuMeter::start`] and [`CpuMeter::stop`], and the
+/// wall time between them: on a machine the API server, etcd and the operator share, which one
+/// the cores went to says what bounds a run.
+#[derive(Debug)]
+pub struct CpuMeter {
+    started: Instant,
+    processes: Vec<(String, u32, Option<Duration>)>,
+}
+
+/// What a [`CpuMeter`] measured.
+#[derive(Clone, Debug, Default)]
+pub struct CpuUse {
+    pub wall: Duration,
+    /// Each process's CPU time, in the order given; `None` when it could not be read.
+    pub processes: Vec<(String, Option<Duration>)>,
+}
+
+impl CpuMeter {
+    /// Starts measuring the processes `(name, pid)`.
+    pub fn start(processes: &[(&str, u32)]) -> Self {
+        CpuMeter {
+            started: Instant::now(),
+            processes: processes
+                .iter()
+                .map(|(name, pid)| ((*name).to_owned(), *pid, proc_cpu(*pid)))
+                .collect(),
+        }
+    }
+
+    /// The CPU time each process used since the start.
+    pub fn stop(&self) -> CpuUse {
+        CpuUse {
+            wall: self.started.elapsed(),
+            processes: self
+                .processes
+                .iter()
+                .map(|(name, pid, before)| {
+                    let used = before.zip(proc_cpu(*pid)).map(|(b, a)| a.saturating_sub(b));
+                    (name.clone(), used)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl CpuUse {
+    /// The CPU time of the process named `name`.
+    pub fn of(&self, name: &str) -> Option<Duration> {
+        self.processes
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, used)| *used)
+    }
+
+    /// `name 12.3 s (0.45 cores)` for each process, and their sum in cores.
+    pub fn line(&self) -> String {
+        let wall = self.wall.as_secs_f64().max(1e-9);
+        let mut total = 0.0;
+        let mut parts = Vec::new();
+        for (name, used) in &self.processes {
+            match used {
+                Some(used) => {
+                    total += used.as_secs_f64();
+                    parts.push(format!(
+                        "{name} {:.1} s ({:.2} cores)",
+                        used.as_secs_f64(),
+                        used.as_secs_f64() / wall
+                    ));
+                }
+                None => parts.push(format!("{name} unknown")),
+            }
+        }
+        format!(
+            "{} over {:.1} s: {:.2} cores together",
+            parts.join(", "),
+            wall,
+            total / wall
+        )
+    }
+}
+
 /// `/proc/loadavg`'s three averages: other work on the machine skews every figure a benchmark
 /// prints.
 pub fn loadavg() -> String {
@@ -361,13 +458,15 @@ where
 }
 
 /// The write rates a plain client gets for the writes the Kyma controllers make, per second.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HelmComponentWriteRates {
     /// HelmComponent creates (a Kyma's child creates).
     pub create: f64,
     /// Merge patches of a HelmComponent's status subresource (the HelmComponent controller's
     /// transitions), each with a status, a timestamp and a condition.
     pub status_patch: f64,
+    /// The CPU the measured processes used during the status patches.
+    pub status_patch_cpu: CpuUse,
 }
 
 impl HelmComponentWriteRates {
@@ -380,6 +479,7 @@ impl HelmComponentWriteRates {
 /// The API server's rates for the writes the Kyma controllers make, as a plain client (no
 /// client-side limit, 32 requests in flight) sees them: `count` HelmComponents created, then
 /// `count` patches of their status, in a namespace of their own that is deleted afterwards.
+/// The CPU that `processes` (name, pid) use during the patches is measured too.
 ///
 /// A ConfigMap create is cheaper than a HelmComponent status patch (a custom resource: schema
 /// and CEL validation, a read-modify-write of the stored object), so a floor measured with
@@ -390,6 +490,7 @@ pub async fn plain_helmcomponent_write_rates(
     client: &Client,
     namespace: &str,
     count: usize,
+    processes: &[(&str, u32)],
 ) -> anyhow::Result<HelmComponentWriteRates> {
     ensure_namespace(client, namespace).await?;
     let api: Api<HelmComponent> = Api::namespaced(client.clone(), namespace);
@@ -409,6 +510,7 @@ pub async fn plain_helmcomponent_write_rates(
         async move { api.create(&PostParams::default(), &hc).await }
     })
     .await;
+    let meter = CpuMeter::start(processes);
     let patches = match &creates {
         Ok(_) => {
             writes_per_second(count, "HelmComponent status patches", |i| {
@@ -439,10 +541,12 @@ pub async fn plain_helmcomponent_write_rates(
         // Not read: the failed creates are the error returned below.
         Err(_) => Ok(0.0),
     };
+    let status_patch_cpu = meter.stop();
     clean_up(client, &api, namespace).await;
     Ok(HelmComponentWriteRates {
         create: creates?,
         status_patch: patches?,
+        status_patch_cpu,
     })
 }
 
@@ -456,6 +560,8 @@ pub struct LoadReport {
     pub per_kyma: Vec<Duration>,
     pub single_kyma: Duration,
     pub peak_rss_kib: Option<u64>,
+    /// The operator's CPU time from the first create until all succeeded.
+    pub operator_cpu: Option<Duration>,
     /// API server requests during the run, by verb.
     pub requests_by_verb: BTreeMap<String, f64>,
     /// API server requests during the run, by verb, resource, subresource and response code
@@ -494,6 +600,13 @@ impl LoadReport {
                 percentile(&self.per_kyma, 100.0).as_secs_f64()
             ),
         ];
+        if let Some(cpu) = self.operator_cpu {
+            lines.push(format!(
+                "operator CPU             {:.1} s = {:.2} cores while the Kymas ran",
+                cpu.as_secs_f64(),
+                cpu.as_secs_f64() / self.all_success_after.as_secs_f64().max(1e-9)
+            ));
+        }
         if let Some(kib) = self.peak_rss_kib {
             lines.push(format!(
                 "operator peak RSS        {:.1} MiB",
@@ -537,6 +650,7 @@ pub async fn run_load(
     let verbs_before = by_verb(client.clone()).await.unwrap_or_default();
     let resources_before = by_resource(client.clone()).await.unwrap_or_default();
     let watch = SuccessWatch::start(client, namespace);
+    let cpu = operator_pid.map(|pid| CpuMeter::start(&[("operator", pid)]));
     let start = Instant::now();
     let sent = create_kymas(client, kymas, rate).await?;
     let created_in = start.elapsed();
@@ -558,6 +672,7 @@ pub async fn run_load(
             .map_err(|done| {
                 anyhow::anyhow!("only {done}/{count} Kymas reached success within {timeout:?}")
             })?;
+        report.operator_cpu = cpu.and_then(|meter| meter.stop().of("operator"));
         report.all_success_after = seen
             .values()
             .map(|at| at.duration_since(start))

@@ -4,8 +4,9 @@
 //! with everything present. Prints the single-Kyma time, the time until all of the many reached
 //! `success` and its ratio to the single time, writes per Kyma, the write rates a plain client
 //! gets from the same API server for ConfigMap creates and for the HelmComponent writes the
-//! controllers make and the floors they set, the requests refused with 429, the operator's peak
-//! RSS and work-queue depth, and what the restart cost. Nothing here is asserted against a
+//! controllers make and the floors they set, the CPU the API server, etcd and the operator used
+//! during the run and the API server's CPU per write against the plain client's, the requests
+//! refused with 429, the operator's peak RSS and work-queue depth, and what the restart cost. Nothing here is asserted against a
 //! clock: the figures are the result.
 //!
 //! Ignored by `make test`; run with
@@ -25,13 +26,13 @@ use ontap_operator::controllers::kyma::STANDARD_COMPONENTS;
 use ontap_operator::controllers::kyma::component::CONTROLLER as COMPONENT_CONTROLLER;
 use ontap_operator::controllers::kyma::kyma::CONTROLLER as KYMA_CONTROLLER;
 use ontap_operator::measure::{
-    LoadReport, WRITE_VERBS, loadavg, plain_helmcomponent_write_rates, plain_write_rate,
-    proc_status_kb, run_load, single_kyma_time,
+    CpuMeter, CpuUse, LoadReport, WRITE_VERBS, loadavg, plain_helmcomponent_write_rates,
+    plain_write_rate, proc_status_kb, run_load, single_kyma_time,
 };
 use support::kyma::{helm, kyma_identity};
 use support::metrics::{kube_writes, metric_sum, metric_sums};
 use support::operator::OperatorProcess;
-use support::{env, tail, try_poll};
+use support::{control_plane, env, tail, try_poll};
 
 /// Generous: at time scale 1 and 1,000 Kymas, minutes.
 const ALL_SUCCESS_WITHIN: Duration = Duration::from_secs(30 * 60);
@@ -142,6 +143,31 @@ impl Bench {
     }
 }
 
+/// The control plane's processes, when this binary started it (`hack/control-plane.sh` records
+/// `etcd-pid apiserver-pid` in its folder); none on an existing cluster.
+fn control_plane_processes() -> Vec<(&'static str, u32)> {
+    let Some(dir) = &control_plane().dir else {
+        return Vec::new();
+    };
+    let pids = std::fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    let pids: Vec<u32> = pids
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    match pids[..] {
+        [etcd, apiserver] => vec![("kube-apiserver", apiserver), ("etcd", etcd)],
+        _ => Vec::new(),
+    }
+}
+
+/// The API server's CPU per write during `cpu`, in milliseconds.
+fn apiserver_ms_per_write(cpu: &CpuUse, writes: f64) -> String {
+    match cpu.of("kube-apiserver") {
+        Some(used) => format!("{:.2} ms", used.as_secs_f64() * 1000.0 / writes.max(1.0)),
+        None => "unknown".to_owned(),
+    }
+}
+
 /// The operator's own requests by method, from its client metrics.
 fn operator_requests(metrics: &str) -> BTreeMap<String, f64> {
     metric_sums(metrics, "rest_client_requests_total", "method")
@@ -193,7 +219,12 @@ async fn bench_kymas_created_at_once() {
     bench.restart().await;
     let writes_before = kube_writes(&bench.operator.metrics_text().await);
     let many_ns = format!("{}-many", env.namespace);
+    let plane = control_plane_processes();
+    let mut measured = plane.clone();
+    measured.push(("operator", bench.operator.pid()));
+    let run_meter = CpuMeter::start(&measured);
     let (report, peaks, metrics) = bench.run(&client, &many_ns, many, single_time).await;
+    let run_cpu = run_meter.stop();
     let operator_writes = kube_writes(&metrics) - writes_before;
 
     // The API server's own write rates, from a plain client without a client-side limit, with
@@ -205,7 +236,7 @@ async fn bench_kymas_created_at_once() {
         .await
         .unwrap();
     let hc_ns = format!("{}-plain-hc", env.namespace);
-    let hc_rates = plain_helmcomponent_write_rates(&client, &hc_ns, PLAIN_WRITES)
+    let hc_rates = plain_helmcomponent_write_rates(&client, &hc_ns, PLAIN_WRITES, &plane)
         .await
         .unwrap();
     let writes = report.writes();
@@ -283,6 +314,18 @@ async fn bench_kymas_created_at_once() {
         fair_floor.as_secs_f64(),
         report.all_success_after.as_secs_f64()
             / fair_floor.max(single_time).as_secs_f64().max(1e-9)
+    ));
+    // Where the cores went: when the API server's CPU per write in the run exceeds the probe's,
+    // the run cannot reach the floor however the operator orders its writes.
+    out.push(format!(
+        "CPU, the {many} Kymas      {}; the API server spent {} per write",
+        run_cpu.line(),
+        apiserver_ms_per_write(&run_cpu, writes)
+    ));
+    out.push(format!(
+        "CPU, plain status patches {}; the API server spent {} per write",
+        hc_rates.status_patch_cpu.line(),
+        apiserver_ms_per_write(&hc_rates.status_patch_cpu, PLAIN_WRITES as f64)
     ));
     out.push(format!(
         "refused with 429         {} requests (the API server's in-flight limit; retried by the client)",
