@@ -204,8 +204,8 @@ pub struct RunArgs {
     /// interval): 10 makes a standard Kyma take 6.7 s instead of 67 s. For tests.
     #[arg(long, env = "ONTAP_OPERATOR_KYMA_TIME_SCALE", default_value_t = 1.0)]
     pub kyma_time_scale: f64,
-    /// How often at most a reconciling Kyma's status.waitingFor is rewritten (reconciling and
-    /// success are written at once).
+    /// How long after a Kyma began reconciling its status.waitingFor may be refreshed, once
+    /// (reconciling and success are written at once: three status writes per Kyma).
     #[arg(long, env = "ONTAP_OPERATOR_KYMA_PROGRESS_INTERVAL", value_parser = humantime::parse_duration, default_value = "40s")]
     pub kyma_progress_interval: Duration,
     /// Scheduling, concurrency and client rate limits of the reconcile engine.

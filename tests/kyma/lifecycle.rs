@@ -144,6 +144,40 @@ async fn a_standard_kyma_reaches_success_with_exactly_its_children() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kyma_writes_its_status_three_times_however_long_it_waits() {
+    // A progress interval of 8 s / 20 = 0.4 s: a standard Kyma waits through eight of them,
+    // its components reaching success at eighteen different times.
+    let world = KymaWorld::start(&["--kyma-progress-interval=8s"]).await;
+    let kymas = StatusLog::start(world.kymas(), |k: &ontap_operator::api::kyma::Kyma| {
+        k.status.clone()
+    });
+    let components: Vec<(&str, Option<&str>)> = STANDARD_COMPONENTS
+        .iter()
+        .map(|c| (*c, standard_namespace(c)))
+        .collect();
+    world.create_kyma("patient", &components).await;
+    world.wait_success("patient").await;
+
+    // The engine writes a status only when it differs, so each change the watch delivered is
+    // one write.
+    let mut writes = kymas.of("patient");
+    writes.dedup();
+    let states: Vec<_> = writes
+        .iter()
+        .map(|s| (s.status, s.waiting_for.len()))
+        .collect();
+    assert!(writes.len() <= 3, "status writes: {states:?}");
+    let first = writes.first().unwrap();
+    assert_eq!(first.status, Some(KymaState::Reconciling), "{states:?}");
+    assert_eq!(
+        first.waiting_for.len(),
+        STANDARD_COMPONENTS.len(),
+        "{states:?}"
+    );
+    assert_eq!(writes.last().unwrap().status, Some(KymaState::Success));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_removed_from_the_list_loses_its_child() {
     let world = KymaWorld::start(&[]).await;
     world

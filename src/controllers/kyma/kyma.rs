@@ -7,8 +7,11 @@
 //!
 //! Writes are what the scale benchmark counts: a child is created once (creates whose watch
 //! event has not arrived yet are remembered, so a pass woken by a sibling's event does not post
-//! them again), and `waitingFor` is refreshed at most every progress interval while the status
-//! stays `reconciling` — `reconciling` and `success` themselves are written at once.
+//! them again), and `waitingFor` is refreshed once while the status stays `reconciling`, at its
+//! first change a progress interval or more after `reconciling` was written — `reconciling` and
+//! `success` themselves are written at once. So a Kyma writes its status three times however long
+//! it waits: a thousand Kymas created at once take several lifecycles, and a refresh every
+//! interval would cost each of them one write per interval.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -78,9 +81,8 @@ pub fn register(
             KymaReconciler {
                 client,
                 components,
-                progress_interval: lifecycle.scaled(progress_interval.as_secs_f64()),
                 expected: Expectations::default(),
-                progress: Mutex::new(HashMap::new()),
+                progress: Progress::new(lifecycle.scaled(progress_interval.as_secs_f64())),
             },
         )
         // Thousands of Kymas, each read by its own pass only.
@@ -94,11 +96,107 @@ pub fn register(
 pub struct KymaReconciler {
     client: Client,
     components: SharedCache<HelmComponent>,
-    /// `waitingFor` changes are written at most this often while reconciling.
-    progress_interval: Duration,
     expected: Expectations,
-    /// When each reconciling Kyma's `waitingFor` was last changed, by a hash of its UID.
-    progress: Mutex<HashMap<u64, Instant>>,
+    progress: Progress,
+}
+
+/// When each reconciling Kyma's `waitingFor` may be refreshed, by a hash of its UID.
+struct Progress {
+    /// The least time between `reconciling` and the refresh of its `waitingFor`.
+    interval: Duration,
+    episodes: Mutex<HashMap<u64, Episode>>,
+}
+
+/// A Kyma's time in `reconciling`, as far as this process has seen it.
+#[derive(Clone, Copy, Debug)]
+struct Episode {
+    /// When its `waitingFor` was last written.
+    written: Instant,
+    /// Whether the one refresh of `waitingFor` has been written.
+    refreshed: bool,
+}
+
+impl Progress {
+    fn new(interval: Duration) -> Self {
+        Progress {
+            interval,
+            episodes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The `waitingFor` to show at `now`: `computed`, unless the status stays `reconciling`
+    /// with components only leaving the list and the refresh is not due — then `current`, and
+    /// when the refresh is due (`None`: not before `success`).
+    fn show(
+        &self,
+        kyma_key: u64,
+        current: &KymaStatus,
+        computed: Vec<String>,
+        now: Instant,
+    ) -> (Vec<String>, Option<Duration>) {
+        let mut episodes = self.episodes.lock().unwrap_or_else(PoisonError::into_inner);
+        if computed.is_empty() {
+            episodes.remove(&kyma_key);
+            return (computed, None);
+        }
+        let started = Episode {
+            written: now,
+            refreshed: false,
+        };
+        if current.status != Some(KymaState::Reconciling) {
+            episodes.insert(kyma_key, started);
+            return (computed, None);
+        }
+        if current.waiting_for == computed {
+            return (computed, None);
+        }
+        // A component the list does not show yet (the spec grew): news, written at once.
+        if computed.iter().any(|c| !current.waiting_for.contains(c)) {
+            episodes.insert(kyma_key, started);
+            return (computed, None);
+        }
+        match episodes.get_mut(&kyma_key) {
+            Some(episode) if episode.refreshed => (current.waiting_for.clone(), None),
+            Some(episode) => {
+                let since = now.saturating_duration_since(episode.written);
+                if since < self.interval {
+                    (current.waiting_for.clone(), Some(self.interval - since))
+                } else {
+                    episode.written = now;
+                    episode.refreshed = true;
+                    (computed, None)
+                }
+            }
+            // Reconciling since before this process started: its one refresh is now.
+            None => {
+                episodes.insert(
+                    kyma_key,
+                    Episode {
+                        written: now,
+                        refreshed: true,
+                    },
+                );
+                (computed, None)
+            }
+        }
+    }
+
+    /// A `waitingFor` written at once, not held back (a failing pass writes its status anyway).
+    fn written_now(&self, kyma_key: u64, now: Instant) {
+        let mut episodes = self.episodes.lock().unwrap_or_else(PoisonError::into_inner);
+        let episode = episodes.entry(kyma_key).or_insert(Episode {
+            written: now,
+            refreshed: false,
+        });
+        episode.written = now;
+    }
+
+    fn forget(&self, kyma_key: u64) {
+        self.episodes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&kyma_key);
+    }
 }
 
 fn key(s: &str) -> u64 {
@@ -289,46 +387,6 @@ impl KymaReconciler {
         Ok(n)
     }
 
-    /// The `waitingFor` to show now: `computed`, unless the status stays `reconciling` and the
-    /// last change was less than the progress interval ago — then the current one, and when the
-    /// rest of the interval is over.
-    fn progress(
-        &self,
-        kyma_key: u64,
-        current: &KymaStatus,
-        computed: Vec<String>,
-    ) -> (Vec<String>, Option<Duration>) {
-        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        if computed.is_empty() {
-            progress.remove(&kyma_key);
-            return (computed, None);
-        }
-        if current.status != Some(KymaState::Reconciling) || current.waiting_for == computed {
-            if current.waiting_for != computed {
-                progress.insert(kyma_key, Instant::now());
-            }
-            return (computed, None);
-        }
-        match progress.get(&kyma_key) {
-            Some(at) if at.elapsed() < self.progress_interval => (
-                current.waiting_for.clone(),
-                Some(self.progress_interval - at.elapsed()),
-            ),
-            _ => {
-                progress.insert(kyma_key, Instant::now());
-                (computed, None)
-            }
-        }
-    }
-
-    /// `progress` for a `waitingFor` written at once, not held back.
-    fn progress_now(&self, kyma_key: u64) {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(kyma_key, Instant::now());
-    }
-
     /// The steps that make the children what the spec lists: missing ones created, changed
     /// ones repaired, unlisted ones deleted.
     async fn children_match_spec(
@@ -460,7 +518,9 @@ impl Reconciler for KymaReconciler {
             .map(|c| c.name.clone())
             .collect();
         let kyma_key = key(&kyma.uid().unwrap_or_default());
-        let (waiting_for, refresh) = self.progress(kyma_key, status, waiting.clone());
+        let (waiting_for, refresh) =
+            self.progress
+                .show(kyma_key, status, waiting.clone(), Instant::now());
         let held_back = waiting_for != waiting;
         set_waiting(status, waiting_for);
 
@@ -472,7 +532,7 @@ impl Reconciler for KymaReconciler {
                 // A failing pass writes its status anyway (the halt's attempts change): holding
                 // `waitingFor` back saves no write and would leave it stale for the whole
                 // backoff.
-                self.progress_now(kyma_key);
+                self.progress.written_now(kyma_key, Instant::now());
                 set_waiting(status, waiting);
             }
             return Err(halt);
@@ -519,16 +579,86 @@ impl Reconciler for KymaReconciler {
     }
 
     fn forget(&self, kyma: &Kyma) {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key(&kyma.uid().unwrap_or_default()));
+        self.progress.forget(key(&kyma.uid().unwrap_or_default()));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn reconciling(waiting: &[&str]) -> KymaStatus {
+        KymaStatus {
+            status: Some(KymaState::Reconciling),
+            waiting_for: waiting.iter().map(|c| (*c).to_owned()).collect(),
+            ..KymaStatus::default()
+        }
+    }
+
+    fn list(names: &[&str]) -> Vec<String> {
+        names.iter().map(|c| (*c).to_owned()).collect()
+    }
+
+    #[test]
+    fn waiting_for_is_refreshed_once_between_reconciling_and_success() {
+        let interval = Duration::from_secs(40);
+        let progress = Progress::new(interval);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+
+        // The first pass writes reconciling with everything.
+        let (shown, refresh) = progress.show(
+            1,
+            &KymaStatus::default(),
+            list(&["a", "b", "c", "d"]),
+            at(0),
+        );
+        assert_eq!((shown, refresh), (list(&["a", "b", "c", "d"]), None));
+        let status = reconciling(&["a", "b", "c", "d"]);
+
+        // A component done within the interval: held back until the interval is over.
+        let (shown, refresh) = progress.show(1, &status, list(&["b", "c", "d"]), at(10));
+        assert_eq!(shown, list(&["a", "b", "c", "d"]));
+        assert_eq!(refresh, Some(Duration::from_secs(30)));
+
+        // After it: the one refresh.
+        let (shown, refresh) = progress.show(1, &status, list(&["c", "d"]), at(45));
+        assert_eq!((shown, refresh), (list(&["c", "d"]), None));
+        let status = reconciling(&["c", "d"]);
+
+        // Later changes wait for success, however long it takes: three writes in all.
+        for later in [90, 400, 4000] {
+            let (shown, refresh) = progress.show(1, &status, list(&["d"]), at(later));
+            assert_eq!((shown, refresh), (list(&["c", "d"]), None), "at {later} s");
+        }
+        let (shown, _) = progress.show(1, &status, Vec::new(), at(4001));
+        assert!(shown.is_empty(), "success is written at once");
+    }
+
+    #[test]
+    fn a_component_added_to_the_list_is_shown_at_once() {
+        let progress = Progress::new(Duration::from_secs(40));
+        let t0 = Instant::now();
+        progress.show(1, &KymaStatus::default(), list(&["a", "b"]), t0);
+        let (shown, refresh) = progress.show(
+            1,
+            &reconciling(&["a", "b"]),
+            list(&["a", "b", "new"]),
+            t0 + Duration::from_secs(1),
+        );
+        assert_eq!((shown, refresh), (list(&["a", "b", "new"]), None));
+    }
+
+    #[test]
+    fn a_kyma_reconciling_since_before_a_restart_gets_its_refresh_at_once() {
+        let progress = Progress::new(Duration::from_secs(40));
+        let t0 = Instant::now();
+        let (shown, _) = progress.show(7, &reconciling(&["a", "b", "c"]), list(&["b", "c"]), t0);
+        assert_eq!(shown, list(&["b", "c"]), "the refresh, at once");
+        let later = t0 + Duration::from_secs(100);
+        let (shown, refresh) = progress.show(7, &reconciling(&["b", "c"]), list(&["c"]), later);
+        assert_eq!((shown, refresh), (list(&["b", "c"]), None), "and only once");
+    }
 
     #[test]
     fn expectations_hold_until_the_cache_catches_up() {

@@ -54,7 +54,7 @@ pub struct KymaSettings {
     pub helm: PathBuf,
     /// Every lifecycle duration (and the progress interval) is divided by this.
     pub time_scale: f64,
-    /// `waitingFor` is refreshed at most this often while a Kyma is reconciling.
+    /// `waitingFor` is refreshed once, this long or more after a Kyma began reconciling.
     pub progress_interval: Duration,
     /// Where the render metrics are recorded.
     pub render_metrics: RenderMetrics,
@@ -71,8 +71,8 @@ impl Default for KymaSettings {
     }
 }
 
-/// The default of `--kyma-progress-interval`: a standard Kyma takes 67 s, so `waitingFor` is
-/// written at the start, once about halfway and with `success` — three status writes.
+/// The default of `--kyma-progress-interval`: a standard Kyma takes 67 s, so its one refresh
+/// of `waitingFor` comes about halfway — three status writes with `reconciling` and `success`.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(40);
 
 /// Registers the Kyma and HelmComponent controllers.
