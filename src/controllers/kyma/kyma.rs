@@ -11,7 +11,8 @@
 //! first change a progress interval or more after `reconciling` was written — `reconciling` and
 //! `success` themselves are written at once. So a Kyma writes its status three times however long
 //! it waits: a thousand Kymas created at once take several lifecycles, and a refresh every
-//! interval would cost each of them one write per interval.
+//! interval would cost each of them one write per interval. A change of the listed components
+//! is written at once.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -125,13 +126,15 @@ impl Progress {
     }
 
     /// The `waitingFor` to show at `now`: `computed`, unless the status stays `reconciling`
-    /// with components only leaving the list and the refresh is not due — then `current`, and
-    /// when the refresh is due (`None`: not before `success`).
+    /// with components only reaching success and the refresh is not due — then `current`, and
+    /// when the refresh is due (`None`: not before `success`). `listed` are the components the
+    /// spec lists.
     fn show(
         &self,
         kyma_key: u64,
         current: &KymaStatus,
         computed: Vec<String>,
+        listed: &[&str],
         now: Instant,
     ) -> (Vec<String>, Option<Duration>) {
         let mut episodes = self.episodes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -150,8 +153,14 @@ impl Progress {
         if current.waiting_for == computed {
             return (computed, None);
         }
-        // A component the list does not show yet (the spec grew): news, written at once.
-        if computed.iter().any(|c| !current.waiting_for.contains(c)) {
+        // The spec changed: a component the list does not show yet, or one it shows that is no
+        // longer listed, is news, written at once.
+        if computed.iter().any(|c| !current.waiting_for.contains(c))
+            || current
+                .waiting_for
+                .iter()
+                .any(|c| !listed.contains(&c.as_str()))
+        {
             episodes.insert(kyma_key, started);
             return (computed, None);
         }
@@ -518,9 +527,19 @@ impl Reconciler for KymaReconciler {
             .map(|c| c.name.clone())
             .collect();
         let kyma_key = key(&kyma.uid().unwrap_or_default());
-        let (waiting_for, refresh) =
-            self.progress
-                .show(kyma_key, status, waiting.clone(), Instant::now());
+        let components: Vec<&str> = kyma
+            .spec
+            .components
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        let (waiting_for, refresh) = self.progress.show(
+            kyma_key,
+            status,
+            waiting.clone(),
+            &components,
+            Instant::now(),
+        );
         let held_back = waiting_for != waiting;
         set_waiting(status, waiting_for);
 
@@ -599,64 +618,82 @@ mod tests {
         names.iter().map(|c| (*c).to_owned()).collect()
     }
 
+    /// The components the Kyma of these tests lists.
+    const LISTED: [&str; 5] = ["a", "b", "c", "d", "new"];
+
     #[test]
     fn waiting_for_is_refreshed_once_between_reconciling_and_success() {
         let interval = Duration::from_secs(40);
         let progress = Progress::new(interval);
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
+        let show = |status: &KymaStatus, computed: &[&str], s: u64| {
+            progress.show(1, status, list(computed), &LISTED, at(s))
+        };
 
         // The first pass writes reconciling with everything.
-        let (shown, refresh) = progress.show(
-            1,
-            &KymaStatus::default(),
-            list(&["a", "b", "c", "d"]),
-            at(0),
-        );
+        let (shown, refresh) = show(&KymaStatus::default(), &["a", "b", "c", "d"], 0);
         assert_eq!((shown, refresh), (list(&["a", "b", "c", "d"]), None));
         let status = reconciling(&["a", "b", "c", "d"]);
 
         // A component done within the interval: held back until the interval is over.
-        let (shown, refresh) = progress.show(1, &status, list(&["b", "c", "d"]), at(10));
+        let (shown, refresh) = show(&status, &["b", "c", "d"], 10);
         assert_eq!(shown, list(&["a", "b", "c", "d"]));
         assert_eq!(refresh, Some(Duration::from_secs(30)));
 
         // After it: the one refresh.
-        let (shown, refresh) = progress.show(1, &status, list(&["c", "d"]), at(45));
+        let (shown, refresh) = show(&status, &["c", "d"], 45);
         assert_eq!((shown, refresh), (list(&["c", "d"]), None));
         let status = reconciling(&["c", "d"]);
 
         // Later changes wait for success, however long it takes: three writes in all.
         for later in [90, 400, 4000] {
-            let (shown, refresh) = progress.show(1, &status, list(&["d"]), at(later));
+            let (shown, refresh) = show(&status, &["d"], later);
             assert_eq!((shown, refresh), (list(&["c", "d"]), None), "at {later} s");
         }
-        let (shown, _) = progress.show(1, &status, Vec::new(), at(4001));
+        let (shown, _) = show(&status, &[], 4001);
         assert!(shown.is_empty(), "success is written at once");
     }
 
     #[test]
-    fn a_component_added_to_the_list_is_shown_at_once() {
+    fn a_change_of_the_listed_components_is_shown_at_once() {
         let progress = Progress::new(Duration::from_secs(40));
         let t0 = Instant::now();
-        progress.show(1, &KymaStatus::default(), list(&["a", "b"]), t0);
+        let soon = t0 + Duration::from_secs(1);
+        progress.show(1, &KymaStatus::default(), list(&["a", "b"]), &LISTED, t0);
         let (shown, refresh) = progress.show(
             1,
             &reconciling(&["a", "b"]),
             list(&["a", "b", "new"]),
-            t0 + Duration::from_secs(1),
+            &LISTED,
+            soon,
         );
-        assert_eq!((shown, refresh), (list(&["a", "b", "new"]), None));
+        assert_eq!((shown, refresh), (list(&["a", "b", "new"]), None), "added");
+        let (shown, refresh) = progress.show(
+            1,
+            &reconciling(&["a", "b", "new"]),
+            list(&["a", "b"]),
+            &["a", "b"],
+            soon,
+        );
+        assert_eq!((shown, refresh), (list(&["a", "b"]), None), "removed");
     }
 
     #[test]
     fn a_kyma_reconciling_since_before_a_restart_gets_its_refresh_at_once() {
         let progress = Progress::new(Duration::from_secs(40));
         let t0 = Instant::now();
-        let (shown, _) = progress.show(7, &reconciling(&["a", "b", "c"]), list(&["b", "c"]), t0);
+        let (shown, _) = progress.show(
+            7,
+            &reconciling(&["a", "b", "c"]),
+            list(&["b", "c"]),
+            &LISTED,
+            t0,
+        );
         assert_eq!(shown, list(&["b", "c"]), "the refresh, at once");
         let later = t0 + Duration::from_secs(100);
-        let (shown, refresh) = progress.show(7, &reconciling(&["b", "c"]), list(&["c"]), later);
+        let (shown, refresh) =
+            progress.show(7, &reconciling(&["b", "c"]), list(&["c"]), &LISTED, later);
         assert_eq!((shown, refresh), (list(&["b", "c"]), None), "and only once");
     }
 
