@@ -463,7 +463,8 @@ pub struct HelmComponentWriteRates {
     /// HelmComponent creates (a Kyma's child creates).
     pub create: f64,
     /// Merge patches of a HelmComponent's status subresource (the HelmComponent controller's
-    /// transitions), each with a status, a timestamp and a condition.
+    /// transitions), each with a status, a timestamp and three conditions: over one patch of
+    /// each object without a status and one of each object with it.
     pub status_patch: f64,
     /// The CPU the measured processes used during the status patches.
     pub status_patch_cpu: CpuUse,
@@ -478,7 +479,8 @@ impl HelmComponentWriteRates {
 
 /// The API server's rates for the writes the Kyma controllers make, as a plain client (no
 /// client-side limit, 32 requests in flight) sees them: `count` HelmComponents created, then
-/// `count` patches of their status, in a namespace of their own that is deleted afterwards.
+/// two rounds of `count` patches of their status, in a namespace of their own that is deleted
+/// afterwards.
 /// The CPU that `processes` (name, pid) use during the patches is measured too.
 ///
 /// A ConfigMap create is cheaper than a HelmComponent status patch (a custom resource: schema
@@ -513,30 +515,28 @@ pub async fn plain_helmcomponent_write_rates(
     let meter = CpuMeter::start(processes);
     let patches = match &creates {
         Ok(_) => {
-            writes_per_second(count, "HelmComponent status patches", |i| {
-                let api = api.clone();
-                // What the HelmComponent controller's first transition writes.
-                let now = k8s_openapi::jiff::Timestamp::now();
-                let patch = serde_json::json!({"status": {
-                    "status": "pending",
-                    "lastReconciliation": MicroTime(now),
-                    "observedGeneration": 1,
-                    "conditions": [{
-                        "type": "Ready",
-                        "status": "False",
-                        "reason": "Progressing",
-                        "message": "write rate probe",
-                        "lastTransitionTime": Time(now),
-                        "observedGeneration": 1,
-                    }],
-                }});
-                let name = name(i);
-                async move {
-                    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                }
-            })
-            .await
+            // Two transitions per object, as the HelmComponent controller writes them: the
+            // first gives an object without a status its three conditions, the second (like
+            // the four after it) patches an object that holds them.
+            let mut rates = Vec::new();
+            for state in ["pending", "started"] {
+                let rate = writes_per_second(count, "HelmComponent status patches", |i| {
+                    let api = api.clone();
+                    let patch = serde_json::json!({ "status": probe_status(state) });
+                    let name = name(i);
+                    async move {
+                        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                    }
+                })
+                .await;
+                rates.push(rate);
+            }
+            rates
+                .into_iter()
+                .collect::<anyhow::Result<Vec<f64>>>()
+                // Equal counts: the rate over both is their harmonic mean.
+                .map(|r| r.len() as f64 / r.iter().map(|x| 1.0 / x.max(1e-9)).sum::<f64>())
         }
         // Not read: the failed creates are the error returned below.
         Err(_) => Ok(0.0),
@@ -547,6 +547,39 @@ pub async fn plain_helmcomponent_write_rates(
         create: creates?,
         status_patch: patches?,
         status_patch_cpu,
+    })
+}
+
+/// A HelmComponent status in `state` as the HelmComponent controller writes it: the state, its
+/// time, and the conditions of its steps and of the whole.
+fn probe_status(state: &str) -> serde_json::Value {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let reason: String = state
+        .chars()
+        .take(1)
+        .flat_map(char::to_uppercase)
+        .chain(state.chars().skip(1))
+        .collect();
+    let message = format!("the installation is {state}");
+    let condition = |type_: &str, status: &str, reason: &str, message: &str| {
+        serde_json::json!({
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": Time(now),
+            "observedGeneration": 1,
+        })
+    };
+    serde_json::json!({
+        "status": state,
+        "lastReconciliation": MicroTime(now),
+        "observedGeneration": 1,
+        "conditions": [
+            condition("Ready", "False", &reason, &format!("Installed: {message}")),
+            condition("ChartRendered", "True", "Succeeded", ""),
+            condition("Installed", "False", &reason, &message),
+        ],
     })
 }
 
@@ -744,6 +777,29 @@ mod tests {
         );
         assert_eq!(ns("logging"), None);
         assert_eq!(single_kyma_time(1.0), Duration::from_secs(67));
+    }
+
+    #[test]
+    fn the_probe_writes_a_status_the_controller_would() {
+        let status: crate::api::kyma::HelmComponentStatus =
+            serde_json::from_value(probe_status("started")).expect("a HelmComponent status");
+        assert_eq!(
+            status.status,
+            Some(crate::api::kyma::HelmComponentState::Started)
+        );
+        let conditions: Vec<(&str, &str)> = status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.reason.as_str()))
+            .collect();
+        assert_eq!(
+            conditions,
+            [
+                ("Ready", "Started"),
+                ("ChartRendered", "Succeeded"),
+                ("Installed", "Started")
+            ]
+        );
     }
 
     #[test]
