@@ -550,6 +550,102 @@ pub async fn plain_helmcomponent_write_rates(
     })
 }
 
+/// What the least any controller could do took: the HelmComponent writes of a load run, sent as
+/// fast as the API server takes them, with a watch on them open.
+#[derive(Clone, Debug)]
+pub struct WatchedWrites {
+    pub creates: usize,
+    pub status_patches: usize,
+    pub took: Duration,
+    /// The CPU the measured processes used meanwhile.
+    pub cpu: CpuUse,
+}
+
+/// The HelmComponent writes `kymas` standard Kymas need — 18 creates each, then the five status
+/// transitions of every child, round by round, [`CREATE_CONCURRENCY`] in flight — with a watch
+/// on them open and read, as every controller has one, but nothing else: no lifecycle to wait
+/// for, no reconcile, no Kyma. In a namespace of its own, emptied afterwards. No Kyma controller
+/// may run meanwhile: it would take these HelmComponents for its own.
+///
+/// Against the floor the plain client's rates set, this says how close a controller can come
+/// at all on this API server.
+pub async fn watched_helmcomponent_writes(
+    client: &Client,
+    namespace: &str,
+    kymas: usize,
+    processes: &[(&str, u32)],
+) -> anyhow::Result<WatchedWrites> {
+    ensure_namespace(client, namespace).await?;
+    let api: Api<HelmComponent> = Api::namespaced(client.clone(), namespace);
+    let watch = tokio::spawn({
+        let api = api.clone();
+        async move {
+            let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()));
+            while stream.next().await.is_some() {}
+        }
+    });
+    let names: Vec<(String, &str)> = (1..=kymas)
+        .flat_map(|k| {
+            STANDARD_COMPONENTS
+                .iter()
+                .map(move |c| (format!("{}-{c}", sample_name(k)), *c))
+        })
+        .collect();
+    let meter = CpuMeter::start(processes);
+    let start = Instant::now();
+    let result = async {
+        let created: Vec<Result<HelmComponent, kube::Error>> = futures::stream::iter(&names)
+            .map(|(name, component)| {
+                let api = api.clone();
+                let child = HelmComponent::new(
+                    name,
+                    HelmComponentSpec {
+                        component_name: (*component).to_owned(),
+                        chart_location: Some((*component).to_owned()),
+                        version: Some(crate::controllers::kyma::render::CHART_VERSION.to_owned()),
+                        namespace: standard_namespace(component).map(str::to_owned),
+                    },
+                );
+                async move { api.create(&PostParams::default(), &child).await }
+            })
+            .buffer_unordered(CREATE_CONCURRENCY)
+            .collect()
+            .await;
+        let failed = created.iter().filter(|r| r.is_err()).count();
+        anyhow::ensure!(failed == 0, "{failed} HelmComponent creates failed");
+        for state in ["pending", "started", "failing", "retrying", "success"] {
+            let patch = serde_json::json!({ "status": probe_status(state) });
+            let patched: Vec<Result<HelmComponent, kube::Error>> = futures::stream::iter(&names)
+                .map(|(name, _)| {
+                    let api = api.clone();
+                    let patch = &patch;
+                    async move {
+                        api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+                            .await
+                    }
+                })
+                .buffer_unordered(CREATE_CONCURRENCY)
+                .collect()
+                .await;
+            let failed = patched.iter().filter(|r| r.is_err()).count();
+            anyhow::ensure!(failed == 0, "{failed} HelmComponent status patches failed");
+        }
+        Ok(())
+    }
+    .await;
+    let took = start.elapsed();
+    let cpu = meter.stop();
+    watch.abort();
+    clean_up(client, &api, namespace).await;
+    result?;
+    Ok(WatchedWrites {
+        creates: names.len(),
+        status_patches: 5 * names.len(),
+        took,
+        cpu,
+    })
+}
+
 /// A HelmComponent status in `state` as the HelmComponent controller writes it: the state, its
 /// time, and the conditions of its steps and of the whole.
 fn probe_status(state: &str) -> serde_json::Value {

@@ -4,10 +4,11 @@
 //! with everything present. Prints the single-Kyma time, the time until all of the many reached
 //! `success` and its ratio to the single time, writes per Kyma, the write rates a plain client
 //! gets from the same API server for ConfigMap creates and for the HelmComponent writes the
-//! controllers make and the floors they set, the CPU the API server, etcd and the operator used
-//! during the run and the API server's CPU per write against the plain client's, the requests
-//! refused with 429, the operator's peak RSS and work-queue depth, and what the restart cost. Nothing here is asserted against a
-//! clock: the figures are the result.
+//! controllers make and the floors they set, how long the same HelmComponent writes take with
+//! only a watch around them (the least a controller can do), the CPU the API server, etcd and
+//! the operator used during the run and the API server's CPU per write against the plain
+//! client's, the requests refused with 429, the operator's peak RSS and work-queue depth, and
+//! what the restart cost. Nothing here is asserted against a clock: the figures are the result.
 //!
 //! Ignored by `make test`; run with
 //! `cargo test --release --test bench_kyma -- --ignored --nocapture`. `BENCH_KYMAS_MANY` sets N
@@ -27,7 +28,7 @@ use ontap_operator::controllers::kyma::component::CONTROLLER as COMPONENT_CONTRO
 use ontap_operator::controllers::kyma::kyma::CONTROLLER as KYMA_CONTROLLER;
 use ontap_operator::measure::{
     CpuMeter, CpuUse, LoadReport, WRITE_VERBS, loadavg, plain_helmcomponent_write_rates,
-    plain_write_rate, proc_status_kb, run_load, single_kyma_time,
+    plain_write_rate, proc_status_kb, run_load, single_kyma_time, watched_helmcomponent_writes,
 };
 use support::kyma::{helm, kyma_identity};
 use support::metrics::{kube_writes, metric_sum, metric_sums};
@@ -239,6 +240,12 @@ async fn bench_kymas_created_at_once() {
     let hc_rates = plain_helmcomponent_write_rates(&client, &hc_ns, PLAIN_WRITES, &plane)
         .await
         .unwrap();
+    // The same HelmComponent writes with nothing but a watch around them: how close to the
+    // floor any controller can come here.
+    let watched_ns = format!("{}-watched", env.namespace);
+    let watched = watched_helmcomponent_writes(&client, &watched_ns, many, &plane)
+        .await
+        .unwrap();
     let writes = report.writes();
     let floor = Duration::from_secs_f64(writes / plain_rate);
     let creates = report
@@ -326,6 +333,19 @@ async fn bench_kymas_created_at_once() {
         "CPU, plain status patches {}; the API server spent {} per write",
         hc_rates.status_patch_cpu.line(),
         apiserver_ms_per_write(&hc_rates.status_patch_cpu, 2.0 * PLAIN_WRITES as f64)
+    ));
+    let watched_floor = hc_rates.floor(watched.creates as f64, watched.status_patches as f64);
+    out.push(format!(
+        "watched writes only      {} HelmComponent creates + {} status patches, a watch open, nothing else: {:.1} s = {:.2} x their floor ({:.1} s); the API server spent {} per write",
+        watched.creates,
+        watched.status_patches,
+        watched.took.as_secs_f64(),
+        watched.took.as_secs_f64() / watched_floor.as_secs_f64().max(1e-9),
+        watched_floor.as_secs_f64(),
+        apiserver_ms_per_write(
+            &watched.cpu,
+            (watched.creates + watched.status_patches) as f64
+        )
     ));
     out.push(format!(
         "refused with 429         {} requests (the API server's in-flight limit; retried by the client)",
