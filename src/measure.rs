@@ -18,10 +18,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
 use crate::api::kyma::{
-    HelmComponent, HelmComponentSpec, Kyma, KymaComponent, KymaSpec, KymaState,
+    HelmComponent, HelmComponentState, Kyma, KymaComponent, KymaSpec, KymaState,
 };
 use crate::cli::KymaLoadArgs;
-use crate::controllers::kyma::component::Lifecycle;
+use crate::controllers::kyma::component::{Lifecycle, pascal};
+use crate::controllers::kyma::kyma::child_spec;
 use crate::controllers::kyma::{STANDARD_COMPONENTS, standard_namespace};
 
 /// Creates running at once when no rate is set.
@@ -498,17 +499,10 @@ pub async fn plain_helmcomponent_write_rates(
     let api: Api<HelmComponent> = Api::namespaced(client.clone(), namespace);
     let name = |i: usize| format!("write-rate-{i}");
     let component = STANDARD_COMPONENTS.first().copied().unwrap_or("istio");
+    let spec = child_spec(component, standard_namespace(component));
     let creates = writes_per_second(count, "HelmComponent creates", |i| {
         let api = api.clone();
-        let hc = HelmComponent::new(
-            &name(i),
-            HelmComponentSpec {
-                component_name: component.to_owned(),
-                chart_location: None,
-                version: None,
-                namespace: standard_namespace(component).map(str::to_owned),
-            },
-        );
+        let hc = HelmComponent::new(&name(i), spec.clone());
         async move { api.create(&PostParams::default(), &hc).await }
     })
     .await;
@@ -519,7 +513,7 @@ pub async fn plain_helmcomponent_write_rates(
             // first gives an object without a status its three conditions, the second (like
             // the four after it) patches an object that holds them.
             let mut rates = Vec::new();
-            for state in ["pending", "started"] {
+            for state in [TRANSITIONS[0], TRANSITIONS[1]] {
                 let rate = writes_per_second(count, "HelmComponent status patches", |i| {
                     let api = api.clone();
                     let patch = serde_json::json!({ "status": probe_status(state) });
@@ -594,43 +588,28 @@ pub async fn watched_helmcomponent_writes(
     let meter = CpuMeter::start(processes);
     let start = Instant::now();
     let result = async {
-        let created: Vec<Result<HelmComponent, kube::Error>> = futures::stream::iter(&names)
-            .map(|(name, component)| {
-                let api = api.clone();
-                let child = HelmComponent::new(
-                    name,
-                    HelmComponentSpec {
-                        component_name: (*component).to_owned(),
-                        chart_location: Some((*component).to_owned()),
-                        version: Some(crate::controllers::kyma::render::CHART_VERSION.to_owned()),
-                        namespace: standard_namespace(component).map(str::to_owned),
-                    },
-                );
-                async move { api.create(&PostParams::default(), &child).await }
-            })
-            .buffer_unordered(CREATE_CONCURRENCY)
-            .collect()
-            .await;
-        let failed = created.iter().filter(|r| r.is_err()).count();
-        anyhow::ensure!(failed == 0, "{failed} HelmComponent creates failed");
-        for state in ["pending", "started", "failing", "retrying", "success"] {
+        writes_per_second(names.len(), "HelmComponent creates", |i| {
+            let api = api.clone();
+            let (name, component) = &names[i];
+            let child =
+                HelmComponent::new(name, child_spec(component, standard_namespace(component)));
+            async move { api.create(&PostParams::default(), &child).await }
+        })
+        .await?;
+        for state in TRANSITIONS {
             let patch = serde_json::json!({ "status": probe_status(state) });
-            let patched: Vec<Result<HelmComponent, kube::Error>> = futures::stream::iter(&names)
-                .map(|(name, _)| {
-                    let api = api.clone();
-                    let patch = &patch;
-                    async move {
-                        api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
-                            .await
-                    }
-                })
-                .buffer_unordered(CREATE_CONCURRENCY)
-                .collect()
-                .await;
-            let failed = patched.iter().filter(|r| r.is_err()).count();
-            anyhow::ensure!(failed == 0, "{failed} HelmComponent status patches failed");
+            writes_per_second(names.len(), "HelmComponent status patches", |i| {
+                let api = api.clone();
+                let (name, _) = &names[i];
+                let patch = &patch;
+                async move {
+                    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+                        .await
+                }
+            })
+            .await?;
         }
-        Ok(())
+        anyhow::Ok(())
     }
     .await;
     let took = start.elapsed();
@@ -640,23 +619,27 @@ pub async fn watched_helmcomponent_writes(
     result?;
     Ok(WatchedWrites {
         creates: names.len(),
-        status_patches: 5 * names.len(),
+        status_patches: TRANSITIONS.len() * names.len(),
         took,
         cpu,
     })
 }
 
+/// The states a HelmComponent's status moves through, each one write.
+const TRANSITIONS: [HelmComponentState; 5] = [
+    HelmComponentState::Pending,
+    HelmComponentState::Started,
+    HelmComponentState::Failing,
+    HelmComponentState::Retrying,
+    HelmComponentState::Success,
+];
+
 /// A HelmComponent status in `state` as the HelmComponent controller writes it: the state, its
 /// time, and the conditions of its steps and of the whole.
-fn probe_status(state: &str) -> serde_json::Value {
+fn probe_status(state: HelmComponentState) -> serde_json::Value {
     let now = k8s_openapi::jiff::Timestamp::now();
-    let reason: String = state
-        .chars()
-        .take(1)
-        .flat_map(char::to_uppercase)
-        .chain(state.chars().skip(1))
-        .collect();
-    let message = format!("the installation is {state}");
+    let reason = pascal(state);
+    let message = format!("the installation is {}", state.as_str());
     let condition = |type_: &str, status: &str, reason: &str, message: &str| {
         serde_json::json!({
             "type": type_,
@@ -672,9 +655,9 @@ fn probe_status(state: &str) -> serde_json::Value {
         "lastReconciliation": MicroTime(now),
         "observedGeneration": 1,
         "conditions": [
-            condition("Ready", "False", &reason, &format!("Installed: {message}")),
+            condition("Ready", "False", reason, &format!("Installed: {message}")),
             condition("ChartRendered", "True", "Succeeded", ""),
-            condition("Installed", "False", &reason, &message),
+            condition("Installed", "False", reason, &message),
         ],
     })
 }
@@ -878,7 +861,8 @@ mod tests {
     #[test]
     fn the_probe_writes_a_status_the_controller_would() {
         let status: crate::api::kyma::HelmComponentStatus =
-            serde_json::from_value(probe_status("started")).expect("a HelmComponent status");
+            serde_json::from_value(probe_status(HelmComponentState::Started))
+                .expect("a HelmComponent status");
         assert_eq!(
             status.status,
             Some(crate::api::kyma::HelmComponentState::Started)

@@ -129,7 +129,8 @@ pub fn render_request(component: &HelmComponent) -> RenderRequest {
     }
 }
 
-fn pascal(state: HelmComponentState) -> &'static str {
+/// `state` as a condition reason.
+pub(crate) fn pascal(state: HelmComponentState) -> &'static str {
     match state {
         HelmComponentState::Pending => "Pending",
         HelmComponentState::Started => "Started",

@@ -272,13 +272,18 @@ fn desired_child(kyma: &Kyma, name: &str, namespace: Option<&str>) -> HelmCompon
             owner_references: kyma.controller_owner_ref(&()).map(|o| vec![o]),
             ..ObjectMeta::default()
         },
-        spec: HelmComponentSpec {
-            component_name: name.to_owned(),
-            chart_location: Some(name.to_owned()),
-            version: Some(CHART_VERSION.to_owned()),
-            namespace: namespace.map(str::to_owned),
-        },
+        spec: child_spec(name, namespace),
         status: None,
+    }
+}
+
+/// The spec of the child for component `name` installed into `namespace`.
+pub fn child_spec(name: &str, namespace: Option<&str>) -> HelmComponentSpec {
+    HelmComponentSpec {
+        component_name: name.to_owned(),
+        chart_location: Some(name.to_owned()),
+        version: Some(CHART_VERSION.to_owned()),
+        namespace: namespace.map(str::to_owned),
     }
 }
 
