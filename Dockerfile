@@ -13,10 +13,10 @@ RUN CGO_ENABLED=0 GOBIN=/out go install -trimpath -ldflags "-s -w" "helm.sh/helm
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
-COPY engine engine
+COPY crates crates
+COPY tools tools
 COPY mock-ontap/Cargo.toml mock-ontap/Cargo.toml
 COPY mock-ontap/src mock-ontap/src
-COPY charts charts
 COPY src src
 RUN cargo build --release --locked --bin ontap-operator
 

@@ -1,6 +1,5 @@
 use anyhow::Context;
-use clap::Parser;
-use ontap_operator::cli::{Cli, Command};
+use ontap_operator::cli::{self, Command};
 
 // jemalloc rather than glibc's malloc: the caches' long-lived objects are made between the
 // reconciles' short-lived ones, and glibc kept the holes those left resident (44.7 against
@@ -12,8 +11,12 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 async fn main() -> anyhow::Result<()> {
     // reqwest is built without a provider of its own, so ring (kube's) is rustls' only one.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    match Cli::parse().command {
-        Command::Run(args) => ontap_operator::runtime::run(*args).await,
+    let parsed = cli::parse();
+    match parsed.command {
+        Command::Run(args) => {
+            let flags = parsed.run_flags.unwrap_or_default();
+            ontap_operator::runtime::run(*args, flags).await
+        }
         Command::Crds(args) => match args.out_dir {
             None => {
                 print!("{}", ontap_operator::manifests::crds_yaml()?);
@@ -42,7 +45,6 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::KymaLoad(args) => ontap_operator::measure::kyma_load(args).await,
         Command::Version => {
             println!("ontap-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(())

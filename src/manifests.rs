@@ -1,11 +1,8 @@
 //! The generated manifests: `crds/`, `deploy/rbac.yaml` and the chart's ClusterRole rules (the
-//! operator's, the Gardener Extension controller's for `extension.enabled` and the Kyma
-//! controllers' for `kyma.enabled`),
-//! derived from the controllers' registrations so that a controller declares its CRD and the
-//! permissions it needs in one place. `make manifests` writes them; tests fail when the files
+//! operator's, and one file per part a chart switch adds: the Gardener Extension's for
+//! `extension.enabled`, the Kyma controllers' for `kyma.enabled`), derived from the features'
+//! registrations so that a controller declares its CRD and the permissions it needs in one place. `make manifests` writes them; tests fail when the files
 //! drift from what this module generates.
-
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{
@@ -13,124 +10,44 @@ use k8s_openapi::api::rbac::v1::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::ObjectMeta;
+use reconcile_engine::Identity;
+use reconcile_engine::feature::{Declarations, Offline};
 use serde::Serialize;
 
-use crate::controllers::connections::{ClientSettings, ClusterConnections};
-use crate::controllers::{self, ControllerContext, Scope};
-use kube::Client;
+use crate::deploy::{NAME, NAMESPACE, REPORTER_DOMAIN};
+use crate::features::FEATURES;
 
-use crate::engine::{Manager, ManagerConfig, ManagerError, Metrics, NoProbes, offline_client};
-use crate::runtime::health::Health;
-
-/// The name of the operator's ServiceAccount, ClusterRole and bindings.
-pub const NAME: &str = "ontap-operator";
-/// The namespace `deploy/` installs the operator into.
-pub const NAMESPACE: &str = "ontap-operator-system";
-
-/// What the registered controllers declare.
-pub struct Declarations {
-    /// Their CRDs, in registration order.
-    pub crds: Vec<CustomResourceDefinition>,
-    /// The ClusterRole rules they need, merged and sorted.
-    pub rules: Vec<PolicyRule>,
+/// What every feature declares, part by part, in the order of the features list.
+pub fn declarations() -> Result<Vec<Declarations>, ManifestError> {
+    let offline = Offline::new(Identity::new(REPORTER_DOMAIN));
+    let mut all = Vec::new();
+    for feature in FEATURES {
+        all.extend(feature.declarations(&offline)?);
+    }
+    Ok(all)
 }
 
-/// Runs `register` on a manager that never connects, and returns what `read` takes from it.
-fn offline<T>(
-    register: impl FnOnce(&mut Manager, Client, ClientSettings) -> Result<(), ManagerError>,
-    read: impl FnOnce(&Manager) -> T,
-) -> Result<T, ManifestError> {
-    // The offline client's buffer is a task: outside a runtime, a runtime of our own hosts it for
-    // as long as the declarations are read (it never runs: nothing is ever sent).
-    let own_runtime = match tokio::runtime::Handle::try_current() {
-        Ok(_) => None,
-        Err(_) => Some(
-            tokio::runtime::Builder::new_current_thread()
-                .build()
-                .map_err(ManifestError::Runtime)?,
-        ),
-    };
-    let _entered = own_runtime.as_ref().map(|rt| rt.enter());
-    let client = offline_client();
-    let config = ManagerConfig {
-        namespace: None,
-        engine: Default::default(),
-        identity: crate::runtime::identity(),
-        stuck_reconcile_after: std::time::Duration::from_secs(600),
-    };
-    let mut manager = Manager::new(
-        client.clone(),
-        config,
-        Arc::new(Metrics::unregistered()),
-        Arc::new(NoProbes),
-    );
-    let settings = ClientSettings::default();
-    register(&mut manager, client, settings)?;
-    Ok(read(&manager))
+/// The ClusterRole rules of every installation: the parts no switch turns on.
+fn base_rules(declarations: &[Declarations]) -> Vec<PolicyRule> {
+    let rules: Vec<PolicyRule> = declarations
+        .iter()
+        .filter(|part| part.switch.is_none())
+        .flat_map(|part| part.rules.iter().cloned())
+        .collect();
+    reconcile_engine::manager::merge_rules(&rules)
 }
 
-/// Registers every controller with a manager that never connects, and reads its declarations.
-pub fn declarations() -> Result<Declarations, ManifestError> {
-    offline(
-        |manager, client, ontap| {
-            controllers::register_all(
-                manager,
-                &ControllerContext {
-                    client,
-                    ontap,
-                    health: Health::new(),
-                    scope: Scope::default(),
-                    extension: None,
-                    ontap_enabled: true,
-                    kyma: None,
-                },
-            )
-        },
-        |manager| Declarations {
-            crds: manager.crds(),
-            rules: manager.rbac_rules(),
-        },
-    )
+/// The ClusterRole rules of every installation of the operator (`deploy/rbac.yaml`).
+pub fn rules() -> Result<Vec<PolicyRule>, ManifestError> {
+    Ok(base_rules(&declarations()?))
 }
 
-/// The ClusterRole rules the Gardener Extension controller needs, read from its registration
-/// alone: the chart adds them when `extension.enabled`.
-pub fn extension_rules() -> Result<Vec<PolicyRule>, ManifestError> {
-    offline(
-        |manager, client, ontap| {
-            controllers::extension::controller::register(
-                manager,
-                ClusterConnections::new(client, ontap),
-                controllers::extension::controller::ExtensionSettings::default(),
-            )
-        },
-        Manager::rbac_rules,
-    )
-}
-
-/// The Kyma controllers' CRDs and ClusterRole rules, read from their registrations alone: the
-/// chart adds the rules when `kyma.enabled`.
-pub fn kyma_declarations() -> Result<Declarations, ManifestError> {
-    offline(
-        |manager, client, _| {
-            controllers::kyma::register(
-                manager,
-                client,
-                &controllers::kyma::KymaSettings::default(),
-            )
-        },
-        |manager| Declarations {
-            crds: manager.crds(),
-            rules: manager.rbac_rules(),
-        },
-    )
-}
-
-/// Every CRD this operator owns, in a stable order: the ONTAP kinds, then the Kyma kinds.
+/// Every CRD this operator owns, in a stable order: the features' order.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, ManifestError> {
-    let mut crds = declarations()?.crds;
-    crds.extend(kyma_declarations()?.crds);
-    Ok(crds)
+    Ok(declarations()?
+        .into_iter()
+        .flat_map(|part| part.crds)
+        .collect())
 }
 
 /// Why a manifest could not be generated.
@@ -138,13 +55,10 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ManifestError> {
 pub enum ManifestError {
     /// The registrations do not fit together.
     #[error(transparent)]
-    Wiring(#[from] crate::engine::ManagerError),
+    Wiring(#[from] reconcile_engine::ManagerError),
     /// A manifest did not serialize.
     #[error("serializing a manifest: {0}")]
     Yaml(#[from] serde_yaml::Error),
-    /// No runtime could be made to read the declarations in.
-    #[error("starting a runtime to read the controllers' declarations: {0}")]
-    Runtime(std::io::Error),
 }
 
 /// Each CRD as (`<plural>.<group>.yaml`, its YAML): the contents of `crds/`.
@@ -199,7 +113,7 @@ fn value<T: Serialize>(object: &T) -> Result<serde_yaml::Value, ManifestError> {
 /// `deploy/rbac.yaml`: the ServiceAccount, the ClusterRole with the registrations' rules, its
 /// binding, and the Role for the leader election Lease in the operator's own namespace.
 pub fn rbac_yaml() -> Result<String, ManifestError> {
-    let rules = declarations()?.rules;
+    let rules = rules()?;
     let subject = || Subject {
         kind: "ServiceAccount".to_owned(),
         name: NAME.to_owned(),
@@ -322,26 +236,27 @@ fn aggregated_roles() -> Result<Vec<serde_yaml::Value>, ManifestError> {
     ])
 }
 
-/// The chart's ClusterRole rules (`deploy/chart/files/clusterrole-rules.yaml`), included by its
-/// template so the chart and `deploy/` cannot disagree.
-pub fn chart_rules_yaml() -> Result<String, ManifestError> {
-    let rules = declarations()?.rules;
-    Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
-}
-
-/// The Extension controller's ClusterRole rules
-/// (`deploy/chart/files/clusterrole-rules-extension.yaml`), which the chart adds when
-/// `extension.enabled`.
-pub fn chart_extension_rules_yaml() -> Result<String, ManifestError> {
-    let rules = extension_rules()?;
-    Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
-}
-
-/// The Kyma controllers' ClusterRole rules (`deploy/chart/files/clusterrole-rules-kyma.yaml`),
-/// which the chart adds when `kyma.enabled`.
-pub fn chart_kyma_rules_yaml() -> Result<String, ManifestError> {
-    let rules = kyma_declarations()?.rules;
-    Ok(format!("{GENERATED}{}", serde_yaml::to_string(&rules)?))
+/// The chart's ClusterRole rules: `deploy/chart/files/clusterrole-rules.yaml` for every
+/// installation, and `clusterrole-rules-<switch>.yaml` for each part the chart adds when
+/// `<switch>.enabled`, included by its template so the chart and `deploy/` cannot disagree.
+pub fn chart_rules_files() -> Result<Vec<(String, String)>, ManifestError> {
+    let declarations = declarations()?;
+    let mut files = vec![(
+        "deploy/chart/files/clusterrole-rules.yaml".to_owned(),
+        format!(
+            "{GENERATED}{}",
+            serde_yaml::to_string(&base_rules(&declarations))?
+        ),
+    )];
+    for part in &declarations {
+        if let Some(switch) = part.switch {
+            files.push((
+                format!("deploy/chart/files/clusterrole-rules-{switch}.yaml"),
+                format!("{GENERATED}{}", serde_yaml::to_string(&part.rules)?),
+            ));
+        }
+    }
+    Ok(files)
 }
 
 /// Leader election only needs its own Lease, in its own namespace.
@@ -364,17 +279,6 @@ pub fn files() -> Result<Vec<(String, String)>, ManifestError> {
         .map(|(name, yaml)| (format!("crds/{name}"), yaml))
         .collect();
     files.push(("deploy/rbac.yaml".to_owned(), rbac_yaml()?));
-    files.push((
-        "deploy/chart/files/clusterrole-rules.yaml".to_owned(),
-        chart_rules_yaml()?,
-    ));
-    files.push((
-        "deploy/chart/files/clusterrole-rules-extension.yaml".to_owned(),
-        chart_extension_rules_yaml()?,
-    ));
-    files.push((
-        "deploy/chart/files/clusterrole-rules-kyma.yaml".to_owned(),
-        chart_kyma_rules_yaml()?,
-    ));
+    files.extend(chart_rules_files()?);
     Ok(files)
 }

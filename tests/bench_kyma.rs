@@ -23,17 +23,18 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ontap_operator::controllers::kyma::STANDARD_COMPONENTS;
-use ontap_operator::controllers::kyma::component::CONTROLLER as COMPONENT_CONTROLLER;
-use ontap_operator::controllers::kyma::kyma::CONTROLLER as KYMA_CONTROLLER;
-use ontap_operator::measure::{
-    CpuMeter, CpuUse, LoadReport, WRITE_VERBS, loadavg, plain_helmcomponent_write_rates,
-    plain_write_rate, proc_status_kb, run_load, single_kyma_time, watched_helmcomponent_writes,
+use kyma_inventory::STANDARD_COMPONENTS;
+use kyma_inventory::component::CONTROLLER as COMPONENT_CONTROLLER;
+use kyma_inventory::kyma::CONTROLLER as KYMA_CONTROLLER;
+use kyma_load::{
+    LoadReport, WRITE_VERBS, plain_helmcomponent_write_rates, plain_write_rate, run_load,
+    single_kyma_time, watched_helmcomponent_writes,
 };
 use support::kyma::{helm, kyma_identity};
 use support::metrics::{kube_writes, metric_sum, metric_sums};
 use support::operator::OperatorProcess;
 use support::{control_plane, env, tail, try_poll};
+use test_support::process::{CpuMeter, CpuUse, loadavg, proc_status_kb};
 
 /// Generous: at time scale 1 and 1,000 Kymas, minutes.
 const ALL_SUCCESS_WITHIN: Duration = Duration::from_secs(30 * 60);
@@ -369,7 +370,7 @@ async fn bench_kymas_created_at_once() {
     let per_object_kib = restart_rss.saturating_sub(baseline_rss) as f64
         / objects.saturating_sub(baseline_objects).max(1) as f64;
     out.push(format!(
-        "memory per object        {per_object_kib:.2} KiB over the {:.1} MiB the process held with one Kyma (at {objects} objects; the 76,000-object target is measured with `kyma-load --kymas 4000`, see the README)",
+        "memory per object        {per_object_kib:.2} KiB over the {:.1} MiB the process held with one Kyma (at {objects} objects; the 76,000-object target is measured with `kyma-load --kymas 4000`, see docs/benchmarks/kyma.md)",
         baseline_rss as f64 / 1024.0,
     ));
     out.push(format!("operator peaks sampled   {peaks:?}"));
@@ -396,7 +397,7 @@ async fn bench_kymas_created_at_once() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     out.push(format!(
-        "--- the {many}-Kyma run, as `ontap-operator kyma-load` prints it ---"
+        "--- the {many}-Kyma run, as `kyma-load` prints it ---"
     ));
     out.extend(report.lines());
     out.push(format!(

@@ -16,11 +16,11 @@ use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
 use mock_ontap::MockConfig;
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
-use ontap_operator::measure::{loadavg, proc_status_kb};
 use support::fixtures::svm;
 use support::metrics::metric_sums;
 use support::svm::SvmWorld;
 use support::{tail, try_poll};
+use test_support::process::{loadavg, proc_status_kb};
 
 const JOB_DURATION_MS: u64 = 200;
 const JOB_LIMIT: usize = 5;

@@ -1,12 +1,10 @@
-//! The custom resources this operator owns: group `ontap.storage.dev`, version `v1alpha1`, and
-//! the Kyma inventory kinds ([`kyma`], `inventory.kyma-project.io/v1alpha1`).
+//! The custom resources of the ONTAP feature: group `ontap.storage.dev`, version `v1alpha1`.
 //!
 //! The Rust types are the single source of the CRDs: each controller's registration declares
 //! the CRD of its kind, `crds/` is generated from those declarations by `make manifests`
 //! (`ontap-operator crds`, see [`crate::manifests`]), and `make test` fails when the two drift.
 
 mod cluster;
-pub mod kyma;
 pub mod rules;
 mod svm;
 
@@ -16,13 +14,7 @@ pub use svm::{
     StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
-crate::engine::conditioned_status!(
-    OntapClusterStatus,
-    StorageVirtualMachineStatus,
-    kyma::KymaStatus,
-    kyma::HelmComponentStatus,
-    kyma::KymaClusterStatus
-);
+reconcile_engine::conditioned_status!(OntapClusterStatus, StorageVirtualMachineStatus);
 
 pub const GROUP: &str = "ontap.storage.dev";
 

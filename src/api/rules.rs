@@ -3,7 +3,13 @@
 //! Each rule exists twice: as a CEL expression the API server evaluates at admission
 //! (`x-kubernetes-validations` in `crds/`), and as a Rust predicate the controller uses for the
 //! names it derives itself. The unit tests below keep the two in step on a table of examples;
-//! `tests/operations/crd_validation.rs` checks the CEL side against a real API server.
+//! `tests/operations/crd_validation.rs` checks the CEL side against a real API server. The
+//! Kubernetes name rules come from the engine ([`reconcile_engine::names`]).
+
+pub use reconcile_engine::names::{
+    DNS_LABEL, DNS_LABEL_MESSAGE, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE,
+    is_dns_label, is_dns_subdomain,
+};
 
 /// CEL: an ONTAP object name (SVM, IPspace, account): a letter or `_`, then letters, digits,
 /// `_`, `-` or `.`. Lengths are enforced by the schema (`maxLength`), which also bounds the CEL
@@ -19,18 +25,6 @@ pub const AGGREGATE_NAMES: &str = "self.all(a, a.matches('^[A-Za-z_][A-Za-z0-9_]
 /// Message for [`AGGREGATE_NAMES`].
 pub const AGGREGATE_NAMES_MESSAGE: &str =
     "aggregate names start with a letter or '_' and contain only letters, digits and '_'";
-
-/// CEL: a Kubernetes DNS subdomain (RFC 1123), the rule for Secret and OntapCluster names.
-/// `[.]` rather than an escaped dot keeps the expression free of backslashes.
-pub const DNS_SUBDOMAIN: &str =
-    "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')";
-/// Message for [`DNS_SUBDOMAIN`].
-pub const DNS_SUBDOMAIN_MESSAGE: &str = "must be a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
-
-/// CEL: a Kubernetes DNS label (RFC 1123), the rule for namespace names.
-pub const DNS_LABEL: &str = "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')";
-/// Message for [`DNS_LABEL`].
-pub const DNS_LABEL_MESSAGE: &str = "must be a lowercase RFC 1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit";
 
 /// Account names the operator refuses to manage: ONTAP's built-in cluster accounts, and
 /// `vsadmin`, the locked account ONTAP creates in every SVM (managing it would mean taking over
@@ -48,9 +42,6 @@ pub const NOT_RESERVED_ACCOUNT_MESSAGE: &str =
 pub const SVM_NAME_MAX: usize = 47;
 /// ONTAP's bounds on user names (error 7077899 outside them).
 pub const ACCOUNT_NAME_LEN: std::ops::RangeInclusive<usize> = 3..=64;
-/// The longest Kubernetes object name that is a DNS subdomain (Secrets, OntapClusters).
-pub const DNS_SUBDOMAIN_MAX: usize = 253;
-
 /// Rust twin of [`ONTAP_NAME`] (without length limits).
 pub fn is_ontap_name(s: &str) -> bool {
     let mut chars = s.chars();
@@ -76,23 +67,6 @@ pub fn is_account_name(s: &str) -> bool {
     ACCOUNT_NAME_LEN.contains(&s.len())
         && is_ontap_name(s)
         && !RESERVED_ACCOUNTS.iter().any(|r| r.eq_ignore_ascii_case(s))
-}
-
-/// Rust twin of [`DNS_SUBDOMAIN`], with the [`DNS_SUBDOMAIN_MAX`] length limit.
-pub fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= DNS_SUBDOMAIN_MAX && s.split('.').all(is_dns_label_body)
-}
-
-/// Rust twin of [`DNS_LABEL`], with the 63-character length limit.
-pub fn is_dns_label(s: &str) -> bool {
-    s.len() <= 63 && is_dns_label_body(s)
-}
-
-fn is_dns_label_body(s: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.chars().next().is_some_and(alnum)
-        && s.chars().last().is_some_and(alnum)
-        && s.chars().all(|c| alnum(c) || c == '-')
 }
 
 #[cfg(test)]
@@ -127,31 +101,6 @@ mod tests {
             assert!(!is_account_name(bad), "{bad}");
         }
         assert!(!is_account_name(&"a".repeat(65)));
-    }
-
-    #[test]
-    fn dns_names() {
-        for ok in ["a", "a-b", "a.b", "0", "x1.y2-z", &"a".repeat(63)] {
-            assert!(is_dns_subdomain(ok), "{ok}");
-            assert_eq!(is_dns_label(ok), !ok.contains('.'), "{ok}");
-        }
-        for bad in [
-            "",
-            "A",
-            "-a",
-            "a-",
-            "a..b",
-            ".a",
-            "a.",
-            "a_b",
-            &"a".repeat(254),
-        ] {
-            assert!(!is_dns_subdomain(bad), "{bad}");
-        }
-        assert!(!is_dns_label(&"a".repeat(64)));
-        let long = vec!["a".repeat(63); 4].join(".");
-        assert_eq!(long.len(), 255);
-        assert!(!is_dns_subdomain(&long));
     }
 
     #[test]

@@ -1,36 +1,128 @@
-//! Client for NetApp ONTAP's REST API, as far as the SVM controller needs it.
-//!
-//! One [`OntapClient`] per cluster: it verifies TLS by default, limits concurrent requests,
-//! retries idempotent requests on transient failures, follows pagination, waits for jobs, and
-//! turns every failure into an [`OntapError`] with a [`class`](OntapError::class) and an
-//! [`is_ambiguous`](OntapError::is_ambiguous) flag. Passwords stay in
-//! [`secrecy::SecretString`] and appear in no log line, span, error or `Debug` output.
+//! The ONTAP feature (`--controllers ontap`): the OntapCluster controller (connectivity) and the
+//! StorageVirtualMachine controller (SVM, LIFs, account, verified seed Secret), sharing one
+//! connection to each ONTAP cluster. It provides those connections, and the grant of adoption,
+//! to the features that build on it (the Gardener Extension).
 
-mod client;
-mod config;
-mod error;
-mod metrics;
-mod model;
-mod ops;
-#[cfg(test)]
-mod proptests;
-mod tls;
-mod trace;
+pub mod cluster;
+pub mod connections;
+pub mod svm;
 
-pub use client::OntapClient;
-pub use config::{
-    CertificateFingerprint, Credentials, JobPollConfig, OntapConfig, RetryConfig, TlsVerification,
-};
-pub use error::{
-    ApiError, ApiErrorArgument, ErrorClass, OntapError, Result, TransportFailure, classify_code,
-    classify_status, codes, mentions_depletion,
-};
-pub use metrics::OntapMetrics;
-pub use model::{
-    Account, AccountApplication, AccountCreate, AccountPatch, Aggregate, AggregateSpace,
-    BgpPeerGroup, BlockStorage, ClusterInfo, ClusterVersion, InterfaceLocation, IpInfo,
-    IpInterface, IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate,
-    SvmPatch, SvmState, SvmTargetState,
-};
-pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome};
-pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};
+use std::time::Duration;
+
+use clap::Args;
+use kube::runtime::watcher;
+use ontap_client::OntapMetrics;
+use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
+use reconcile_engine::{Manager, ManagerError};
+
+use cluster::ClusterProbes;
+use connections::{ClientSettings, ClusterConnections};
+use svm::AdoptionGrant;
+
+// The feature's flags (no doc comment: clap would make it the `run` command's about text).
+#[derive(Clone, Debug, Args)]
+pub struct OntapArgs {
+    /// Reconcile only the OntapClusters with these labels (e.g. `shard=a`), to run several
+    /// operators side by side; default: all.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_CLUSTER_SELECTOR")]
+    pub ontap_cluster_selector: Option<String>,
+    /// The only namespace whose Secrets an OntapCluster may name for its credentials and CA;
+    /// default: the pod's namespace (POD_NAMESPACE), else `ontap-operator-system`. Whoever may
+    /// create an OntapCluster cannot make the operator read Secrets anywhere else.
+    #[arg(long, env = "ONTAP_OPERATOR_CREDENTIALS_NAMESPACE")]
+    pub credentials_namespace: Option<String>,
+    /// HTTP(S) proxy for requests to ONTAP (e.g. `http://proxy:3128`). Without it requests go
+    /// straight to the cluster: HTTPS_PROXY and friends are ignored for ONTAP, so that a proxy
+    /// meant for other traffic never sees cluster credentials unasked.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_PROXY")]
+    pub ontap_proxy: Option<reqwest::Url>,
+    /// Timeout of one request to ONTAP (a lost answer is noticed after this long).
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUEST_TIMEOUT", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub ontap_request_timeout: Duration,
+    /// ONTAP jobs (SVM create, change, delete) the operator runs at once per OntapCluster; ONTAP
+    /// itself runs 5 and refuses more.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_SVM_JOBS_PER_CLUSTER", default_value_t = 5,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub ontap_svm_jobs_per_cluster: u16,
+    /// How long an OntapCluster's aggregate list is reused for SVM creates (0s: listed for each).
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_AGGREGATES_MAX_AGE", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub ontap_aggregates_max_age: Duration,
+}
+
+/// What the ONTAP feature offers the features after it.
+#[derive(Clone)]
+pub struct OntapServices {
+    /// The one connection to each ONTAP cluster, with its job slots.
+    pub connections: ClusterConnections,
+    /// Lets one namespace's StorageVirtualMachines adopt SVMs the operator did not create.
+    pub adoption: AdoptionGrant,
+}
+
+/// The ONTAP feature.
+pub struct OntapFeature;
+
+/// Its name in `--controllers`.
+pub const NAME: &str = "ontap";
+
+impl Feature for OntapFeature {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn flags(&self, command: clap::Command) -> clap::Command {
+        OntapArgs::augment_args(command)
+    }
+
+    fn setup(&self, flags: &clap::ArgMatches, setup: &mut Setup<'_>) -> Result<(), FeatureError> {
+        if !setup.listed.iter().any(|name| name == NAME) {
+            return Ok(());
+        }
+        let args: OntapArgs = parse_flags(NAME, flags)?;
+        let metrics = OntapMetrics::new();
+        metrics.register(setup.registry);
+        let settings = ClientSettings {
+            request_timeout: args.ontap_request_timeout,
+            metrics: Some(metrics),
+            credentials_namespace: args
+                .credentials_namespace
+                .unwrap_or_else(|| setup.own_namespace.to_owned()),
+            proxy: args.ontap_proxy,
+            svm_jobs_per_cluster: usize::from(args.ontap_svm_jobs_per_cluster),
+            aggregates_max_age: args.ontap_aggregates_max_age,
+        };
+        let connections = ClusterConnections::new(setup.client(), settings);
+        let clusters = match &args.ontap_cluster_selector {
+            Some(selector) => watcher::Config::default().labels(selector),
+            None => watcher::Config::default(),
+        };
+        let probes = ClusterProbes::new(setup.health.clone());
+        let services = register(setup.manager, connections, probes, clusters)?;
+        setup.provide(services);
+        Ok(())
+    }
+
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
+        let base = offline.read(None, |manager, client| {
+            let connections = ClusterConnections::new(client, ClientSettings::default());
+            let probes = ClusterProbes::new(Default::default());
+            register(manager, connections, probes, watcher::Config::default()).map(|_| ())
+        })?;
+        Ok(vec![base])
+    }
+}
+
+/// Registers the OntapCluster and StorageVirtualMachine controllers on `connections`.
+fn register(
+    manager: &mut Manager,
+    connections: ClusterConnections,
+    probes: ClusterProbes,
+    clusters: watcher::Config,
+) -> Result<OntapServices, ManagerError> {
+    cluster::register(manager, connections.clone(), probes, clusters)?;
+    let adoption = AdoptionGrant::default();
+    svm::reconcile::register(manager, connections.clone(), adoption.clone())?;
+    Ok(OntapServices {
+        connections,
+        adoption,
+    })
+}

@@ -13,7 +13,7 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use super::health::{Health, Report};
+use reconcile_engine::health::{Health, Report};
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 

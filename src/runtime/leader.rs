@@ -16,7 +16,7 @@ use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::health::{Leadership, LeadershipState};
+use reconcile_engine::health::{Leadership, LeadershipState};
 
 /// How long before the Lease can expire for others a leader that could not confirm its renewal
 /// stops acting (at most half of the renew interval): room for the time the stop itself takes.

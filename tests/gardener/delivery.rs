@@ -236,9 +236,9 @@ async fn keep_objects_leaves_the_objects_in_the_shoot_when_the_managed_resource_
 #[tokio::test]
 async fn rendered_shoot_delivery_lands_in_the_shoot_and_survives_migration() {
     use kube::api::{Patch, PatchParams};
-    use ontap_operator::controllers::extension::api::ManagedResource;
-    use ontap_operator::controllers::extension::config::{ConfigDefaults, parse_provider_config};
-    use ontap_operator::controllers::extension::shoot::{
+    use ontap_operator::extension::api::ManagedResource;
+    use ontap_operator::extension::config::{ConfigDefaults, parse_provider_config};
+    use ontap_operator::extension::shoot::{
         KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ShootCredentials, ShootImages, ShootInputs,
         shoot_delivery,
     };

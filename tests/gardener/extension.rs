@@ -23,10 +23,10 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use ontap_operator::api::{DeletionPolicy, StorageVirtualMachine, SvmMode};
-use ontap_operator::controllers::extension::api::{
+use ontap_operator::extension::api::{
     Cluster, ErrorCode, Extension, LastOperationState, LastOperationType,
 };
-use ontap_operator::controllers::extension::status::ready_for_gardenlet;
+use ontap_operator::extension::status::ready_for_gardenlet;
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -603,7 +603,7 @@ spec:
         .unwrap();
     assert_eq!(
         Some(user.clone()),
-        ontap_operator::controllers::extension::naming::account_name(&ns)
+        ontap_operator::extension::naming::account_name(&ns)
     );
     assert!(w.authenticates(&user, &password, svm).await);
     // The project's SVM is provisioned by an object of its own, which outlives the shoot and
@@ -724,7 +724,7 @@ async fn switch_from_metal_stack(
     vip: bool,
     stale_secret: bool,
 ) -> StorageVirtualMachine {
-    use ontap_operator::controllers::extension::naming;
+    use ontap_operator::extension::naming;
     let ns = g.namespace.clone();
     let svm = naming::project_svm_name(project);
     let account = naming::account_name(&ns).unwrap();
@@ -1134,9 +1134,9 @@ async fn failing_svms(seed: &kube::Client, namespace: &str) -> Vec<String> {
 /// from ONTAP.
 #[tokio::test]
 async fn a_project_svm_serves_shoots_of_two_seeds_and_goes_with_the_last() {
-    use ontap_operator::controllers::extension::controller::STATE_SECRET;
-    use ontap_operator::controllers::extension::naming;
-    use ontap_operator::controllers::extension::state::{ExtensionState, migration_status_patch};
+    use ontap_operator::extension::controller::STATE_SECRET;
+    use ontap_operator::extension::naming;
+    use ontap_operator::extension::state::{ExtensionState, migration_status_patch};
     let g = Gardener::start().await;
     let w = world(&g).await;
     let ns = g.namespace.clone();

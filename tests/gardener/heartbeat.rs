@@ -6,9 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use ontap_operator::controllers::extension::heartbeat::{
-    HEARTBEAT_LEASE, HeartbeatConfig, renew, run,
-};
+use ontap_operator::extension::heartbeat::{HEARTBEAT_LEASE, HeartbeatConfig, renew, run};
 use tokio_util::sync::CancellationToken;
 
 fn config(namespace: &str, interval: Duration) -> HeartbeatConfig {

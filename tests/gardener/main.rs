@@ -1,4 +1,4 @@
-//! The Gardener extension (`src/controllers/extension/`) against a real API server as the seed,
+//! The Gardener extension (`src/extension/`) against a real API server as the seed,
 //! a second control plane as the shoot and the real gardener-resource-manager between them:
 //! shoot delivery, the Extension lifecycle as gardenlet drives it, the heartbeat, and the
 //! registration manifests.

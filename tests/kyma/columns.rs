@@ -35,8 +35,7 @@ fn cell<'a>(row: &'a [(String, Value)], name: &str) -> &'a Value {
 async fn kubectl_get_shows_status_and_what_a_kyma_waits_for() {
     let env = env().await;
     let ns = &env.namespace;
-    let kymas: kube::Api<ontap_operator::api::kyma::Kyma> =
-        kube::Api::namespaced(env.client.clone(), ns);
+    let kymas: kube::Api<kyma_inventory::api::Kyma> = kube::Api::namespaced(env.client.clone(), ns);
     kymas
         .create(
             &PostParams::default(),
@@ -54,7 +53,7 @@ async fn kubectl_get_shows_status_and_what_a_kyma_waits_for() {
         )
         .await
         .unwrap();
-    let components: kube::Api<ontap_operator::api::kyma::HelmComponent> =
+    let components: kube::Api<kyma_inventory::api::HelmComponent> =
         kube::Api::namespaced(env.client.clone(), ns);
     components
         .create(&PostParams::default(), &helm_component("k-ory", "ory"))

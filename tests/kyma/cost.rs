@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::ListParams;
-use ontap_operator::controllers::kyma::component::CONTROLLER as COMPONENT_CONTROLLER;
-use ontap_operator::controllers::kyma::kyma::CONTROLLER as KYMA_CONTROLLER;
+use kyma_inventory::component::CONTROLLER as COMPONENT_CONTROLLER;
+use kyma_inventory::kyma::CONTROLLER as KYMA_CONTROLLER;
 
 use crate::support::kyma::KymaWorld;
 use crate::support::metrics::{kube_writes, metric_sum};

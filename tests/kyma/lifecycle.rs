@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use ontap_operator::api::kyma::{HelmComponentState, KymaState};
-use ontap_operator::controllers::kyma::kyma::FINALIZER;
-use ontap_operator::controllers::kyma::{STANDARD_COMPONENTS, standard_namespace};
-use ontap_operator::measure::single_kyma_time;
+use kyma_inventory::api::{HelmComponentState, KymaState};
+use kyma_inventory::kyma::FINALIZER;
+use kyma_inventory::{STANDARD_COMPONENTS, standard_namespace};
+use kyma_load::single_kyma_time;
 
 use crate::support::kyma::{KymaWorld, StatusLog, TIME_SCALE, component_state};
 use crate::support::{poll, tail, try_poll};
@@ -25,7 +25,7 @@ const ORDER: [HelmComponentState; 5] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standard_kyma_reaches_success_with_exactly_its_children() {
     let world = KymaWorld::start(&[]).await;
-    let kymas = StatusLog::start(world.kymas(), |k: &ontap_operator::api::kyma::Kyma| {
+    let kymas = StatusLog::start(world.kymas(), |k: &kyma_inventory::api::Kyma| {
         k.status.clone()
     });
     let states = StatusLog::start(world.components(), component_state);
@@ -148,7 +148,7 @@ async fn a_kyma_writes_its_status_three_times_however_long_it_waits() {
     // A progress interval of 8 s / 20 = 0.4 s: a standard Kyma waits through eight of them,
     // its components reaching success at eighteen different times.
     let world = KymaWorld::start(&["--kyma-progress-interval=8s"]).await;
-    let kymas = StatusLog::start(world.kymas(), |k: &ontap_operator::api::kyma::Kyma| {
+    let kymas = StatusLog::start(world.kymas(), |k: &kyma_inventory::api::Kyma| {
         k.status.clone()
     });
     let components: Vec<(&str, Option<&str>)> = STANDARD_COMPONENTS
@@ -234,7 +234,7 @@ async fn a_child_deleted_by_hand_comes_back() {
         .await;
     world.wait_success("k").await;
     let before = world.components().get("k-tracing").await.unwrap();
-    let kymas = StatusLog::start(world.kymas(), |k: &ontap_operator::api::kyma::Kyma| {
+    let kymas = StatusLog::start(world.kymas(), |k: &kyma_inventory::api::Kyma| {
         k.status.clone()
     });
 

@@ -14,7 +14,7 @@ use crate::support::{poll, tail};
 async fn concurrent_first_renders_of_one_chart_render_once() {
     const EACH: usize = 8;
     let world = KymaWorld::without_operator().await;
-    let api: kube::Api<ontap_operator::api::kyma::HelmComponent> =
+    let api: kube::Api<kyma_inventory::api::HelmComponent> =
         kube::Api::namespaced(world.env.client.clone(), &world.env.namespace);
     for chart in ["ory", "rafter"] {
         for i in 0..EACH {

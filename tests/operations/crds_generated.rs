@@ -35,7 +35,7 @@ fn every_generated_manifest_is_current() {
 
 #[test]
 fn rbac_grants_what_the_controllers_declare_and_no_more() {
-    let rules = ontap_operator::manifests::declarations().unwrap().rules;
+    let rules = ontap_operator::manifests::rules().unwrap();
     let verbs = |group: &str, resource: &str| -> Vec<String> {
         rules
             .iter()

@@ -4,8 +4,6 @@
 use ontap_operator::api::{OntapCluster, StorageVirtualMachine};
 use serde_json::{Value, json};
 
-use super::toy::{Toy, ToySpec};
-
 /// A StorageVirtualMachine: by default on cluster `lab` with a management LIF at 192.0.2.10/24
 /// and one data LIF at 192.0.2.11/24.
 #[derive(Clone, Debug)]
@@ -146,54 +144,5 @@ impl ClusterFixture {
 
     pub fn build(&self) -> OntapCluster {
         serde_json::from_value(self.json()).unwrap()
-    }
-}
-
-/// A Toy of the engine tests, with `value` and nothing else set.
-#[derive(Clone, Debug)]
-pub struct ToyFixture {
-    name: String,
-    spec: ToySpec,
-    finalizers: Vec<String>,
-}
-
-pub fn toy(name: &str) -> ToyFixture {
-    ToyFixture {
-        name: name.to_owned(),
-        spec: ToySpec::default(),
-        finalizers: Vec::new(),
-    }
-}
-
-impl ToyFixture {
-    pub fn value(mut self, value: i64) -> Self {
-        self.spec.value = value;
-        self
-    }
-
-    /// The toy owns a ConfigMap holding its value.
-    pub fn child(mut self) -> Self {
-        self.spec.child = true;
-        self
-    }
-
-    /// The backend step takes this long.
-    pub fn delay_ms(mut self, delay_ms: u64) -> Self {
-        self.spec.delay_ms = delay_ms;
-        self
-    }
-
-    /// Created with someone else's finalizer already on it.
-    pub fn finalizer(mut self, finalizer: &str) -> Self {
-        self.finalizers.push(finalizer.to_owned());
-        self
-    }
-
-    pub fn build(&self) -> Toy {
-        let mut toy = Toy::new(&self.name, self.spec.clone());
-        if !self.finalizers.is_empty() {
-            toy.metadata.finalizers = Some(self.finalizers.clone());
-        }
-        toy
     }
 }

@@ -12,7 +12,7 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use ontap_operator::api::kyma::{
+use kyma_inventory::api::{
     HelmComponent, HelmComponentSpec, HelmComponentState, Kyma, KymaComponent, KymaSpec, KymaState,
 };
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! The StorageVirtualMachine controller (`src/controllers/svm/`) with a real operator process, a
+//! The StorageVirtualMachine controller (`src/ontap/svm/`) with a real operator process, a
 //! mock ONTAP and a real API server: provisioning, the failure-injection matrix and faults on
 //! the Kubernetes side. The crash test is `tests/svm_crash.rs`, a binary of its own: its kills
 //! must land while ONTAP jobs run, which parallel tests' load makes unlikely.

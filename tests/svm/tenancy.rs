@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use ontap_client::CertificateFingerprint;
 use ontap_operator::api::OntapCluster;
-use ontap_operator::ontap::CertificateFingerprint;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};

@@ -1,0 +1,36 @@
+//! Client for NetApp ONTAP's REST API, as far as the SVM controller needs it.
+//!
+//! One [`OntapClient`] per cluster: it verifies TLS by default, limits concurrent requests,
+//! retries idempotent requests on transient failures, follows pagination, waits for jobs, and
+//! turns every failure into an [`OntapError`] with a [`class`](OntapError::class) and an
+//! [`is_ambiguous`](OntapError::is_ambiguous) flag. Passwords stay in
+//! [`secrecy::SecretString`] and appear in no log line, span, error or `Debug` output.
+
+mod client;
+mod config;
+mod error;
+mod metrics;
+mod model;
+mod ops;
+#[cfg(test)]
+mod proptests;
+mod tls;
+mod trace;
+
+pub use client::OntapClient;
+pub use config::{
+    CertificateFingerprint, Credentials, JobPollConfig, OntapConfig, RetryConfig, TlsVerification,
+};
+pub use error::{
+    ApiError, ApiErrorArgument, ErrorClass, OntapError, Result, TransportFailure, classify_code,
+    classify_status, codes, mentions_depletion,
+};
+pub use metrics::OntapMetrics;
+pub use model::{
+    Account, AccountApplication, AccountCreate, AccountPatch, Aggregate, AggregateSpace,
+    BgpPeerGroup, BlockStorage, ClusterInfo, ClusterVersion, InterfaceLocation, IpInfo,
+    IpInterface, IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate,
+    SvmPatch, SvmState, SvmTargetState,
+};
+pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome};
+pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

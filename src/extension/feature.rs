@@ -1,0 +1,118 @@
+//! The Gardener Extension feature: switched on by `--extension-type`, built on the ONTAP
+//! feature's connections, with the heartbeat Lease beside it.
+
+use std::time::Duration;
+
+use clap::Args;
+use reconcile_engine::ManagerError;
+use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
+
+use super::controller::{ExtensionSettings, register};
+use super::heartbeat::{self, HeartbeatConfig};
+use crate::ontap::OntapServices;
+use crate::ontap::connections::{ClientSettings, ClusterConnections};
+
+// The feature's flags (no doc comment: clap would make it the `run` command's about text).
+#[derive(Clone, Debug, Args)]
+pub struct ExtensionArgs {
+    /// Run the Gardener Extension controller for Extensions of this type (e.g. `ontap`), with
+    /// the heartbeat Lease. Off by default: Extension, Cluster and ManagedResource exist only in
+    /// a Gardener seed.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_TYPE")]
+    pub extension_type: Option<String>,
+    /// The OntapCluster of shoots whose providerConfig names none; default: the only one there is.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_DEFAULT_CLUSTER")]
+    pub extension_default_cluster: Option<String>,
+    /// Where the StorageVirtualMachines that provision per-project SVMs (metal-stack's layout:
+    /// one SVM per project, one account per shoot) live; default: the pod's namespace
+    /// (POD_NAMESPACE), else `ontap-operator-system`. The operator must watch it.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_PROJECT_NAMESPACE")]
+    pub extension_project_namespace: Option<String>,
+    /// The Trident operator image of shoots whose providerConfig names none.
+    #[arg(long, env = "ONTAP_OPERATOR_TRIDENT_OPERATOR_IMAGE")]
+    pub trident_operator_image: Option<String>,
+    /// Namespace of the `gardener-extension-heartbeat` Lease (the extension's own); default: the
+    /// pod's namespace (POD_NAMESPACE), else `ontap-operator-system`.
+    #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_NAMESPACE")]
+    pub heartbeat_namespace: Option<String>,
+    /// How often the heartbeat Lease is renewed.
+    #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_RENEW_INTERVAL", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub heartbeat_renew_interval: Duration,
+}
+
+impl ExtensionArgs {
+    /// The controller's settings; `None` without `--extension-type`.
+    fn settings(&self, own_namespace: &str) -> Option<ExtensionSettings> {
+        let mut settings = ExtensionSettings {
+            extension_type: self.extension_type.clone()?,
+            default_cluster: self.extension_default_cluster.clone(),
+            project_namespace: self
+                .extension_project_namespace
+                .clone()
+                .unwrap_or_else(|| own_namespace.to_owned()),
+            ..ExtensionSettings::default()
+        };
+        if let Some(image) = &self.trident_operator_image {
+            settings.images.trident_operator = image.clone();
+        }
+        Some(settings)
+    }
+}
+
+/// The Gardener Extension feature.
+pub struct ExtensionFeature;
+
+/// Its name, and the chart switch of its RBAC rules (`extension.enabled`).
+pub const NAME: &str = "extension";
+
+impl Feature for ExtensionFeature {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn listed(&self) -> bool {
+        false
+    }
+
+    fn flags(&self, command: clap::Command) -> clap::Command {
+        ExtensionArgs::augment_args(command)
+    }
+
+    fn setup(&self, flags: &clap::ArgMatches, setup: &mut Setup<'_>) -> Result<(), FeatureError> {
+        let args: ExtensionArgs = parse_flags(NAME, flags)?;
+        let Some(settings) = args.settings(setup.own_namespace) else {
+            return Ok(());
+        };
+        let ontap: OntapServices = setup.provided(NAME, crate::ontap::NAME)?;
+        // Switching from metal-stack's extension adopts the SVMs it made: only the project
+        // namespace may ask for that, and only while the Extension runs.
+        ontap
+            .adoption
+            .grant(settings.project_namespace.clone())
+            .map_err(|held| FeatureError::Other {
+                feature: NAME,
+                source: format!("adoption is already granted to namespace {held}").into(),
+            })?;
+        let heartbeat = HeartbeatConfig {
+            namespace: args
+                .heartbeat_namespace
+                .unwrap_or_else(|| setup.own_namespace.to_owned()),
+            holder_identity: format!("extension-{}", settings.extension_type),
+            renew_interval: args.heartbeat_renew_interval,
+        };
+        register(setup.manager, ontap.connections, settings)?;
+        let client = setup.client();
+        setup.spawn_background(Box::new(move |stop| {
+            Box::pin(heartbeat::run(client, heartbeat, stop))
+        }));
+        Ok(())
+    }
+
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
+        let extension = offline.read(Some(NAME), |manager, client| {
+            let connections = ClusterConnections::new(client, ClientSettings::default());
+            register(manager, connections, ExtensionSettings::default())
+        })?;
+        Ok(vec![extension])
+    }
+}

@@ -1,0 +1,1133 @@
+//! What lands in the shoot, and the ManagedResources that carry it there.
+//!
+//! Four ManagedResources in the shoot namespace of the seed, named as metal-stack's extension
+//! names them so a switch adopts the objects already in the shoot instead of duplicating them:
+//!
+//! | ManagedResource | contents (shoot `kube-system` unless cluster-scoped) |
+//! | --- | --- |
+//! | `trident-crds` | CRDs `tridentorchestrators` and `tridentconfigurators` (the Trident operator's own) |
+//! | `trident-svm-secret` | the SVM account's credentials Secret |
+//! | `trident-init` | the Trident operator (ServiceAccount, ClusterRole, ClusterRoleBinding, Deployment), the `TridentOrchestrator` that makes it install Trident, a NetworkPolicy letting Trident reach the management LIF, and with NVMe a DaemonSet loading `nvme_tcp` on every node |
+//! | `trident-backends` | a `TridentBackendConfig` per protocol and the StorageClasses |
+//!
+//! Each is built as Gardener's `managedresources.CreateForShoot` builds it: an immutable,
+//! garbage-collectable Opaque Secret `managedresource-<name>-<checksum>` holding one manifest
+//! per key, which must be written first, then the ManagedResource without a class (served by
+//! the shoot's resource manager), `injectLabels` `shoot.gardener.cloud/no-cleanup=true` and the
+//! `origin` label. `keepObjects` is false in normal operation, so deleting the Extension removes
+//! what it put into the shoot; migration sets it to true before deleting the ManagedResources
+//! ([`KEEP_OBJECTS_PATCH`]), so the shoot keeps working while the control plane moves.
+//!
+//! The `TridentBackendConfig` kind exists in the shoot only once the Trident operator has
+//! installed Trident: until then the resource manager reports `trident-backends` as not applied
+//! and retries, and the controller waits.
+//!
+//! StorageClass parameters are immutable in Kubernetes: metal-stack's `ontap-gold` and
+//! `ontap-encrypted` are rendered with exactly metal-stack's parameters, or the resource manager
+//! could not update the classes of a shoot that switches.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::ObjectMeta;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+use super::api::{LocalObjectReference, ManagedResource, ManagedResourceSpec};
+use super::config::{ExtensionConfig, Lif, Protocol, ReclaimPolicy, StorageClassConfig};
+
+/// The ManagedResources of the shoot delivery, in the order they are written.
+pub const MANAGED_RESOURCE_NAMES: [&str; 4] = [
+    CRDS_MANAGED_RESOURCE,
+    SECRET_MANAGED_RESOURCE,
+    INIT_MANAGED_RESOURCE,
+    BACKENDS_MANAGED_RESOURCE,
+];
+pub const CRDS_MANAGED_RESOURCE: &str = "trident-crds";
+pub const SECRET_MANAGED_RESOURCE: &str = "trident-svm-secret";
+pub const INIT_MANAGED_RESOURCE: &str = "trident-init";
+pub const BACKENDS_MANAGED_RESOURCE: &str = "trident-backends";
+
+/// The `origin` label of this operator's ManagedResources.
+pub const ORIGIN: &str = "ontap-operator";
+/// Where Trident runs in the shoot.
+pub const TRIDENT_NAMESPACE: &str = "kube-system";
+/// Trident's CSI driver name, the StorageClasses' provisioner.
+pub const TRIDENT_PROVISIONER: &str = "csi.trident.netapp.io";
+/// The Secret in a PVC's namespace holding the LUKS passphrase of encrypted classes.
+pub const ENCRYPTION_KEY_SECRET: &str = "storage-encryption-key";
+
+const SECRET_PREFIX: &str = "managedresource-";
+const GARBAGE_COLLECTABLE_LABEL: &str = "resources.gardener.cloud/garbage-collectable-reference";
+const NO_CLEANUP_LABEL: &str = "shoot.gardener.cloud/no-cleanup";
+const TRIDENT_OPERATOR: &str = "trident-operator";
+const TRIDENT_OPERATOR_APP: &str = "operator.trident.netapp.io";
+const TRIDENT_CONTROLLER_APP: &str = "controller.csi.trident.netapp.io";
+
+/// A JSON merge patch setting `spec.keepObjects=true`: before a migration deletes the
+/// ManagedResources, so the shoot's objects stay.
+pub const KEEP_OBJECTS_PATCH: &str = r#"{"spec":{"keepObjects":true}}"#;
+
+/// Images the shoot runs, from the operator's flags; `ExtensionConfig` may override the
+/// Trident operator's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShootImages {
+    pub trident_operator: String,
+    /// Runs `modprobe` in the NVMe DaemonSet's init container.
+    pub nvme_init: String,
+    /// Keeps the NVMe DaemonSet's pods alive after the init container.
+    pub pause: String,
+}
+
+impl Default for ShootImages {
+    fn default() -> Self {
+        Self {
+            trident_operator: "docker.io/netapp/trident-operator:25.06.3".into(),
+            nvme_init: "docker.io/library/busybox:1.36".into(),
+            pause: "registry.k8s.io/pause:3.10".into(),
+        }
+    }
+}
+
+/// The SVM account the shoot's Trident uses. `Debug` hides the password.
+#[derive(Clone, Debug)]
+pub struct ShootCredentials {
+    pub username: String,
+    pub password: SecretString,
+}
+
+/// Everything the shoot delivery depends on.
+#[derive(Clone, Debug)]
+pub struct ShootInputs<'a> {
+    pub config: &'a ExtensionConfig,
+    /// The SVM's name in ONTAP.
+    pub svm_name: &'a str,
+    /// Name of the credentials Secret in the shoot (and of the seed Secret it copies).
+    pub secret_name: &'a str,
+    pub credentials: &'a ShootCredentials,
+    pub images: &'a ShootImages,
+}
+
+/// One ManagedResource and the Secret it references; write the Secret first.
+#[derive(Clone)]
+pub struct ManagedResourceBundle {
+    pub secret: Secret,
+    pub managed_resource: ManagedResource,
+}
+
+/// The Secret holds the shoot's credentials in clear: only names are shown.
+impl fmt::Debug for ManagedResourceBundle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagedResourceBundle")
+            .field("secret", &self.secret.metadata.name)
+            .field("managed_resource", &self.managed_resource.metadata.name)
+            .finish()
+    }
+}
+
+/// A manifest could not be serialized (only a bug can cause this).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serialize {what}: {message}")]
+pub struct RenderError {
+    what: String,
+    message: String,
+}
+
+fn render_error(what: impl Into<String>) -> impl FnOnce(&dyn fmt::Display) -> RenderError {
+    let what = what.into();
+    move |e| RenderError {
+        what,
+        message: e.to_string(),
+    }
+}
+
+/// The four ManagedResources of the shoot delivery, in [`MANAGED_RESOURCE_NAMES`] order.
+pub fn shoot_delivery(
+    namespace: &str,
+    inputs: &ShootInputs<'_>,
+    keep_objects: bool,
+) -> Result<Vec<ManagedResourceBundle>, RenderError> {
+    [
+        (CRDS_MANAGED_RESOURCE, trident_crds()),
+        (SECRET_MANAGED_RESOURCE, vec![credentials_secret(inputs)?]),
+        (INIT_MANAGED_RESOURCE, trident_init(inputs)),
+        (BACKENDS_MANAGED_RESOURCE, backends(inputs)),
+    ]
+    .into_iter()
+    .map(|(name, objects)| managed_resource(namespace, name, ORIGIN, keep_objects, &objects))
+    .collect()
+}
+
+/// Gardener's `CreateForShoot` without the API calls: the Secret (immutable, named after the
+/// checksum of its data, garbage-collectable) and the ManagedResource referencing it.
+pub fn managed_resource(
+    namespace: &str,
+    name: &str,
+    origin: &str,
+    keep_objects: bool,
+    objects: &[Value],
+) -> Result<ManagedResourceBundle, RenderError> {
+    let data = objects
+        .iter()
+        .map(|object| {
+            let key = manifest_key(object);
+            let yaml = serde_yaml::to_string(object).map_err(|e| render_error(&key)(&e))?;
+            Ok((key, yaml.into_bytes()))
+        })
+        .collect::<Result<BTreeMap<String, Vec<u8>>, RenderError>>()?;
+    let secret_name = format!("{SECRET_PREFIX}{name}-{}", &gardener_checksum(&data)[..8]);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(secret_name.clone()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([(
+                GARBAGE_COLLECTABLE_LABEL.to_string(),
+                "true".to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".into()),
+        immutable: Some(true),
+        data: Some(data.into_iter().map(|(k, v)| (k, ByteString(v))).collect()),
+        ..Secret::default()
+    };
+    let managed_resource = ManagedResource {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([("origin".to_string(), origin.to_string())])),
+            ..ObjectMeta::default()
+        },
+        spec: ManagedResourceSpec {
+            secret_refs: vec![LocalObjectReference { name: secret_name }],
+            keep_objects: Some(keep_objects),
+            inject_labels: BTreeMap::from([(NO_CLEANUP_LABEL.to_string(), "true".to_string())]),
+            ..ManagedResourceSpec::default()
+        },
+        status: None,
+    };
+    Ok(ManagedResourceBundle {
+        secret,
+        managed_resource,
+    })
+}
+
+/// `<kind>__<namespace>__<name>.yaml`, Gardener's registry key for uncompressed manifests
+/// (valid as a Secret key, unlike the full group/version/kind).
+fn manifest_key(object: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    format!(
+        "{}__{}__{}.yaml",
+        text(&object["kind"]).to_lowercase(),
+        text(&object["metadata"]["namespace"]),
+        text(&object["metadata"]["name"]).replace(':', "_")
+    )
+}
+
+/// Gardener's `ComputeSecretChecksum`: SHA-256 over the hex SHA-256 of each value, in key order.
+pub fn gardener_checksum(data: &BTreeMap<String, Vec<u8>>) -> String {
+    let inner: String = data.values().map(|v| sha256_hex(v)).collect();
+    sha256_hex(inner.as_bytes())
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A Kubernetes object name made of an ONTAP name, which may hold `_` and capitals.
+fn dns_name(text: &str) -> String {
+    text.to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// The CRDs the Trident operator needs before it runs; the rest of Trident's CRDs (including
+/// `TridentBackendConfig`) it installs itself. Schemaless, as Trident's own are.
+fn trident_crds() -> Vec<Value> {
+    let crd = |kind: &str, plural: &str, short: &[&str], columns: Value| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.trident.netapp.io")},
+            "spec": {
+                "group": "trident.netapp.io",
+                "scope": "Cluster",
+                "names": {
+                    "kind": kind,
+                    "listKind": format!("{kind}List"),
+                    "plural": plural,
+                    "singular": kind.to_lowercase(),
+                    "shortNames": short,
+                },
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                }],
+            }
+        })
+    };
+    let column = |name: &str, path: &str| json!({"name": name, "type": "string", "priority": 0, "jsonPath": path});
+    vec![
+        crd(
+            "TridentOrchestrator",
+            "tridentorchestrators",
+            &["torc", "torchestrator"],
+            json!([]),
+        ),
+        crd(
+            "TridentConfigurator",
+            "tridentconfigurators",
+            &["tconf", "tconfigurator"],
+            json!([
+                column("Phase", ".status.phase"),
+                column("Status", ".status.lastOperationStatus")
+            ]),
+        ),
+    ]
+}
+
+fn credentials_secret(inputs: &ShootInputs<'_>) -> Result<Value, RenderError> {
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(inputs.secret_name.to_string()),
+            namespace: Some(TRIDENT_NAMESPACE.into()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/part-of".to_string(),
+                ORIGIN.to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([
+            (
+                "username".to_string(),
+                ByteString(inputs.credentials.username.clone().into_bytes()),
+            ),
+            (
+                "password".to_string(),
+                ByteString(
+                    inputs
+                        .credentials
+                        .password
+                        .expose_secret()
+                        .as_bytes()
+                        .to_vec(),
+                ),
+            ),
+        ])),
+        ..Secret::default()
+    };
+    let mut value =
+        serde_json::to_value(secret).map_err(|e| render_error("the credentials Secret")(&e))?;
+    value["apiVersion"] = json!("v1");
+    value["kind"] = json!("Secret");
+    Ok(value)
+}
+
+fn trident_init(inputs: &ShootInputs<'_>) -> Vec<Value> {
+    let image = inputs
+        .config
+        .trident_operator_image
+        .as_deref()
+        .unwrap_or(&inputs.images.trident_operator);
+    let labels = json!({"app": TRIDENT_OPERATOR_APP});
+    let mut objects = vec![
+        json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": TRIDENT_OPERATOR, "namespace": TRIDENT_NAMESPACE, "labels": labels},
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": TRIDENT_OPERATOR, "labels": labels},
+            "rules": trident_operator_rules(),
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": TRIDENT_OPERATOR, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TRIDENT_OPERATOR},
+            "subjects": [{"kind": "ServiceAccount", "name": TRIDENT_OPERATOR, "namespace": TRIDENT_NAMESPACE}],
+        }),
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": TRIDENT_OPERATOR, "namespace": TRIDENT_NAMESPACE, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": {"app": TRIDENT_OPERATOR_APP, "name": TRIDENT_OPERATOR}},
+                "template": {
+                    "metadata": {"labels": {
+                        "app": TRIDENT_OPERATOR_APP, "name": TRIDENT_OPERATOR,
+                        "networking.gardener.cloud/to-dns": "allowed",
+                        "networking.gardener.cloud/to-apiserver": "allowed",
+                    }},
+                    "spec": {
+                        "serviceAccountName": TRIDENT_OPERATOR,
+                        "containers": [{
+                            "name": TRIDENT_OPERATOR,
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["/trident-operator", "--log-level=info"],
+                            "env": [
+                                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                                {"name": "OPERATOR_NAME", "value": TRIDENT_OPERATOR},
+                            ],
+                            "resources": {
+                                "requests": {"cpu": "10m", "memory": "40Mi"},
+                                "limits": {"memory": "80Mi"},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": false,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                        }],
+                        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [
+                                {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64", "amd64"]},
+                                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                            ]}],
+                        }}},
+                    },
+                },
+            },
+        }),
+        json!({
+            "apiVersion": "trident.netapp.io/v1", "kind": "TridentOrchestrator",
+            "metadata": {"name": "trident"},
+            "spec": {
+                "namespace": TRIDENT_NAMESPACE,
+                "enableForceDetach": true,
+                "debug": false,
+                "silenceAutosupport": false,
+                "imagePullPolicy": "IfNotPresent",
+            },
+        }),
+        management_network_policy(&inputs.config.management_lif),
+    ];
+    if inputs.config.protocols.contains(&Protocol::Nvme) {
+        objects.push(nvme_module_loader(inputs.images));
+    }
+    objects
+}
+
+/// Trident's controller talks to ONTAP through the management LIF (HTTPS).
+fn management_network_policy(lif: &Lif) -> Value {
+    let host = if lif.ip.is_ipv4() { 32 } else { 128 };
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-trident-to-ontap-management", "namespace": TRIDENT_NAMESPACE},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": TRIDENT_CONTROLLER_APP}},
+            "policyTypes": ["Egress"],
+            "egress": [{
+                "to": [{"ipBlock": {"cidr": format!("{}/{host}", lif.ip)}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }],
+        },
+    })
+}
+
+/// NVMe/TCP needs the `nvme_tcp` kernel module on every node before Trident's node plugin
+/// connects; sysfs spells module directories with `_`.
+fn nvme_module_loader(images: &ShootImages) -> Value {
+    let labels = json!({"app": "ontap-nvme-tcp"});
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "ontap-nvme-tcp", "namespace": TRIDENT_NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": "system-node-critical",
+                    "initContainers": [{
+                        "name": "load-nvme-tcp",
+                        "image": images.nvme_init,
+                        "command": ["/bin/sh", "-c",
+                            "[ -d /sys/module/nvme_tcp ] || modprobe nvme_tcp || { echo 'cannot load the nvme_tcp kernel module' >&2; exit 1; }"],
+                        "securityContext": {"privileged": true},
+                        "volumeMounts": [{"name": "modules", "mountPath": "/lib/modules", "readOnly": true}],
+                    }],
+                    "containers": [{
+                        "name": "pause",
+                        "image": images.pause,
+                        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
+                        "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}},
+                    }],
+                    "volumes": [{"name": "modules", "hostPath": {"path": "/lib/modules"}}],
+                    "tolerations": [
+                        {"effect": "NoSchedule", "operator": "Exists"},
+                        {"effect": "NoExecute", "operator": "Exists"},
+                    ],
+                },
+            },
+        },
+    })
+}
+
+/// The Trident operator's ClusterRole, as Trident's operator bundle grants it: what Trident
+/// itself needs (it grants that on to Trident's controller), plus managing Trident's workloads.
+fn trident_operator_rules() -> Value {
+    const ALL: &[&str] = &[
+        "get", "list", "watch", "create", "delete", "update", "patch",
+    ];
+    const MODIFY: &[&str] = &["delete", "update", "patch"];
+    const RBAC_KINDS: &[&str] = &[
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+    ];
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]| {
+        let mut r = json!({"apiGroups": groups, "resources": resources, "verbs": verbs});
+        if !names.is_empty() {
+            r["resourceNames"] = json!(names);
+        }
+        r
+    };
+    let trident_kinds = [
+        "tridentversions",
+        "tridentbackends",
+        "tridentstorageclasses",
+        "tridentvolumes",
+        "tridentvolumepublications",
+        "tridentvolumereferences",
+        "tridentnodes",
+        "tridenttransactions",
+        "tridentsnapshots",
+        "tridentbackendconfigs",
+        "tridentbackendconfigs/status",
+        "tridentmirrorrelationships",
+        "tridentmirrorrelationships/status",
+        "tridentactionmirrorupdates",
+        "tridentactionmirrorupdates/status",
+        "tridentsnapshotinfos",
+        "tridentsnapshotinfos/status",
+        "tridentactionsnapshotrestores",
+        "tridentactionsnapshotrestores/status",
+        "tridentgroupsnapshots",
+        "tridentorchestrators",
+        "tridentorchestrators/status",
+        "tridentconfigurators",
+        "tridentconfigurators/status",
+    ];
+    let trident_workloads = ["trident", "trident-csi", "trident-controller"];
+    let trident_node_workloads = [
+        "trident",
+        "trident-csi",
+        "trident-node-linux",
+        "trident-node-windows",
+    ];
+    let trident_accounts = [
+        "trident-controller",
+        "trident-node-linux",
+        "trident-node-windows",
+        "trident-csi",
+        "trident",
+    ];
+    json!([
+        rule(
+            &[""],
+            &["namespaces"],
+            &["get", "list", "create", "patch"],
+            &[]
+        ),
+        rule(
+            &[""],
+            &[
+                "persistentvolumes",
+                "persistentvolumeclaims",
+                "events",
+                "secrets",
+                "resourcequotas",
+                "pods"
+            ],
+            ALL,
+            &[]
+        ),
+        rule(
+            &[""],
+            &["persistentvolumeclaims/status"],
+            &["update", "patch"],
+            &[]
+        ),
+        rule(&[""], &["pods/log"], &["get", "list", "watch"], &[]),
+        rule(&[""], &["nodes"], &["get", "list", "watch", "update"], &[]),
+        rule(
+            &["storage.k8s.io"],
+            &["storageclasses", "csidrivers", "csinodes"],
+            ALL,
+            &[]
+        ),
+        rule(
+            &["storage.k8s.io"],
+            &["volumeattachments"],
+            &["get", "list", "watch", "update", "patch"],
+            &[]
+        ),
+        rule(
+            &["storage.k8s.io"],
+            &["volumeattachments/status"],
+            &["update", "patch"],
+            &[]
+        ),
+        rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshots", "volumesnapshotclasses"],
+            &["get", "list", "watch", "update", "patch"],
+            &[]
+        ),
+        rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshotclasses"],
+            &["create"],
+            &[]
+        ),
+        rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshots/status", "volumesnapshotcontents/status"],
+            &["update", "patch"],
+            &[]
+        ),
+        rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshotcontents"],
+            ALL,
+            &[]
+        ),
+        rule(
+            &["apiextensions.k8s.io"],
+            &["customresourcedefinitions"],
+            ALL,
+            &[]
+        ),
+        rule(&["trident.netapp.io"], &trident_kinds, ALL, &[]),
+        rule(
+            &["apps"],
+            &["deployments", "daemonsets", "statefulsets"],
+            &["get", "list", "watch", "create"],
+            &[]
+        ),
+        rule(
+            &["apps"],
+            &["deployments", "statefulsets"],
+            MODIFY,
+            &trident_workloads
+        ),
+        rule(&["apps"], &["daemonsets"], MODIFY, &trident_node_workloads),
+        rule(
+            &[""],
+            &["pods/exec", "services", "serviceaccounts"],
+            &["get", "list", "create"],
+            &[]
+        ),
+        rule(
+            &[""],
+            &["pods/exec", "services"],
+            MODIFY,
+            &["trident-csi", "trident"]
+        ),
+        rule(&[""], &["serviceaccounts"], MODIFY, &trident_accounts),
+        rule(
+            &["rbac.authorization.k8s.io"],
+            RBAC_KINDS,
+            &["list", "create"],
+            &[]
+        ),
+        rule(
+            &["rbac.authorization.k8s.io"],
+            RBAC_KINDS,
+            MODIFY,
+            &trident_accounts
+        ),
+    ])
+}
+
+/// The backend of a protocol: metal-stack's name for the first protocol (so a switching shoot
+/// keeps its backend), the protocol appended for further ones.
+fn backend_name(inputs: &ShootInputs<'_>, protocol: Protocol) -> String {
+    if inputs.config.protocols.first() == Some(&protocol) {
+        format!("ontap-{}", inputs.svm_name)
+    } else {
+        format!("ontap-{}-{}", inputs.svm_name, protocol.as_str())
+    }
+}
+
+fn backends(inputs: &ShootInputs<'_>) -> Vec<Value> {
+    let mut objects: Vec<Value> = inputs
+        .config
+        .protocols
+        .iter()
+        .map(|&protocol| backend_config(inputs, protocol))
+        .collect();
+    objects.extend(
+        inputs
+            .config
+            .storage_classes
+            .iter()
+            .map(|class| storage_class(inputs, class)),
+    );
+    objects
+}
+
+fn backend_config(inputs: &ShootInputs<'_>, protocol: Protocol) -> Value {
+    let name = backend_name(inputs, protocol);
+    // Trident wants an IPv6 management LIF in brackets.
+    let management = match inputs.config.management_lif.ip {
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    let mut spec = json!({
+        "version": 1,
+        "backendName": name,
+        "managementLIF": management,
+        "credentials": {"name": inputs.secret_name},
+    });
+    match protocol {
+        Protocol::Nvme | Protocol::Iscsi => {
+            spec["storageDriverName"] = json!("ontap-san");
+            spec["sanType"] = json!(protocol.as_str());
+            // Virtual pools by encryption: the classes select them with `luks=...`.
+            spec["storage"] = json!([
+                {"labels": {"luks": "true"}, "defaults": {"luksEncryption": "true"}},
+                {"labels": {"luks": "false"}, "defaults": {"luksEncryption": "false"}},
+            ]);
+        }
+        Protocol::Nfs => {
+            spec["storageDriverName"] = json!("ontap-nas");
+            spec["nasType"] = json!("nfs");
+        }
+    }
+    json!({
+        "apiVersion": "trident.netapp.io/v1", "kind": "TridentBackendConfig",
+        "metadata": {"name": format!("{}-backend", dns_name(&name)), "namespace": TRIDENT_NAMESPACE},
+        "spec": spec,
+    })
+}
+
+fn storage_class(inputs: &ShootInputs<'_>, class: &StorageClassConfig) -> Value {
+    let protocol = inputs.config.protocol_of(class);
+    let mut parameters = BTreeMap::new();
+    if protocol.is_san() {
+        parameters.insert("backendType".to_string(), "ontap-san".to_string());
+        parameters.insert("provisioningType".to_string(), "thin".to_string());
+        parameters.insert("fsType".to_string(), "ext4".to_string());
+        parameters.insert(
+            "selector".to_string(),
+            format!("luks={}", if class.encrypted { "true" } else { "false" }),
+        );
+        if class.encrypted {
+            for step in ["node-stage", "node-expand"] {
+                parameters.insert(
+                    format!("csi.storage.k8s.io/{step}-secret-name"),
+                    ENCRYPTION_KEY_SECRET.to_string(),
+                );
+                parameters.insert(
+                    format!("csi.storage.k8s.io/{step}-secret-namespace"),
+                    "${pvc.namespace}".to_string(),
+                );
+            }
+        }
+        // Two block protocols share the backend type: pin the class to its own backend.
+        if inputs
+            .config
+            .protocols
+            .iter()
+            .filter(|p| p.is_san())
+            .count()
+            > 1
+        {
+            parameters.insert(
+                "storagePools".to_string(),
+                format!("{}:.*", backend_name(inputs, protocol)),
+            );
+        }
+    } else {
+        parameters.insert("backendType".to_string(), "ontap-nas".to_string());
+    }
+    let mut object = json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": class.name},
+        "provisioner": TRIDENT_PROVISIONER,
+        "parameters": parameters,
+        "allowVolumeExpansion": true,
+        "reclaimPolicy": match class.reclaim_policy {
+            ReclaimPolicy::Delete => "Delete",
+            ReclaimPolicy::Retain => "Retain",
+        },
+    });
+    if class.default {
+        object["metadata"]["annotations"] =
+            json!({"storageclass.kubernetes.io/is-default-class": "true"});
+    }
+    object
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::extension::config::{ConfigDefaults, parse_provider_config};
+
+    fn config(raw: Value) -> ExtensionConfig {
+        parse_provider_config(Some(&raw), &ConfigDefaults::default()).unwrap()
+    }
+
+    fn metal_stack() -> ExtensionConfig {
+        config(json!({
+            "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+            "svmIpaddresses": {"managementLif": "10.130.0.10", "dataLifs": ["10.130.0.11"]}
+        }))
+    }
+
+    fn own(svm: Value) -> ExtensionConfig {
+        let mut raw = json!({"apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+            "svm": {"managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
+                    "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}]}});
+        for (k, v) in svm.as_object().unwrap() {
+            raw["svm"][k] = v.clone();
+        }
+        config(raw)
+    }
+
+    fn credentials() -> ShootCredentials {
+        ShootCredentials {
+            username: "web-a".into(),
+            // Characters YAML and templates trip over must survive as they are.
+            password: SecretString::from("p\"a: s#s'\n{{w}}"),
+        }
+    }
+
+    const SVM: &str = "p0b1f9c3eaaaabbbbcccc123456789abc";
+    const SECRET: &str = "p0b1f9c3eaaaabbbbcccc123456789abc-prod--web-a-credentials";
+
+    fn render(config: &ExtensionConfig, keep_objects: bool) -> Vec<ManagedResourceBundle> {
+        let credentials = credentials();
+        let images = ShootImages::default();
+        let inputs = ShootInputs {
+            config,
+            svm_name: SVM,
+            secret_name: SECRET,
+            credentials: &credentials,
+            images: &images,
+        };
+        shoot_delivery("shoot--prod--web-a", &inputs, keep_objects).unwrap()
+    }
+
+    /// The manifests of one bundle, parsed back from its Secret.
+    fn objects(bundle: &ManagedResourceBundle) -> Vec<Value> {
+        bundle
+            .secret
+            .data
+            .as_ref()
+            .unwrap()
+            .values()
+            .map(|v| serde_yaml::from_slice(&v.0).unwrap())
+            .collect()
+    }
+
+    fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name} in {objects:#?}"))
+    }
+
+    #[test]
+    fn bundles_are_built_as_gardeners_create_for_shoot_builds_them() {
+        let bundles = render(&metal_stack(), false);
+        let names: Vec<_> = bundles
+            .iter()
+            .map(|b| b.managed_resource.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, MANAGED_RESOURCE_NAMES);
+        for bundle in &bundles {
+            let secret = &bundle.secret;
+            let name = secret.metadata.name.clone().unwrap();
+            let mr = &bundle.managed_resource;
+            assert!(name.starts_with(&format!(
+                "managedresource-{}-",
+                mr.metadata.name.clone().unwrap()
+            )));
+            let data: BTreeMap<String, Vec<u8>> = secret
+                .data
+                .clone()
+                .unwrap()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect();
+            assert!(
+                name.ends_with(&gardener_checksum(&data)[..8]),
+                "name carries the data's checksum"
+            );
+            assert_eq!(secret.immutable, Some(true));
+            assert_eq!(secret.type_.as_deref(), Some("Opaque"));
+            assert_eq!(
+                secret.metadata.labels.clone().unwrap()["resources.gardener.cloud/garbage-collectable-reference"],
+                "true"
+            );
+            assert!(
+                data.keys().all(|k| k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))),
+                "valid Secret keys: {:?}",
+                data.keys()
+            );
+            assert_eq!(mr.spec.secret_refs, vec![LocalObjectReference { name }]);
+            assert_eq!(
+                mr.spec.class, None,
+                "served by the shoot's resource manager"
+            );
+            assert_eq!(mr.spec.keep_objects, Some(false));
+            assert_eq!(
+                mr.spec.inject_labels["shoot.gardener.cloud/no-cleanup"],
+                "true"
+            );
+            assert_eq!(mr.metadata.labels.clone().unwrap()["origin"], ORIGIN);
+            assert_eq!(mr.metadata.namespace.as_deref(), Some("shoot--prod--web-a"));
+        }
+        assert!(
+            render(&metal_stack(), true)
+                .iter()
+                .all(|b| b.managed_resource.spec.keep_objects == Some(true))
+        );
+    }
+
+    #[test]
+    fn checksum_is_gardeners() {
+        // sha256(hex(sha256("x")) + hex(sha256("y"))), keys in order.
+        let data = BTreeMap::from([
+            ("b.yaml".to_string(), b"y".to_vec()),
+            ("a.yaml".to_string(), b"x".to_vec()),
+        ]);
+        assert_eq!(
+            gardener_checksum(&data),
+            "80d888481399c652ab6f09cdee09a96f9f7b665b7758a573275ca76a536e5e5f"
+        );
+    }
+
+    #[test]
+    fn metal_stack_shoot_gets_metal_stacks_objects() {
+        let bundles = render(&metal_stack(), false);
+        let backends = objects(&bundles[3]);
+        let tbc = find(
+            &backends,
+            "TridentBackendConfig",
+            &format!("ontap-{SVM}-backend"),
+        );
+        assert_eq!(tbc["metadata"]["namespace"], "kube-system");
+        assert_eq!(
+            tbc["spec"],
+            json!({"version": 1, "backendName": format!("ontap-{SVM}"), "storageDriverName": "ontap-san",
+                "sanType": "nvme", "managementLIF": "10.130.0.10", "credentials": {"name": SECRET},
+                "storage": [{"labels": {"luks": "true"}, "defaults": {"luksEncryption": "true"}},
+                            {"labels": {"luks": "false"}, "defaults": {"luksEncryption": "false"}}]})
+        );
+        // StorageClass parameters are immutable: byte for byte metal-stack's.
+        let gold = find(&backends, "StorageClass", "ontap-gold");
+        assert_eq!(gold["provisioner"], "csi.trident.netapp.io");
+        assert_eq!(
+            gold["parameters"],
+            json!({"backendType": "ontap-san", "provisioningType": "thin", "selector": "luks=false", "fsType": "ext4"})
+        );
+        assert_eq!(gold["allowVolumeExpansion"], true);
+        assert!(
+            gold["metadata"].get("annotations").is_none(),
+            "not the default class"
+        );
+        let encrypted = find(&backends, "StorageClass", "ontap-encrypted");
+        assert_eq!(
+            encrypted["parameters"],
+            json!({"backendType": "ontap-san", "provisioningType": "thin", "selector": "luks=true", "fsType": "ext4",
+                "csi.storage.k8s.io/node-expand-secret-name": "storage-encryption-key",
+                "csi.storage.k8s.io/node-expand-secret-namespace": "${pvc.namespace}",
+                "csi.storage.k8s.io/node-stage-secret-name": "storage-encryption-key",
+                "csi.storage.k8s.io/node-stage-secret-namespace": "${pvc.namespace}"})
+        );
+
+        let crds = objects(&bundles[0]);
+        find(
+            &crds,
+            "CustomResourceDefinition",
+            "tridentorchestrators.trident.netapp.io",
+        );
+        find(
+            &crds,
+            "CustomResourceDefinition",
+            "tridentconfigurators.trident.netapp.io",
+        );
+
+        let init = objects(&bundles[2]);
+        let deployment = find(&init, "Deployment", "trident-operator");
+        assert_eq!(
+            deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+            "docker.io/netapp/trident-operator:25.06.3"
+        );
+        assert_eq!(
+            deployment["spec"]["template"]["spec"]["serviceAccountName"],
+            "trident-operator"
+        );
+        find(&init, "ServiceAccount", "trident-operator");
+        find(&init, "ClusterRoleBinding", "trident-operator");
+        let role = find(&init, "ClusterRole", "trident-operator");
+        assert!(role["rules"].as_array().unwrap().iter().any(|r| {
+            r["resources"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("tridentbackendconfigs"))
+        }));
+        assert_eq!(
+            find(&init, "TridentOrchestrator", "trident")["spec"]["namespace"],
+            "kube-system"
+        );
+        let loader = find(&init, "DaemonSet", "ontap-nvme-tcp");
+        let script = loader["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
+            .as_str()
+            .unwrap();
+        assert!(
+            script.contains("/sys/module/nvme_tcp"),
+            "sysfs spells the module with '_'"
+        );
+        let policy = find(&init, "NetworkPolicy", "allow-trident-to-ontap-management");
+        assert_eq!(
+            policy["spec"]["egress"][0]["to"][0]["ipBlock"]["cidr"],
+            "10.130.0.10/32"
+        );
+    }
+
+    #[test]
+    fn credentials_secret_carries_the_password_exactly() {
+        let bundles = render(&metal_stack(), false);
+        let secrets = objects(&bundles[1]);
+        let secret: Secret =
+            serde_json::from_value(find(&secrets, "Secret", SECRET).clone()).unwrap();
+        let data = secret.data.unwrap();
+        assert_eq!(data["username"].0, b"web-a");
+        assert_eq!(
+            data["password"].0,
+            credentials().password.expose_secret().as_bytes()
+        );
+        assert_eq!(secret.metadata.namespace.as_deref(), Some("kube-system"));
+        let shown = format!("{:?}", bundles[1]);
+        assert!(
+            !shown.contains("s#s") && !shown.contains("cyJz"),
+            "Debug shows names only: {shown}"
+        );
+    }
+
+    #[test]
+    fn protocols_choose_backends_and_classes() {
+        let nfs = own(json!({"protocols": ["nfs"]}));
+        let backends = objects(&render(&nfs, false)[3]);
+        let tbc = find(
+            &backends,
+            "TridentBackendConfig",
+            &format!("ontap-{SVM}-backend"),
+        );
+        assert_eq!(tbc["spec"]["storageDriverName"], "ontap-nas");
+        assert!(tbc["spec"].get("storage").is_none());
+        assert_eq!(
+            find(&backends, "StorageClass", "ontap-nas")["parameters"],
+            json!({"backendType": "ontap-nas"})
+        );
+        assert!(
+            objects(&render(&nfs, false)[2])
+                .iter()
+                .all(|o| o["kind"] != "DaemonSet"),
+            "no NVMe module without NVMe"
+        );
+
+        let both = config(
+            json!({"apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+            "svm": {"managementLif": {"ip": "2001:db8::10", "prefixLength": 64},
+                    "dataLifs": [{"ip": "2001:db8::11", "prefixLength": 64}], "protocols": ["nvme", "iscsi"]},
+            "storageClasses": [{"name": "fast", "default": true, "reclaimPolicy": "Retain"}, {"name": "legacy", "protocol": "iscsi"}]}),
+        );
+        let bundles = render(&both, false);
+        let backends = objects(&bundles[3]);
+        let iscsi = find(
+            &backends,
+            "TridentBackendConfig",
+            &format!("ontap-{SVM}-iscsi-backend"),
+        );
+        assert_eq!(iscsi["spec"]["sanType"], "iscsi");
+        assert_eq!(iscsi["spec"]["backendName"], format!("ontap-{SVM}-iscsi"));
+        assert_eq!(
+            iscsi["spec"]["managementLIF"], "[2001:db8::10]",
+            "Trident wants IPv6 in brackets"
+        );
+        let fast = find(&backends, "StorageClass", "fast");
+        assert_eq!(
+            fast["parameters"]["storagePools"],
+            format!("ontap-{SVM}:.*")
+        );
+        assert_eq!(fast["reclaimPolicy"], "Retain");
+        assert_eq!(
+            fast["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"],
+            "true"
+        );
+        assert_eq!(
+            find(&backends, "StorageClass", "legacy")["parameters"]["storagePools"],
+            format!("ontap-{SVM}-iscsi:.*")
+        );
+        let policy = find(
+            &objects(&bundles[2]),
+            "NetworkPolicy",
+            "allow-trident-to-ontap-management",
+        )
+        .clone();
+        assert_eq!(
+            policy["spec"]["egress"][0]["to"][0]["ipBlock"]["cidr"],
+            "2001:db8::10/128"
+        );
+    }
+
+    #[test]
+    fn configured_trident_image_wins() {
+        let mut config = metal_stack();
+        config.trident_operator_image = Some("registry.example/trident-operator:26.02.0".into());
+        let init = objects(&render(&config, false)[2]);
+        assert_eq!(
+            find(&init, "Deployment", "trident-operator")["spec"]["template"]["spec"]["containers"]
+                [0]["image"],
+            "registry.example/trident-operator:26.02.0"
+        );
+    }
+
+    #[test]
+    fn per_shoot_svm_names_become_valid_object_names() {
+        let config = own(json!({}));
+        let credentials = credentials();
+        let images = ShootImages::default();
+        let inputs = ShootInputs {
+            config: &config,
+            svm_name: "k8s_shoot--p--s_ontap",
+            secret_name: "ontap-credentials",
+            credentials: &credentials,
+            images: &images,
+        };
+        let bundles = shoot_delivery("shoot--p--s", &inputs, false).unwrap();
+        let backends = objects(&bundles[3]);
+        let tbc = find(
+            &backends,
+            "TridentBackendConfig",
+            "ontap-k8s-shoot--p--s-ontap-backend",
+        );
+        assert_eq!(tbc["spec"]["backendName"], "ontap-k8s_shoot--p--s_ontap");
+    }
+}

@@ -1,0 +1,106 @@
+//! Step `ClusterReady`: the OntapCluster this object names, whether its namespace may use it
+//! ([`tenancy`](super::tenancy)), and a client with its credentials.
+
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
+use super::errors::{Conflict, Invalid, Transient, Waiting};
+use super::reconcile::{Names, SvmReconciler, SvmStep};
+use super::tenancy;
+use crate::api::{OntapCluster, StorageVirtualMachine};
+use ontap_client::OntapClient;
+use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+
+impl SvmReconciler {
+    /// Whether `svm`'s namespace may use `cluster`, and no older object holds the SVM name or a
+    /// LIF address it asks for ([`tenancy`](super::tenancy)).
+    fn tenancy(
+        &self,
+        svm: &StorageVirtualMachine,
+        cluster: &OntapCluster,
+        names: &Names,
+    ) -> Result<(), StepError> {
+        let namespace = svm.namespace().unwrap_or_default();
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&namespace))
+            .map(|ns| ns.labels().clone())
+            .ok_or_else(|| {
+                Transient::NamespaceUnknown
+                    .error(format!("the namespace {namespace} is not in the cache yet"))
+            })?;
+        let allowed = tenancy::namespace_allowed(cluster.spec.namespace_selector.as_ref(), &labels)
+            .map_err(|e| Invalid::NamespaceSelector.error(e))?;
+        if !allowed {
+            return Err(Invalid::NamespaceNotAllowed.error(format!(
+                "the OntapCluster {}'s namespaceSelector does not admit the namespace {namespace}; a cluster administrator can label the namespace or widen the selector",
+                cluster.name_any()
+            )));
+        }
+        let claims = tenancy::Claims::of(svm, names.svm.clone(), names.account.clone());
+        let others = self.svms.store().state();
+        let contested = tenancy::contested(
+            svm,
+            &claims,
+            others.iter().map(|other| {
+                let status = other.status.clone().unwrap_or_default();
+                let names = self.names(other, &status);
+                (
+                    &**other,
+                    tenancy::Claims::of(other, names.svm, names.account),
+                )
+            }),
+        );
+        match contested {
+            Some(why) => Err(Conflict::ClaimedByAnother.error(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Step `ClusterReady`: the OntapCluster exists, is Ready, admits this object (only while it
+    /// lives: cleanup of what was provisioned must go on), and its credentials load.
+    pub(super) async fn cluster(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<OntapClient, Halt> {
+        steps
+            .step(SvmStep::ClusterReady, || async {
+                let name = &svm.spec.cluster_ref.name;
+                let Some(cluster) = self.clusters.get(&ObjectRef::new(name)) else {
+                    let todo = if svm.metadata.deletion_timestamp.is_some() {
+                        "; the SVM cannot be cleaned up without it: recreate the OntapCluster, or set deletionPolicy: Retain to let this object go and leave ONTAP alone"
+                    } else {
+                        ""
+                    };
+                    return Ok(Outcome::Waiting(Waiting::ClusterNotFound.missing(
+                        format!("the OntapCluster {name} does not exist{todo}"),
+                    )));
+                };
+                let ready = cluster
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+                // A cluster being deleted is not Ready (it waits for its SVMs), yet its SVMs
+                // must still reach it to clean up: then the connection itself is the test.
+                if svm.metadata.deletion_timestamp.is_none() {
+                    self.tenancy(svm, &cluster, names)?;
+                }
+                let deleting = cluster.metadata.deletion_timestamp.is_some();
+                if !deleting && ready.is_none_or(|c| c.status != "True") {
+                    let why = ready
+                        .map(|c| c.message.clone())
+                        .unwrap_or_else(|| "not verified yet".into());
+                    return Ok(Outcome::Waiting(Waiting::ClusterNotReady.missing(
+                        format!("the OntapCluster {name} is not Ready: {why}"),
+                    )));
+                }
+                match self.connections.connect(&cluster).await {
+                    Ok(client) => Ok(Outcome::Unchanged(client)),
+                    Err(e) => e.into_step_result(),
+                }
+            })
+            .await
+    }
+}

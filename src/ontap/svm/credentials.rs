@@ -1,0 +1,299 @@
+//! The account's credentials and the one writer of the seed Secret. A password is minted only
+//! here and reaches the Secret before ONTAP sees it, whether for a new account or a rotation:
+//! a crash between the two then leaves a Secret that can be checked and, if ONTAP never got
+//! the password, rotated, never an account whose password nobody knows. A rejection must be
+//! confirmed before it mints a new password, and a password counts only once no older password
+//! request can land after it.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use secrecy::SecretString;
+
+use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
+use super::reconcile::{Names, SvmReconciler};
+use super::{
+    ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret, generate_password,
+    inspect_seed_secret, owned_by, password_set_at,
+};
+use crate::api::StorageVirtualMachine;
+use ontap_client::{AccountCheck, OntapClient, Svm};
+use reconcile_engine::{Outcome, StepError};
+
+/// The field manager of the operator's writes to seed Secrets.
+const FIELD_MANAGER: &str = "ontap-operator";
+
+/// The seed Secret as read, and when its password was set.
+pub(super) struct Seed {
+    pub(super) state: SeedSecretState,
+    pub(super) password_set_at: Option<Timestamp>,
+    /// The version read; a write is refused if the Secret changed since.
+    resource_version: Option<String>,
+}
+
+/// The seed Secret's credentials authenticated as the account in `AccountReady`, this pass.
+pub(super) struct Verified {
+    pub(super) password_set_at: Option<Timestamp>,
+}
+
+impl SvmReconciler {
+    pub(super) async fn seed_state(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+    ) -> Result<Seed, StepError> {
+        let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
+        let current = api
+            .get_opt(&names.secret)
+            .await
+            .map_err(kube_error(Failed::SecretRead))?;
+        let expected = ExpectedSeed::for_svm(svm, &names.account, &names.svm, &ontap_svm.uuid)
+            .ok_or_else(|| Transient::NotStored.error("the object has no uid"))?;
+        Ok(Seed {
+            state: inspect_seed_secret(current.as_ref(), &expected),
+            password_set_at: current.as_ref().and_then(password_set_at),
+            resource_version: current.and_then(|s| s.metadata.resource_version),
+        })
+    }
+
+    /// The password to create the account with, already in the Secret: a crash right after
+    /// the account is created then leaves a Secret that matches it.
+    pub(super) async fn new_account_password(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+        seed: Seed,
+    ) -> Result<SecretString, StepError> {
+        retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
+        match seed.state {
+            SeedSecretState::Complete { username, password } if username == names.account => {
+                Ok(password)
+            }
+            // The name is someone else's Secret, never written: the account gets a password
+            // nobody learns, `SecretReady` says why, and rotates once the name is free.
+            SeedSecretState::NotOurs(_) => Ok(generate_password(&names.account)),
+            // A new account has no older password whose request could land late: nothing to
+            // settle.
+            _ => self.mint(svm, names, ontap_svm, &seed, None).await,
+        }
+    }
+
+    /// Rewrites the Secret's descriptive fields around a password that still works, keeping
+    /// when it was set: the settling window it is in goes on.
+    pub(super) async fn republish(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        seed: &Seed,
+        password: &SecretString,
+    ) -> Result<(), StepError> {
+        self.write_secret(
+            svm,
+            names,
+            ontap_svm,
+            password,
+            seed.password_set_at,
+            seed.resource_version.as_deref(),
+        )
+        .await
+    }
+
+    /// A new password: into the Secret first, then into ONTAP, then checked; Ready waits out
+    /// the settling window, after which the next pass verifies it again.
+    pub(super) async fn rotate(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+        seed: &Seed,
+    ) -> Result<Outcome, StepError> {
+        retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
+        let password = self
+            .mint(svm, names, ontap_svm, seed, Some(Timestamp::now()))
+            .await?;
+        client
+            .set_account_password(&ontap_svm.uuid, &names.account, &password)
+            .await
+            .map_err(|e| ontap_error(Failed::PasswordSet, e))?;
+        match client
+            .verify_account(&ontap_svm.uuid, &names.account, &password)
+            .await
+            .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
+        {
+            AccountCheck::Valid(_) => {
+                Ok(Waiting::CredentialsSettling
+                    .outcome(self.settling_message(), self.settle_window()))
+            }
+            other => Err(Transient::CredentialsRejected.error(format!(
+                "ONTAP did not accept the new password of {} ({other:?})",
+                names.account
+            ))),
+        }
+    }
+
+    /// A fresh password, in the Secret before it is returned to be given to ONTAP.
+    async fn mint(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        seed: &Seed,
+        password_set_at: Option<Timestamp>,
+    ) -> Result<SecretString, StepError> {
+        let password = generate_password(&names.account);
+        self.write_secret(
+            svm,
+            names,
+            ontap_svm,
+            &password,
+            password_set_at,
+            seed.resource_version.as_deref(),
+        )
+        .await?;
+        Ok(password)
+    }
+
+    /// Creates the seed Secret (when none was read) or replaces the one read at
+    /// `read_version`, with `password`. A Secret created or changed by someone else meanwhile
+    /// is a conflict, never overwritten and so never adopted (and deleted with the object).
+    async fn write_secret(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        password: &SecretString,
+        password_set_at: Option<Timestamp>,
+        read_version: Option<&str>,
+    ) -> Result<(), StepError> {
+        let fields = SeedFields {
+            username: names.account.clone(),
+            password: password.clone(),
+            management_lif: svm.spec.management_lif.ip.clone(),
+            svm_name: names.svm.clone(),
+            svm_uuid: ontap_svm.uuid.clone(),
+            password_set_at,
+        };
+        let mut secret = build_seed_secret(svm, &fields)
+            .map_err(|e| Transient::SecretBuildFailed.error(e.to_string()))?;
+        let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
+        let pending = self
+            .own_writes
+            .begin::<Secret>(Some(&names.namespace), &names.secret);
+        let written = match read_version {
+            None => {
+                let params = PostParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..PostParams::default()
+                };
+                api.create(&params, &secret).await
+            }
+            // Server-side apply with the version read as a precondition; a changed type is
+            // refused by the API server instead of silently kept.
+            Some(version) => {
+                secret.metadata.resource_version = Some(version.to_string());
+                api.patch(
+                    &names.secret,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&secret),
+                )
+                .await
+            }
+        };
+        let written = written.map_err(|e| match e {
+            kube::Error::Api(status) if status.code == 409 => Conflict::SecretChangedMeanwhile.error(format!(
+                "the Secret {} was created or changed by someone else while it was being written; it is read again",
+                names.secret
+            )),
+            e => StepError::from_kube(Failed::SecretWrite.as_str(), e),
+        })?;
+        pending.done(&written);
+        Ok(())
+    }
+
+    /// How long after a password was set a request carrying an older one may still land: the
+    /// request timeout twice over (a server may work on a request its client gave up on).
+    fn settle_window(&self) -> Duration {
+        self.connections.request_timeout() * 2
+    }
+
+    fn settling_message(&self) -> String {
+        format!(
+            "a new password was set; an older password request whose answer was lost could still land within {:?}: the credentials are verified again after that",
+            self.settle_window()
+        )
+    }
+
+    /// Verified credentials count once no older password request can land any more.
+    pub(super) fn settled(&self, password_set_at: Option<Timestamp>) -> Outcome {
+        let Some(set_at) = password_set_at else {
+            return Outcome::unchanged();
+        };
+        let since = Timestamp::now().duration_since(set_at).unsigned_abs();
+        match self.settle_window().checked_sub(since) {
+            Some(left) if !left.is_zero() => {
+                Waiting::CredentialsSettling.outcome(self.settling_message(), left)
+            }
+            _ => Outcome::unchanged(),
+        }
+    }
+}
+
+/// The account's verdict on `password`, a rejection confirmed by a second look: one spurious
+/// 401 or 403 must not mint a new password.
+pub(super) async fn confirmed_check(
+    client: &OntapClient,
+    owner_uuid: &str,
+    account: &str,
+    password: &SecretString,
+) -> Result<AccountCheck, StepError> {
+    let check = async || {
+        client
+            .verify_account(owner_uuid, account, password)
+            .await
+            .map_err(|e| ontap_error(Failed::CredentialCheck, e))
+    };
+    match check().await? {
+        AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
+        AccountCheck::Rejected | AccountCheck::NotAuthorized => check().await,
+    }
+}
+
+/// Before the Secret is written for a new account name it still holds the only record of the
+/// old one: that account is deleted first (if this object created it), so the password
+/// published for it stops working rather than lingering unrecorded.
+async fn retire_renamed_account(
+    client: &OntapClient,
+    ontap_svm: &Svm,
+    names: &Names,
+    seed: &SeedSecretState,
+) -> Result<(), StepError> {
+    let SeedSecretState::Stale { username, .. } = seed else {
+        return Ok(());
+    };
+    if *username == names.account {
+        return Ok(());
+    }
+    let Some(old) = client
+        .account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountLookup, e))?
+    else {
+        return Ok(());
+    };
+    if owned_by(old.comment.as_deref(), &names.uid) != Ownership::Ours {
+        return Ok(());
+    }
+    client
+        .delete_account(&ontap_svm.uuid, username)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
+    Ok(())
+}

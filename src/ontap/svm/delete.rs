@@ -1,0 +1,321 @@
+//! The cleanup: the SVM, its LIFs, its account and the seed Secret deleted (or, for an
+//! `AccountOnly` object, only its account), unless `deletionPolicy: Retain` leaves ONTAP alone.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{DeleteParams, Preconditions};
+use kube::{Api, ResourceExt};
+
+use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
+use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep};
+use super::svm::lookup_svm;
+use super::{Ownership, owned_by};
+use crate::api::rules::RESERVED_ACCOUNTS;
+use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
+use ontap_client::{OntapClient, Svm, SvmState};
+use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+
+impl SvmReconciler {
+    /// The live `AccountOnly` objects with accounts on the SVM `svm` provisions: the ones of
+    /// its namespace by name, the others only counted (a tenant learns that its SVM is shared,
+    /// not with whom).
+    fn account_only_users(&self, svm: &StorageVirtualMachine, names: &Names) -> Vec<String> {
+        let all = self.svms.store().state();
+        let users: Vec<_> = all
+            .iter()
+            .filter(|other| {
+                other.spec.mode == SvmMode::AccountOnly
+                    && other.spec.cluster_ref == svm.spec.cluster_ref
+                    && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
+                    && other.metadata.deletion_timestamp.is_none()
+                    // Admitted at least once: one still waiting holds nothing on the SVM (and
+                    // may be waiting for this very object to go, to be provisioned anew).
+                    && other.status.as_ref().is_some_and(|s| s.uuid.is_some())
+            })
+            .collect();
+        let mut named: Vec<String> = users
+            .iter()
+            .filter(|u| u.namespace() == svm.namespace())
+            .map(|u| format!("the StorageVirtualMachine {}", u.name_any()))
+            .collect();
+        let elsewhere = users.len() - named.len();
+        if elsewhere > 0 {
+            named.push(format!("{elsewhere} of other namespaces"));
+        }
+        named
+    }
+
+    pub(super) async fn delete(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &mut StorageVirtualMachineStatus,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        let mut names = self.names(svm, status);
+        // The name it was provisioned under, not one set in the spec afterwards.
+        if let Some(provisioned) = &status.svm_name {
+            names.svm = provisioned.clone();
+        }
+        if svm.spec.deletion_policy == DeletionPolicy::Delete
+            && svm.spec.mode == SvmMode::AccountOnly
+        {
+            let client = self.cluster(svm, &names, steps).await?;
+            let found = steps
+                .step(SvmStep::SVMFound, || async {
+                    Ok(Outcome::Unchanged(
+                        lookup_shared_svm(&client, &names, status.uuid.as_deref()).await?,
+                    ))
+                })
+                .await?;
+            if let Some(found) = found {
+                steps
+                    .step(SvmStep::AccountDeleted, || {
+                        delete_account(&client, &found, &names.account)
+                    })
+                    .await?;
+            }
+        } else if svm.spec.deletion_policy == DeletionPolicy::Delete {
+            let users = self.account_only_users(svm, &names);
+            if !users.is_empty() {
+                return steps
+                    .step(SvmStep::SVMDeleted, || async {
+                        Ok(Waiting::SvmShared.outcome::<()>(
+                            format!(
+                                "the SVM {} still holds the accounts of {}; it is deleted once they are gone (or set deletionPolicy: Retain to leave it)",
+                                names.svm,
+                                users.join(", ")
+                            ),
+                            EXISTING_SVM_RECHECK,
+                        ))
+                    })
+                    .await;
+            }
+            let client = self.cluster(svm, &names, steps).await?;
+            let shared = svm.spec.share_with.is_some();
+            let found = steps
+                .step(SvmStep::SVMFound, || async {
+                    let found = find_for_deletion(&client, &names, status.uuid.as_deref()).await?;
+                    match found {
+                        Outcome::Unchanged(Some(found)) if shared => {
+                            unused(&client, found, &names.account).await
+                        }
+                        other => Ok(other),
+                    }
+                })
+                .await?;
+            if let Some(found) = found {
+                if found.state == Some(SvmState::Deleting) {
+                    return steps
+                        .step(SvmStep::SVMDeleted, || async {
+                            Ok(Waiting::SvmDeleting.outcome::<()>(
+                                format!(
+                                    "ONTAP is deleting the SVM {} ({})",
+                                    found.name, found.uuid
+                                ),
+                                ONTAP_SETTLING,
+                            ))
+                        })
+                        .await;
+                }
+                steps
+                    .step(SvmStep::LIFsDeleted, || async {
+                        let interfaces = client
+                            .interfaces(&found.uuid)
+                            .await
+                            .map_err(|e| ontap_error(Failed::LifLookup, e))?;
+                        for interface in &interfaces {
+                            client
+                                .delete_interface(&interface.uuid)
+                                .await
+                                .map_err(|e| ontap_error(Failed::LifDelete, e))?;
+                        }
+                        Ok(if interfaces.is_empty() {
+                            Outcome::unchanged()
+                        } else {
+                            Outcome::changed()
+                        })
+                    })
+                    .await?;
+                steps
+                    .step(SvmStep::AccountDeleted, || {
+                        delete_account(&client, &found, &names.account)
+                    })
+                    .await?;
+                let worker = steps.worker();
+                steps
+                    .step(SvmStep::SVMDeleted, || async {
+                        let _slot = match self
+                            .connections
+                            .job_slot(&svm.spec.cluster_ref.name, &worker)
+                            .await
+                        {
+                            Ok(slot) => slot,
+                            Err(wait) => return Ok(Outcome::Waiting(wait)),
+                        };
+                        Ok(
+                            match job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
+                                Some(wait) => Outcome::Waiting(wait),
+                                None => Outcome::changed(),
+                            },
+                        )
+                    })
+                    .await?;
+            }
+        }
+        steps
+            .step(SvmStep::SecretDeleted, || async {
+                let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
+                let Some(secret) = api
+                    .get_opt(&names.secret)
+                    .await
+                    .map_err(kube_error(Failed::SecretRead))?
+                else {
+                    return Ok(Outcome::unchanged());
+                };
+                let ours = secret
+                    .owner_references()
+                    .iter()
+                    .any(|o| o.controller == Some(true) && o.uid == names.uid);
+                if ours {
+                    // Only the Secret read as ours: not one recreated under the name since.
+                    let params = DeleteParams {
+                        preconditions: Some(Preconditions {
+                            uid: secret.uid(),
+                            resource_version: secret.resource_version(),
+                        }),
+                        ..DeleteParams::default()
+                    };
+                    match api.delete(&names.secret, &params).await {
+                        Err(e) if !is_not_found(&e) => {
+                            return Err(StepError::from_kube(Failed::SecretDelete.as_str(), e));
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(Outcome::changed())
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(status) if status.code == 404)
+}
+
+/// The SVM the cleanup deletes: the one recorded in `status.uuid` (whatever it is called in
+/// ONTAP now), else the one of our name; only ever one that carries our ownership marker.
+/// Only ONTAP's own "entry not found" counts as gone: a proxy's 404 page is an error.
+async fn find_for_deletion(
+    client: &OntapClient,
+    names: &Names,
+    recorded: Option<&str>,
+) -> Result<Outcome<Option<Svm>>, StepError> {
+    let ours = |svm: &Svm| owned_by(svm.comment.as_deref(), &names.uid) == Ownership::Ours;
+    if let Some(uuid) = recorded {
+        match client.svm(uuid).await {
+            Ok(found) if ours(&found) => return Ok(Outcome::Unchanged(Some(found))),
+            Ok(found) => {
+                return Err(Invalid::SvmOwnershipChanged.error(format!(
+                    "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
+                    found.name
+                )));
+            }
+            Err(e) if is_entry_not_found(&e) => {}
+            Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
+        }
+    }
+    // No uuid recorded (a crash before the status write), or the recorded SVM is gone: an SVM of
+    // ours under the provisioned name is still ours to delete.
+    Ok(Outcome::Unchanged(
+        lookup_svm(client, &names.svm).await?.filter(ours),
+    ))
+}
+
+/// A shared SVM about to be deleted, unless ONTAP holds accounts on it besides `own` and ONTAP's
+/// built-in ones: accounts of `AccountOnly` objects this operator cannot see — shoots of a
+/// project served by another seed's extension — whose Trident still uses them. Then it waits,
+/// saying so, with its finalizer in place; `deletionPolicy: Retain` lets the object go and
+/// leaves the SVM to them.
+async fn unused(
+    client: &OntapClient,
+    found: Svm,
+    own: &str,
+) -> Result<Outcome<Option<Svm>>, StepError> {
+    let accounts = client
+        .accounts(&found.uuid)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
+    let others = foreign_accounts(accounts.iter().map(|a| a.name.as_str()), own);
+    if others.is_empty() {
+        return Ok(Outcome::Unchanged(Some(found)));
+    }
+    Ok(Waiting::SvmShared.outcome(
+        format!(
+            "the SVM {} still holds the accounts {} that no StorageVirtualMachine here holds (shoots served by another operator installation); it is deleted once they are gone (or set deletionPolicy: Retain to leave it to them)",
+            found.name,
+            others.join(", ")
+        ),
+        EXISTING_SVM_RECHECK,
+    ))
+}
+
+/// The accounts among `names` other than `own` and ONTAP's built-in ones, sorted.
+pub fn foreign_accounts<'a>(names: impl IntoIterator<Item = &'a str>, own: &str) -> Vec<String> {
+    let mut others: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            *name != own && !RESERVED_ACCOUNTS.contains(&name.to_ascii_lowercase().as_str())
+        })
+        .map(str::to_owned)
+        .collect();
+    others.sort();
+    others.dedup();
+    others
+}
+
+/// Step `AccountDeleted`: the account is gone from `svm` (already gone counts).
+async fn delete_account(
+    client: &OntapClient,
+    svm: &Svm,
+    account: &str,
+) -> Result<Outcome, StepError> {
+    client
+        .delete_account(&svm.uuid, account)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
+    Ok(Outcome::changed())
+}
+
+/// The SVM an `AccountOnly` object made its account on: the recorded one, else the one of its
+/// name; `None` when neither exists any more (the account went with the SVM).
+async fn lookup_shared_svm(
+    client: &OntapClient,
+    names: &Names,
+    recorded: Option<&str>,
+) -> Result<Option<Svm>, StepError> {
+    if let Some(uuid) = recorded {
+        match client.svm(uuid).await {
+            Ok(found) => return Ok(Some(found)),
+            Err(e) if is_entry_not_found(&e) => {}
+            Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
+        }
+    }
+    lookup_svm(client, &names.svm).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::foreign_accounts;
+
+    #[test]
+    fn only_accounts_of_others_keep_a_shared_svm() {
+        assert!(foreign_accounts(["vsadmin", "project-admin"], "project-admin").is_empty());
+        assert_eq!(
+            foreign_accounts(
+                ["VSADMIN", "web-b", "project-admin", "db-a"],
+                "project-admin"
+            ),
+            vec!["db-a".to_owned(), "web-b".to_owned()]
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! The reasons the SVM controller's conditions can carry, and how its failed requests become
+//! step errors: every ONTAP or API server failure goes through here with a typed [`Failed`]
+//! reason, every wait and every invalid, conflicting or transient state of its own with a
+//! [`Waiting`], [`Invalid`], [`Conflict`] or [`Transient`] one. The strings are written once,
+//! here; a step cannot misspell one or give it the wrong kind.
+
+use std::time::Duration;
+
+use crate::ontap::connections;
+use ontap_client::OntapError;
+use reconcile_engine::{Outcome, StepError, Wait};
+
+pub use crate::ontap::connections::ontap_busy;
+
+use reconcile_engine::reasons;
+
+reasons! {
+    /// The request that failed: the reason of the condition it leaves. ONTAP's answer may replace
+    /// it with a more telling one ([`connections::ontap_error`]).
+    pub enum Failed {
+        SvmLookup => "SVMLookupFailed",
+        AggregateLookup => "AggregateLookupFailed",
+        SvmCreate => "SVMCreateFailed",
+        SvmAdopt => "SVMAdoptFailed",
+        SvmStart => "SVMStartFailed",
+        SvmProtocols => "SVMProtocolsFailed",
+        SvmDelete => "SVMDeleteFailed",
+        LifLookup => "LIFLookupFailed",
+        LifCreate => "LIFCreateFailed",
+        LifDelete => "LIFDeleteFailed",
+        NodeLookup => "NodeLookupFailed",
+        AccountLookup => "AccountLookupFailed",
+        AccountCreate => "AccountCreateFailed",
+        AccountUnlock => "AccountUnlockFailed",
+        AccountDelete => "AccountDeleteFailed",
+        CredentialCheck => "CredentialCheckFailed",
+        PasswordSet => "PasswordSetFailed",
+        SecretRead => "SecretReadFailed",
+        SecretWrite => "SecretWriteFailed",
+        SecretDelete => "SecretDeleteFailed",
+    }
+}
+
+reasons! {
+    /// Why a step waits: nothing is wrong, something has yet to happen.
+    pub enum Waiting {
+        ClusterNotFound => "ClusterNotFound",
+        ClusterNotReady => "ClusterNotReady",
+        AggregateNotFound => "AggregateNotFound",
+        SvmAwaited => "SVMAwaited",
+        SvmNotRunning => "SVMNotRunning",
+        SvmSettling => "SVMSettling",
+        SvmStarting => "SVMStarting",
+        SvmDeleting => "SVMDeleting",
+        SvmShared => "SVMShared",
+        SvmServedElsewhere => "SVMServedElsewhere",
+        AdoptionAwaitsSecret => "AdoptionAwaitsSecret",
+        CredentialsSettling => "CredentialsSettling",
+    }
+}
+
+reasons! {
+    /// Why the spec cannot work as written: phase `Failed` until it (or ONTAP) changes.
+    pub enum Invalid {
+        Spec => "InvalidSpec",
+        Lifs => "InvalidLIFs",
+        ShareWith => "InvalidShareWith",
+        NamespaceSelector => "InvalidNamespaceSelector",
+        NamespaceNotAllowed => "NamespaceNotAllowed",
+        SvmNameChanged => "SVMNameChanged",
+        /// An SVM of the name exists and is not this object's to take: another spec.svmName.
+        SvmNameInUse => "SVMNameInUse",
+        SvmRenamedInOntap => "SVMRenamedInONTAP",
+        SvmNotShared => "SVMNotShared",
+        SvmOwnershipChanged => "SVMOwnershipChanged",
+        AdoptionNotAllowed => "AdoptionNotAllowed",
+        AccountRoleMismatch => "AccountRoleMismatch",
+        SecretNameInUse => "SecretNameInUse",
+    }
+}
+
+reasons! {
+    /// Who else holds what this object needs: retried with backoff while it lasts.
+    pub enum Conflict {
+        ClaimedByAnother => "ClaimedByAnother",
+        AddressInUse => "AddressInUse",
+        SvmOwnedByAnother => "SVMOwnedByAnother",
+        SecretChangedMeanwhile => "SecretChangedMeanwhile",
+    }
+}
+
+reasons! {
+    /// A passing state the operator meets on its own side (a cache not filled yet, a new
+    /// password ONTAP did not take at once): retried with backoff.
+    pub enum Transient {
+        NamespaceUnknown => "NamespaceUnknown",
+        NotStored => "NotStored",
+        SecretBuildFailed => "SecretBuildFailed",
+        CredentialsRejected => "CredentialsRejected",
+    }
+}
+
+impl Waiting {
+    /// The step's outcome: waiting, looked at again after `after`.
+    pub fn outcome<T>(self, message: impl Into<String>, after: Duration) -> Outcome<T> {
+        Outcome::Waiting(self.wait(message, after))
+    }
+
+    pub fn wait(self, message: impl Into<String>, after: Duration) -> Wait {
+        Wait {
+            reason: self.as_str().into(),
+            message: message.into(),
+            after,
+        }
+    }
+
+    /// A wait for something the user has to create or repair: looked at again after
+    /// [`connections::MISSING_REFERENCE_RECHECK`].
+    pub fn missing(self, message: String) -> Wait {
+        connections::missing(self.as_str(), message)
+    }
+}
+
+impl Invalid {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::invalid(self.as_str(), message)
+    }
+}
+
+impl Conflict {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::conflict(self.as_str(), message)
+    }
+}
+
+impl Transient {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::transient_msg(self.as_str(), message)
+    }
+}
+
+/// An ONTAP error as a step error ([`connections::ontap_error`], shared with the cluster
+/// controller, classifies it).
+pub fn ontap_error(reason: Failed, error: OntapError) -> StepError {
+    connections::ontap_error(reason.as_str(), error)
+}
+
+/// An API server error as a step error.
+pub fn kube_error(reason: Failed) -> impl FnOnce(kube::Error) -> StepError {
+    move |e| StepError::from_kube(reason.as_str(), e)
+}
+
+/// The result of a request that starts an ONTAP job: done (`None`), a wait while ONTAP is busy,
+/// or the step error.
+pub fn job<T>(result: Result<T, OntapError>, reason: Failed) -> Result<Option<Wait>, StepError> {
+    match result {
+        Ok(_) => Ok(None),
+        Err(e) => match ontap_busy(&e) {
+            Some(wait) => Ok(Some(wait)),
+            None => Err(ontap_error(reason, e)),
+        },
+    }
+}
+
+/// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.
+pub fn is_entry_not_found(e: &OntapError) -> bool {
+    e.is_not_found() && e.ontap_code() == Some(ontap_client::codes::ENTRY_NOT_FOUND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::ontap::connections::OntapAnswer;
+
+    /// What an ONTAP answer's reason leaves the step: a wait when ONTAP is busy, otherwise the
+    /// conflict its error class makes it ([`connections::ontap_error`]).
+    fn answer_kind(answer: OntapAnswer) -> &'static str {
+        match answer {
+            OntapAnswer::OntapBusy | OntapAnswer::SvmBusy => "waiting",
+            OntapAnswer::DuplicateRecords
+            | OntapAnswer::AddressInUse
+            | OntapAnswer::SvmNameConflict
+            | OntapAnswer::LifNameInUse => "conflict",
+        }
+    }
+
+    /// ONTAP's answers replace this controller's reasons in its conditions, so they count too.
+    #[test]
+    fn every_reason_is_pascal_case_and_of_one_kind() {
+        reconcile_engine::reasons::assert_distinct(
+            Failed::ALL
+                .iter()
+                .map(|r| ("failed", r.as_str()))
+                .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
+                .chain(Invalid::ALL.iter().map(|r| ("invalid", r.as_str())))
+                .chain(Conflict::ALL.iter().map(|r| ("conflict", r.as_str())))
+                .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())))
+                .chain(
+                    OntapAnswer::ALL
+                        .iter()
+                        .map(|&a| (answer_kind(a), a.as_str())),
+                ),
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
+//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`) with
+//! the pure planning only it uses (`svm` the create body and protocol patch, `lifs` the LIF
+//! plan). `credentials` is the one writer of the seed Secret and the only place a password is
+//! minted: the Secret-first handoff both `account` and `secret` use. The rest is pure logic: default
+//! names, passwords, netmasks, the seed Secret contract, and the SVM requests a spec calls for.
+//! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
+
+mod account;
+mod cluster;
+mod credentials;
+mod delete;
+pub mod desired;
+pub(crate) mod errors;
+mod lifs;
+pub mod naming;
+pub mod netmask;
+pub mod password;
+pub mod reconcile;
+mod secret;
+pub mod seed_secret;
+// Each step's module is named after what it brings about; the SVM step's is the SVM.
+#[allow(clippy::module_inception)]
+mod svm;
+pub mod tenancy;
+
+pub use desired::{DesiredError, Ownership, owned_by, ownership_comment};
+pub use lifs::{
+    DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
+    desired_lifs, plan_lifs,
+};
+pub use naming::{default_account_name, default_secret_name, default_svm_name};
+pub use password::generate_password;
+pub use reconcile::AdoptionGrant;
+pub use seed_secret::{
+    ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
+    inspect_seed_secret, password_set_at, seed_secret_name,
+};
+pub use svm::{protocol_patch, svm_create};

@@ -1,0 +1,302 @@
+//! The StorageVirtualMachine reconcile. Every pass verifies every step against ONTAP and the
+//! API server as they are now — the SVM, its LIFs, its account, and that the seed Secret's
+//! credentials really authenticate — and repairs what differs. Nothing is inferred from an
+//! earlier pass or an earlier step's success.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, CustomResourceExt, ResourceExt};
+
+use super::errors::{Invalid, Waiting};
+use super::lifs::ensure_lifs;
+use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use super::{default_account_name, default_svm_name, seed_secret_name};
+use crate::api::{
+    OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
+};
+use crate::ontap::connections::ClusterConnections;
+use reconcile_engine::{
+    ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
+    Registration, SharedCache, StepRunner, Summary,
+};
+
+/// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
+pub const FINALIZER: &str = "ontap.storage.dev/svm-cleanup";
+
+reconcile_engine::steps! {
+    /// The steps of the StorageVirtualMachine controller, provisioning then cleanup.
+    pub enum SvmStep {
+        /// The OntapCluster exists, is Ready, and its credentials load.
+        ClusterReady,
+        /// Exactly one SVM of our name exists, created by us, running, with the spec's protocols.
+        SVMReady,
+        /// The SVM's LIFs match the spec.
+        LIFsReady,
+        /// The SVM's account exists, unlocked, with the right role.
+        AccountReady,
+        /// The seed Secret exists and its credentials authenticate against ONTAP.
+        SecretReady,
+        /// Cleanup: the SVM to delete was looked up.
+        SVMFound,
+        /// Cleanup: the SVM's LIFs are gone.
+        LIFsDeleted,
+        /// Cleanup: the SVM's account is gone.
+        AccountDeleted,
+        /// Cleanup: the SVM is gone.
+        SVMDeleted,
+        /// Cleanup: the seed Secret is gone.
+        SecretDeleted,
+    }
+}
+
+/// How soon to look again at an SVM that ONTAP is still creating, starting or deleting.
+pub(super) const ONTAP_SETTLING: Duration = Duration::from_secs(2);
+/// How often an `AccountOnly` object looks again for an SVM that is missing or not running:
+/// another object provisions it, on no schedule this one can see.
+pub(super) const EXISTING_SVM_RECHECK: Duration = Duration::from_secs(5);
+/// How often an object whose SVM another operator installation provisions looks again: nothing
+/// changes for it unless that installation lets the SVM go.
+pub(super) const SERVED_ELSEWHERE_RECHECK: Duration = Duration::from_secs(60);
+
+/// The controller's name: its metrics label, queue name and Events' reporter.
+pub const CONTROLLER: &str = "storagevirtualmachine";
+
+/// Registers the StorageVirtualMachine controller: it owns the seed Secrets (cached by label
+/// only: caching every Secret of the cluster would cost memory and widen what a memory dump of
+/// the operator reveals), and an OntapCluster's change reconciles the SVMs that use it.
+/// `adoption`: the one namespace whose objects may adopt SVMs the operator did not create, once
+/// granted (the Gardener Extension grants its `--extension-project-namespace`); until then none.
+pub fn register(
+    manager: &mut Manager,
+    connections: ClusterConnections,
+    adoption: AdoptionGrant,
+) -> Result<(), ManagerError> {
+    let clusters = manager.cache::<OntapCluster>()?;
+    let reconciler = SvmReconciler {
+        kube: manager.client().clone(),
+        clusters,
+        svms: manager.cache::<StorageVirtualMachine>()?,
+        namespaces: manager.cache::<Namespace>()?,
+        connections,
+        own_writes: OwnWrites::default(),
+        adoption,
+    };
+    manager.register(
+        Registration::new(CONTROLLER, reconciler)
+            .crd(StorageVirtualMachine::crd())
+            .owns::<Secret>(
+                watcher::Config::default()
+                    .labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")),
+                // `get`: a seed Secret that lost its label is outside the cache, and is read
+                // directly to be repaired rather than reported as someone else's.
+                &["get", "create", "patch", "delete"],
+            )
+            .watches::<OntapCluster>(|cluster, svms| {
+                let name = cluster.name_any();
+                svms.store()
+                    .state()
+                    .iter()
+                    .filter(|s| s.spec.cluster_ref.name == name)
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect()
+            })
+            // A namespace's labels decide which clusters its objects may use.
+            .watches::<Namespace>(|namespace, svms| {
+                let name = namespace.name_any();
+                svms.store()
+                    .state()
+                    .iter()
+                    .filter(|s| s.namespace().as_deref() == Some(name.as_str()))
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect()
+            }),
+    )
+}
+
+pub struct SvmReconciler {
+    pub kube: Client,
+    pub clusters: SharedCache<OntapCluster>,
+    pub svms: SharedCache<StorageVirtualMachine>,
+    pub namespaces: SharedCache<Namespace>,
+    pub connections: ClusterConnections,
+    /// The seed Secrets this controller wrote: their events need no second pass.
+    pub own_writes: OwnWrites,
+    /// The namespace whose objects may adopt an SVM the operator did not create.
+    pub adoption: AdoptionGrant,
+}
+
+/// The one namespace whose StorageVirtualMachines may adopt SVMs the operator did not create:
+/// none until a feature that needs adoption grants it, once, before the controllers run.
+#[derive(Clone, Debug, Default)]
+pub struct AdoptionGrant(Arc<OnceLock<String>>);
+
+impl AdoptionGrant {
+    /// Lets `namespace`'s objects adopt; a second grant is refused with the namespace that holds
+    /// it: adoption belongs to one namespace.
+    pub fn grant(&self, namespace: String) -> Result<(), String> {
+        self.0.set(namespace)?;
+        Ok(())
+    }
+
+    /// The namespace granted adoption, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
+}
+
+/// The names this object's ONTAP and Kubernetes objects go by.
+pub(super) struct Names {
+    pub(super) svm: String,
+    pub(super) account: String,
+    pub(super) secret: String,
+    pub(super) namespace: String,
+    pub(super) uid: String,
+}
+
+impl Reconciler for SvmReconciler {
+    type Resource = StorageVirtualMachine;
+    type Step = SvmStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+
+    fn own_writes(&self) -> Option<OwnWrites> {
+        Some(self.own_writes.clone())
+    }
+
+    async fn reconcile(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &mut StorageVirtualMachineStatus,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        self.provision(svm, status, steps).await
+    }
+
+    async fn cleanup(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &mut StorageVirtualMachineStatus,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        self.delete(svm, status, steps).await
+    }
+
+    fn conclude(
+        &self,
+        status: &mut StorageVirtualMachineStatus,
+        lifecycle: Lifecycle,
+        summary: &Summary<SvmStep>,
+    ) {
+        status.phase = Some(match (lifecycle, summary) {
+            (Lifecycle::Deleting, _) => SvmPhase::Deleting,
+            (Lifecycle::Live, Summary::Done { .. }) => SvmPhase::Ready,
+            (
+                Lifecycle::Live,
+                Summary::Waiting {
+                    step: SvmStep::ClusterReady,
+                    ..
+                },
+            ) => SvmPhase::Pending,
+            (
+                Lifecycle::Live,
+                Summary::Waiting {
+                    step: SvmStep::SVMReady,
+                    wait,
+                },
+            ) if wait.reason == Waiting::SvmServedElsewhere.as_str() => SvmPhase::ServedElsewhere,
+            (
+                Lifecycle::Live,
+                Summary::Failed {
+                    category: ErrorCategory::Invalid,
+                    ..
+                },
+            ) => SvmPhase::Failed,
+            (Lifecycle::Live, _) => SvmPhase::Provisioning,
+        });
+    }
+}
+
+impl SvmReconciler {
+    pub(super) fn names(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &StorageVirtualMachineStatus,
+    ) -> Names {
+        let namespace = svm.namespace().unwrap_or_default();
+        let name = svm.name_any();
+        Names {
+            // Once provisioned under a name, the SVM keeps it: the status remembers it.
+            svm: svm
+                .spec
+                .svm_name
+                .clone()
+                .or_else(|| status.svm_name.clone())
+                .unwrap_or_else(|| default_svm_name(&namespace, &name)),
+            account: svm
+                .spec
+                .account
+                .as_ref()
+                .and_then(|a| a.name.clone())
+                .unwrap_or_else(|| default_account_name(&namespace, &name)),
+            secret: seed_secret_name(svm),
+            uid: svm.uid().unwrap_or_default(),
+            namespace,
+        }
+    }
+
+    async fn provision(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &mut StorageVirtualMachineStatus,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        let names = self.names(svm, status);
+        if let (Some(wanted), Some(provisioned)) = (&svm.spec.svm_name, &status.svm_name)
+            && wanted != provisioned
+        {
+            return steps
+                .step(SvmStep::SVMReady, || async {
+                    Err::<Outcome, _>(Invalid::SvmNameChanged.error(
+                        format!("spec.svmName {wanted} differs from the SVM provisioned as {provisioned}; SVMs are not renamed"),
+                    ))
+                })
+                .await;
+        }
+        let client = self.cluster(svm, &names, steps).await?;
+        let worker = steps.worker();
+        let ontap_svm = steps
+            .step(SvmStep::SVMReady, || async {
+                match svm.spec.mode {
+                    SvmMode::Owned => {
+                        self.ensure_svm(svm, &names, status.uuid.as_deref(), &client, &worker)
+                            .await
+                    }
+                    SvmMode::AccountOnly => self.shared_svm(svm, &names, &client).await,
+                }
+            })
+            .await?;
+        // Recorded only once the SVM exists: a name in the status is one ONTAP holds.
+        status.svm_name = Some(ontap_svm.name.clone());
+        status.uuid = Some(ontap_svm.uuid.clone());
+        if svm.spec.mode == SvmMode::Owned {
+            steps
+                .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
+                .await?;
+        }
+        let verified = steps
+            .step(SvmStep::AccountReady, || {
+                self.ensure_account(svm, &names, &ontap_svm, &client)
+            })
+            .await?;
+        steps
+            .step(SvmStep::SecretReady, || {
+                self.ensure_secret(svm, &names, &ontap_svm, &client, verified)
+            })
+            .await?;
+        status.secret_ref = Some(names.secret.clone());
+        Ok(())
+    }
+}

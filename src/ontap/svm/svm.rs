@@ -1,0 +1,656 @@
+//! Step `SVMReady`: the SVM of an `Owned` object created, marked, running and with the spec's
+//! protocols; the SVM an `AccountOnly` object names looked at, never changed.
+
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
+use super::errors::{
+    Conflict, Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error,
+};
+use super::reconcile::{
+    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
+};
+use super::tenancy;
+use super::{DesiredError, Ownership, owned_by, ownership_comment};
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
+use ontap_client::{
+    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, ProtocolState, Svm, SvmCreate,
+    SvmPatch, SvmState, SvmTargetState,
+};
+use reconcile_engine::{Outcome, StepError, Worker};
+
+impl SvmReconciler {
+    /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and the object
+    /// that provisions it shares it with the object's namespace. An account is vsadmin access, so
+    /// one tenant must not give itself an account on another's SVM by naming it — nor by
+    /// declaring an `Owned` object of that name in its own namespace: the provider that decides
+    /// is the one ONTAP's ownership mark names. An SVM marked for an object this operator cannot
+    /// see (the project SVM of shoots served by another seed's extension) is shared only by a
+    /// provider in the extension's project namespace, where tenants cannot write. A wait while no
+    /// object provisions it (the extension declares both at once) or the SVM is not marked yet
+    /// (its provider is about to adopt it).
+    pub(super) async fn shared_svm(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        client: &OntapClient,
+    ) -> Result<Outcome<Svm>, StepError> {
+        let all = self.svms.store().state();
+        let providers: Vec<&StorageVirtualMachine> = all
+            .iter()
+            .map(|other| &**other)
+            .filter(|other| {
+                other.spec.mode == SvmMode::Owned
+                    && other.spec.cluster_ref == svm.spec.cluster_ref
+                    && (other.metadata.deletion_timestamp.is_none()
+                        || self.is_project_namespace(&other.namespace().unwrap_or_default()))
+                    && {
+                        let status = other.status.clone().unwrap_or_default();
+                        self.names(other, &status).svm == names.svm
+                    }
+            })
+            .collect();
+        let awaited = |why: String| Ok(Waiting::SvmAwaited.outcome(why, EXISTING_SVM_RECHECK));
+        if providers.is_empty() {
+            return awaited(format!(
+                "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
+                names.svm, svm.spec.cluster_ref.name
+            ));
+        }
+        let found = match existing_svm(client, names).await? {
+            Outcome::Unchanged(found) | Outcome::Changed(found) => found,
+            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
+        };
+        let provider = match owned_by(found.comment.as_deref(), "") {
+            Ownership::Foreign(creator) if self.alive(&creator) => {
+                match providers
+                    .iter()
+                    .find(|p| p.uid().as_deref() == Some(creator.as_str()))
+                {
+                    Some(provider) => *provider,
+                    // Being handed over, or its provider is being deleted.
+                    None => {
+                        return awaited(format!(
+                            "the SVM {} is changing hands between StorageVirtualMachines; the account is made once one provisions it",
+                            names.svm
+                        ));
+                    }
+                }
+            }
+            Ownership::Foreign(_) => {
+                let stand_in = providers
+                    .iter()
+                    .find(|p| self.is_project_namespace(&p.namespace().unwrap_or_default()));
+                match stand_in {
+                    Some(provider) => *provider,
+                    None => {
+                        return Err(Invalid::SvmNotShared.error(format!(
+                            "the SVM {} belongs to a StorageVirtualMachine this operator does not see; only the extension's project namespace may share such an SVM",
+                            names.svm
+                        )));
+                    }
+                }
+            }
+            Ownership::Unmarked | Ownership::Ours => {
+                return awaited(format!(
+                    "the SVM {} is not marked as provisioned by a StorageVirtualMachine yet; the account is made once its provider has taken it over",
+                    names.svm
+                ));
+            }
+        };
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&names.namespace))
+            .map(|ns| ns.labels().clone())
+            .unwrap_or_default();
+        let shared = tenancy::shares_with(provider, &names.namespace, &labels)
+            .map_err(|e| Invalid::ShareWith.error(e))?;
+        if shared {
+            return Ok(Outcome::Unchanged(found));
+        }
+        Err(Invalid::SvmNotShared.error(format!(
+            "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
+            names.svm, names.namespace
+        )))
+    }
+
+    /// Whether the object with uid `creator`, which marked the SVM `svm` asks for, has handed
+    /// it over: it is now an `AccountOnly` object on that SVM, on the same cluster.
+    fn handed_over(&self, svm: &StorageVirtualMachine, creator: &str, names: &Names) -> bool {
+        self.svms.store().state().iter().any(|other| {
+            other.uid().as_deref() == Some(creator)
+                && other.spec.mode == SvmMode::AccountOnly
+                && other.spec.cluster_ref == svm.spec.cluster_ref
+                && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
+        })
+    }
+
+    /// Whether a StorageVirtualMachine with uid `uid` exists (also while it is being deleted).
+    fn alive(&self, uid: &str) -> bool {
+        self.svms
+            .store()
+            .state()
+            .iter()
+            .any(|other| other.uid().as_deref() == Some(uid))
+    }
+
+    /// Whether `namespace` is the one where the Extension controller keeps the per-project SVM
+    /// objects (`--extension-project-namespace`, the operator's own by default). Tenants cannot
+    /// write StorageVirtualMachines there, so only its objects may take decisions an account —
+    /// vsadmin access — would otherwise let a tenant take:
+    /// - adopt an SVM the operator did not create (no `shareWith` protects what is nobody's
+    ///   object in Kubernetes);
+    /// - stand in for an SVM marked for an object this operator cannot see (another seed's
+    ///   project object): share it with their shoots and leave it alone (no mark, LIFs or
+    ///   account);
+    /// - while being deleted, still admit accounts on their SVM: a project object keeps the SVM
+    ///   while other seeds' shoots hold accounts on it, maybe for good, and a shoot arriving
+    ///   meanwhile must not wait for that. Elsewhere a deleting object takes no new users, or its
+    ///   deletion could be held up for ever.
+    fn is_project_namespace(&self, namespace: &str) -> bool {
+        self.adoption.namespace() == Some(namespace)
+    }
+
+    /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
+    /// protocols of the spec.
+    pub(super) async fn ensure_svm(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        recorded: Option<&str>,
+        client: &OntapClient,
+        worker: &Worker,
+    ) -> Result<Outcome<Svm>, StepError> {
+        // The engine added the finalizer before this pass, so deleting the object always cleans
+        // up what this step creates.
+        let mut changed = false;
+        let cluster = &svm.spec.cluster_ref.name;
+        // Never provisioned: the pass is about to start a job. Its slot is taken before the
+        // lookup, so that the lookup is fresh however long the wait, and a pass that waits
+        // costs ONTAP nothing.
+        let mut slot = None;
+        if recorded.is_none() {
+            match self.connections.job_slot(cluster, worker).await {
+                Ok(permit) => slot = Some(permit),
+                Err(wait) => return Ok(Outcome::Waiting(wait)),
+            }
+        }
+        macro_rules! job_slot {
+            () => {
+                if slot.is_none() {
+                    match self.connections.job_slot(cluster, worker).await {
+                        Ok(permit) => slot = Some(permit),
+                        Err(wait) => return Ok(Outcome::Waiting(wait)),
+                    }
+                }
+                // Held until the step returns, whichever way.
+                debug_assert!(slot.is_some());
+            };
+        }
+        let found = match lookup_svm(client, &names.svm).await? {
+            Some(found) => found,
+            None => {
+                // The SVM recorded in the status still exists under another name (renamed in
+                // ONTAP): creating a second one would only fight it for the LIF addresses.
+                if let Some(uuid) = recorded {
+                    match client.svm(uuid).await {
+                        Ok(renamed) => {
+                            return Err(Invalid::SvmRenamedInOntap.error(format!(
+                                "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
+                                names.svm, renamed.name
+                            )));
+                        }
+                        Err(e) if is_entry_not_found(&e) => {}
+                        Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
+                    }
+                }
+                let mut body =
+                    svm_create(svm, &names.svm).map_err(|e| Invalid::Spec.error(e.to_string()))?;
+                job_slot!();
+                // Only where there is something to create: the steady state does not pay for it.
+                let aggregates = self
+                    .connections
+                    .aggregates(cluster, client)
+                    .await
+                    .map_err(|e| ontap_error(Failed::AggregateLookup, e))?;
+                if body.aggregates.is_empty() {
+                    body.aggregates = aggregates
+                        .iter()
+                        .map(|a| OntapRef::by_name(&a.name))
+                        .collect();
+                } else if let Some(absent) = svm
+                    .spec
+                    .aggregates
+                    .iter()
+                    .find(|wanted| !aggregates.iter().any(|a| &a.name == *wanted))
+                {
+                    return Ok(Outcome::Waiting(Waiting::AggregateNotFound.missing(
+                        format!(
+                            "the aggregate {absent} named in spec.aggregates does not exist in ONTAP"
+                        ),
+                    )));
+                }
+                changed = true;
+                match client.create_svm(&body).await {
+                    Ok(created) => created,
+                    Err(e) => {
+                        if let Some(wait) = ontap_busy(&e) {
+                            return Ok(Outcome::Waiting(wait));
+                        }
+                        // The POST may have been applied, or a previous attempt's job may be
+                        // running: never create twice, look again by name.
+                        if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
+                            // An aggregate named in the body may be gone: list them afresh.
+                            self.connections.forget_aggregates(cluster);
+                            return Err(ontap_error(Failed::SvmCreate, e));
+                        }
+                        match lookup_svm(client, &names.svm).await? {
+                            Some(found) => found,
+                            None => return Err(ontap_error(Failed::SvmCreate, e)),
+                        }
+                    }
+                }
+            }
+        };
+        let asks = asks_to_adopt(
+            svm.annotations()
+                .get(ADOPT_SVM_UUID_ANNOTATION)
+                .map(String::as_str),
+            &found.uuid,
+            recorded,
+        );
+        let decision = match owned_by(found.comment.as_deref(), &names.uid) {
+            Ownership::Ours => Takeover::Keep,
+            Ownership::Foreign(creator) => takeover_marked(
+                asks,
+                self.handed_over(svm, &creator, names),
+                self.alive(&creator),
+                self.is_project_namespace(&names.namespace),
+            ),
+            Ownership::Unmarked => {
+                takeover_unmarked(asks, self.is_project_namespace(&names.namespace))
+            }
+        };
+        match decision {
+            Takeover::Keep => {}
+            Takeover::Adopt => {
+                // An existing account's password is kept, not rotated: `AccountReady` waits
+                // for the seed Secret that carries it (see `ensure_account`).
+                job_slot!();
+                let mark = SvmPatch {
+                    comment: Some(super::ownership_comment(
+                        &names.uid,
+                        &names.namespace,
+                        &svm.name_any(),
+                    )),
+                    ..SvmPatch::default()
+                };
+                client
+                    .patch_svm(&found.uuid, &mark)
+                    .await
+                    .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
+                changed = true;
+            }
+            Takeover::ServeElsewhere => {
+                return Ok(Waiting::SvmServedElsewhere.outcome(
+                    format!(
+                        "the SVM {} is provisioned by a StorageVirtualMachine this operator does not see (another seed's, for shoots there); this object shares it with its namespaces and leaves it alone. It takes the SVM over only when asked to by uuid ({ADOPT_SVM_UUID_ANNOTATION}), once that object is gone",
+                        names.svm
+                    ),
+                    SERVED_ELSEWHERE_RECHECK,
+                ));
+            }
+            Takeover::Refuse(refusal) => return Err(refusal.error(&names.svm, &names.namespace)),
+        }
+        match found.state {
+            Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
+                return Ok(Waiting::SvmSettling.outcome(
+                    format!("ONTAP reports the SVM as {:?}", found.state),
+                    ONTAP_SETTLING,
+                ));
+            }
+            Some(SvmState::Deleting) => {
+                return Ok(
+                    Waiting::SvmDeleting.outcome("ONTAP is deleting the SVM", ONTAP_SETTLING)
+                );
+            }
+            Some(SvmState::Stopped) => {
+                job_slot!();
+                let start = SvmPatch {
+                    state: Some(SvmTargetState::Running),
+                    ..SvmPatch::default()
+                };
+                if let Some(wait) = job(
+                    client.patch_svm(&found.uuid, &start).await,
+                    Failed::SvmStart,
+                )? {
+                    return Ok(Outcome::Waiting(wait));
+                }
+                return Ok(Waiting::SvmStarting
+                    .outcome("the SVM was stopped; it is being started", ONTAP_SETTLING));
+            }
+            _ => {}
+        }
+        if let Some(patch) = protocol_patch(&svm.spec.protocols, &found) {
+            job_slot!();
+            if let Some(wait) = job(
+                client.patch_svm(&found.uuid, &patch).await,
+                Failed::SvmProtocols,
+            )? {
+                return Ok(Outcome::Waiting(wait));
+            }
+            changed = true;
+        }
+        drop(slot);
+        Ok(if changed {
+            Outcome::Changed(found)
+        } else {
+            Outcome::Unchanged(found)
+        })
+    }
+}
+
+/// Whether `svm` asks to take over `found` ([`ADOPT_SVM_UUID_ANNOTATION`]): named by uuid, so
+/// another SVM created later under the same name is never taken by mistake.
+pub(super) fn adopts(svm: &StorageVirtualMachine, found: &Svm) -> bool {
+    svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION) == Some(&found.uuid)
+}
+
+/// Whether an object annotated to adopt `annotated` asks to take over the SVM `found` now, having
+/// recorded `recorded` as its SVM. Asked once: an object that held the SVM and finds it marked
+/// for another lost it to a later adoption (two seeds' project objects asked for the same SVM
+/// when switching from metal-stack); taking it back would make them take turns for ever.
+pub fn asks_to_adopt(annotated: Option<&str>, found: &str, recorded: Option<&str>) -> bool {
+    annotated == Some(found) && recorded != Some(found)
+}
+
+/// What an `Owned` object does with the SVM it found under its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Takeover {
+    /// Marked for this object: its own.
+    Keep,
+    /// Mark it for this object; nothing is recreated.
+    Adopt,
+    /// Marked for an object this operator cannot see (another seed's): leave it alone, and
+    /// share it with this object's namespaces as its provider there would.
+    ServeElsewhere,
+    /// Leave it alone and report why.
+    Refuse(Refusal),
+}
+
+/// Why an SVM of the object's name is not taken over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Marked for another object, and not asked for by uuid.
+    MarkedForAnother,
+    /// Asked for by uuid, but the object it is marked for still exists here: adoption is for
+    /// SVMs whose object is gone (a restore on another seed), never a way to take one away.
+    CreatorStillExists,
+    /// Not created by the operator, and not asked for by uuid.
+    Unmarked,
+    /// Not created by the operator, asked for by uuid from a namespace that may not adopt.
+    AdoptionNotAllowed,
+}
+
+impl Refusal {
+    /// The step error: a spec that cannot work is `invalid`; a creator that may still go away
+    /// (a migration's old object being deleted) is a `conflict`, retried with backoff.
+    pub fn error(self, svm: &str, namespace: &str) -> StepError {
+        match self {
+            Self::MarkedForAnother => Invalid::SvmNameInUse.error(format!(
+                "the SVM {svm} in ONTAP belongs to another StorageVirtualMachine; set another spec.svmName"
+            )),
+            Self::CreatorStillExists => Conflict::SvmOwnedByAnother.error(format!(
+                "the SVM {svm} is marked for another StorageVirtualMachine that still exists; it is adopted only once that object is gone"
+            )),
+            Self::Unmarked => Invalid::SvmNameInUse.error(format!(
+                "an SVM named {svm} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName"
+            )),
+            Self::AdoptionNotAllowed => Invalid::AdoptionNotAllowed.error(format!(
+                "the SVM {svm} was not created by this operator; adopting it ({ADOPT_SVM_UUID_ANNOTATION}) gives vsadmin access to everything on it, which only objects of the operator's project namespace may ask for, not those of {namespace}"
+            )),
+        }
+    }
+}
+
+/// The decision on an SVM marked for another object (`Foreign`): taken over when its creator
+/// handed it over, or when asked for by uuid and the creator is gone; served as it is when
+/// its creator is out of sight and the object may stand in for it (`stand_in`: the extension's
+/// project namespace) — never marked back and forth between seeds.
+pub fn takeover_marked(
+    asks: bool,
+    handed_over: bool,
+    creator_alive: bool,
+    stand_in: bool,
+) -> Takeover {
+    match (handed_over, asks, creator_alive, stand_in) {
+        (true, _, _, _) => Takeover::Adopt,
+        (false, true, false, _) => Takeover::Adopt,
+        (false, true, true, _) => Takeover::Refuse(Refusal::CreatorStillExists),
+        (false, false, false, true) => Takeover::ServeElsewhere,
+        (false, false, _, _) => Takeover::Refuse(Refusal::MarkedForAnother),
+    }
+}
+
+/// The decision on an SVM the operator did not create: adopted only when asked for by uuid
+/// from a namespace that may adopt (the project namespace: see `is_project_namespace`).
+pub fn takeover_unmarked(asks: bool, may_adopt: bool) -> Takeover {
+    match (asks, may_adopt) {
+        (true, true) => Takeover::Adopt,
+        (true, false) => Takeover::Refuse(Refusal::AdoptionNotAllowed),
+        (false, _) => Takeover::Refuse(Refusal::Unmarked),
+    }
+}
+
+/// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists and runs. It is only
+/// looked at — whoever provisioned it owns it.
+pub(super) async fn existing_svm(
+    client: &OntapClient,
+    names: &Names,
+) -> Result<Outcome<Svm>, StepError> {
+    let Some(found) = lookup_svm(client, &names.svm).await? else {
+        return Ok(Waiting::SvmAwaited.outcome(
+            format!(
+                "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
+                names.svm
+            ),
+            EXISTING_SVM_RECHECK,
+        ));
+    };
+    match found.state {
+        Some(SvmState::Running) => Ok(Outcome::Unchanged(found)),
+        state => Ok(Waiting::SvmNotRunning.outcome(
+            format!(
+                "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
+                names.svm
+            ),
+            EXISTING_SVM_RECHECK,
+        )),
+    }
+}
+
+/// The SVM of that name; a failed lookup is an error, never "absent".
+pub(super) async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Option<Svm>, StepError> {
+    client
+        .svm_by_name(name)
+        .await
+        .map_err(|e: OntapError| ontap_error(Failed::SvmLookup, e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The create body and the protocol patch
+
+/// The body of `POST /api/svm/svms` for `svm` under the ONTAP name `svm_name`. The comment
+/// carries the ownership marker; every protocol is sent explicitly, enabled or not.
+pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCreate, DesiredError> {
+    let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
+    let spec = &svm.spec;
+    Ok(SvmCreate {
+        name: svm_name.to_string(),
+        ipspace: spec.ipspace.as_deref().map(OntapRef::by_name),
+        aggregates: spec.aggregates.iter().map(OntapRef::by_name).collect(),
+        nfs: Some(ProtocolState {
+            enabled: spec.protocols.nfs,
+        }),
+        iscsi: Some(ProtocolState {
+            enabled: spec.protocols.iscsi,
+        }),
+        nvme: Some(ProtocolState {
+            enabled: spec.protocols.nvme,
+        }),
+        comment: Some(ownership_comment(
+            &uid,
+            &svm.namespace().unwrap_or_default(),
+            &svm.name_any(),
+        )),
+        language: None,
+    })
+}
+
+/// The `PATCH /api/svm/svms/{uuid}` that brings `actual`'s protocols to `desired`, or None when
+/// they already match. A protocol ONTAP does not report counts as disabled.
+pub fn protocol_patch(desired: &SvmProtocols, actual: &Svm) -> Option<SvmPatch> {
+    let change = |want: bool, have: Option<ProtocolState>| {
+        (want != have.is_some_and(|p| p.enabled)).then_some(ProtocolState { enabled: want })
+    };
+    let patch = SvmPatch {
+        nfs: change(desired.nfs, actual.nfs),
+        iscsi: change(desired.iscsi, actual.iscsi),
+        nvme: change(desired.nvme, actual.nvme),
+        ..SvmPatch::default()
+    };
+    (patch.nfs.is_some() || patch.iscsi.is_some() || patch.nvme.is_some()).then_some(patch)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ontap::svm::desired::tests::{UID, base};
+
+    #[test]
+    fn svm_create_body() {
+        let body = svm_create(&base(), "k8s_team-a_db").unwrap();
+        assert_eq!(
+            serde_json::to_value(&body).unwrap(),
+            serde_json::json!({
+                "name": "k8s_team-a_db",
+                "ipspace": { "name": "Default" },
+                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
+                "nfs": { "enabled": true },
+                "iscsi": { "enabled": false },
+                "nvme": { "enabled": false },
+                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
+            })
+        );
+        let mut unstored = base();
+        unstored.metadata.uid = None;
+        assert_eq!(
+            svm_create(&unstored, "x").unwrap_err(),
+            DesiredError::MissingUid
+        );
+    }
+
+    #[test]
+    fn unmarked_svms_are_adopted_only_on_request_from_the_admin_namespace() {
+        assert_eq!(takeover_unmarked(true, true), Takeover::Adopt);
+        assert_eq!(
+            takeover_unmarked(true, false),
+            Takeover::Refuse(Refusal::AdoptionNotAllowed)
+        );
+        assert_eq!(
+            takeover_unmarked(false, true),
+            Takeover::Refuse(Refusal::Unmarked)
+        );
+        assert_eq!(
+            takeover_unmarked(false, false),
+            Takeover::Refuse(Refusal::Unmarked)
+        );
+        let refused = Refusal::AdoptionNotAllowed.error("p1", "team-a");
+        assert_eq!(refused.reason(), "AdoptionNotAllowed");
+        assert_eq!(refused.category(), reconcile_engine::ErrorCategory::Invalid);
+    }
+
+    #[test]
+    fn an_adoption_is_asked_for_once() {
+        assert!(
+            asks_to_adopt(Some("u1"), "u1", None),
+            "a restore or a switch"
+        );
+        assert!(
+            !asks_to_adopt(Some("u1"), "u2", None),
+            "another SVM created under the name later"
+        );
+        assert!(
+            !asks_to_adopt(Some("u1"), "u1", Some("u1")),
+            "held, then lost to a later adoption: not taken back"
+        );
+        assert!(!asks_to_adopt(None, "u1", None));
+    }
+
+    #[test]
+    fn marked_svms_change_hands_only_when_their_creator_lets_go() {
+        // (asks by uuid, handed over, creator alive, may stand in)
+        for stand_in in [false, true] {
+            assert_eq!(
+                takeover_marked(true, false, false, stand_in),
+                Takeover::Adopt,
+                "a restore: the creator is gone"
+            );
+            assert_eq!(
+                takeover_marked(false, true, true, stand_in),
+                Takeover::Adopt,
+                "a hand-over: the creator became an AccountOnly user"
+            );
+            assert_eq!(
+                takeover_marked(true, false, true, stand_in),
+                Takeover::Refuse(Refusal::CreatorStillExists),
+                "an annotation does not take an SVM from a live object"
+            );
+            assert_eq!(
+                takeover_marked(false, false, true, stand_in),
+                Takeover::Refuse(Refusal::MarkedForAnother),
+                "a live object of this seed keeps its SVM"
+            );
+        }
+        assert_eq!(
+            takeover_marked(false, false, false, false),
+            Takeover::Refuse(Refusal::MarkedForAnother),
+            "a tenant's object never serves an SVM it cannot see the provider of"
+        );
+        assert_eq!(
+            takeover_marked(false, false, false, true),
+            Takeover::ServeElsewhere,
+            "the project namespace serves another seed's project SVM as it is: no mark moves"
+        );
+        assert_eq!(
+            Refusal::CreatorStillExists.error("p1", "ns").category(),
+            reconcile_engine::ErrorCategory::Conflict
+        );
+    }
+
+    #[test]
+    fn protocol_patches() {
+        let actual: Svm = serde_json::from_value(serde_json::json!({
+            "uuid": "u", "name": "n",
+            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
+        }))
+        .unwrap();
+        let want = SvmProtocols {
+            nfs: true,
+            iscsi: false,
+            nvme: true,
+        };
+        let patch = protocol_patch(&want, &actual).unwrap();
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            serde_json::json!({ "iscsi": { "enabled": false }, "nvme": { "enabled": true } })
+        );
+        let same = SvmProtocols {
+            nfs: true,
+            iscsi: true,
+            nvme: false,
+        };
+        assert_eq!(protocol_patch(&same, &actual), None);
+    }
+}
