@@ -20,7 +20,7 @@ use support::fixtures::svm;
 use support::metrics::metric_sums;
 use support::svm::SvmWorld;
 use support::{tail, try_poll};
-use test_support::process::{loadavg, proc_status_kb};
+use test_support::process::{loadavg, proc_cpu, proc_status_kb};
 
 const JOB_DURATION_MS: u64 = 200;
 const JOB_LIMIT: usize = 5;
@@ -47,26 +47,9 @@ fn is_ready(svm: &StorageVirtualMachine) -> bool {
             .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-/// User plus system CPU seconds of a process, from `/proc/<pid>/stat`.
+/// User plus system CPU seconds of a process.
 fn cpu_seconds(pid: u32) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let rest = &text[text.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // USER_HZ is 100 on every Linux this runs on.
-    Some(ticks as f64 / 100.0)
-}
-
-/// The sequence number the mock's request log will give its next request: its log is a ring of
-/// 10,000, but the numbers keep counting past evictions.
-async fn mock_next_seq(world: &SvmWorld) -> u64 {
-    world
-        .requests()
-        .await
-        .last()
-        .and_then(|r| r["seq"].as_u64())
-        .map_or(0, |s| s + 1)
+    proc_cpu(pid).map(|used| used.as_secs_f64())
 }
 
 async fn wait_cluster_ready(world: &SvmWorld) {
@@ -96,7 +79,7 @@ async fn wait_cluster_ready(world: &SvmWorld) {
 /// costs. Returns the ONTAP GETs (without the OntapCluster's probe) and writes of those passes,
 /// and the Kubernetes writes of the new process.
 async fn measure_resync(world: &mut SvmWorld, count: usize) -> (usize, usize, f64) {
-    let from = mock_next_seq(world).await;
+    let from = world.next_seq().await;
     world.restart_operator();
     let passes = |log: &[serde_json::Value]| {
         log.iter()
@@ -163,7 +146,7 @@ async fn bench_many_svms_created_at_once() {
     let mut world = SvmWorld::with(mock, &flags).await;
     let pid = world.operator.pid();
     wait_cluster_ready(&world).await;
-    let seq_before = mock_next_seq(&world).await;
+    let seq_before = world.next_seq().await;
     let metrics_before = world.operator.metrics_text().await;
     let cpu_before = cpu_seconds(pid).unwrap_or_default();
     let own_cpu_before = cpu_seconds(std::process::id()).unwrap_or_default();
@@ -218,7 +201,7 @@ async fn bench_many_svms_created_at_once() {
     let peak_rss_kb = proc_status_kb(pid, "VmHWM").unwrap_or_default();
     let rss_kb = proc_status_kb(pid, "VmRSS").unwrap_or_default();
     let cpu = cpu_seconds(pid).unwrap_or_default() - cpu_before;
-    let seq_after = mock_next_seq(&world).await;
+    let seq_after = world.next_seq().await;
     let ontap_requests = seq_after - seq_before;
     let metrics = world.operator.metrics_text().await;
     let diff = |metric: &str, label: &str| {

@@ -174,15 +174,12 @@ async fn delete_and_wait_gone(g: &Gardener, name: &str) {
         .delete(name, &DeleteParams::default())
         .await
         .unwrap();
-    g.eventually(&format!("ManagedResource {name} gone"), TIMEOUT, || async {
-        g.managed_resources()
-            .get_opt(name)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    if let Err(why) = crate::support::gone(&g.managed_resources(), name, TIMEOUT).await {
+        panic!(
+            "ManagedResource {name} not gone: {why}\n{}",
+            g.grm_log_tail()
+        );
+    }
 }
 
 #[tokio::test]

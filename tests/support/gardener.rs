@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -137,21 +137,18 @@ impl Gardener {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Option<T>>,
     {
-        let start = Instant::now();
-        loop {
-            if let Some(value) = check().await {
-                return value;
-            }
-            if start.elapsed() > timeout {
-                let log = self.grm_log();
-                let tail: Vec<&str> = log.lines().rev().take(40).collect();
-                panic!(
-                    "{what}: not within {timeout:?}\n--- gardener-resource-manager log (tail) ---\n{}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        match super::try_poll(timeout, async || check().await).await {
+            Ok(value) => value,
+            Err(why) => panic!("{what}: {why}\n{}", self.grm_log_tail()),
         }
+    }
+
+    /// The last 40 lines of the resource manager's log, headed, for failure messages.
+    pub fn grm_log_tail(&self) -> String {
+        format!(
+            "--- gardener-resource-manager log (tail) ---\n{}",
+            super::tail(&self.grm_log(), 40)
+        )
     }
 }
 

@@ -179,13 +179,7 @@ impl KymaWorld {
     where
         K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
-        let gone = super::try_poll(timeout, async || match api.get_opt(name).await {
-            Ok(None) => Ok(()),
-            Ok(Some(_)) => Err(format!("{name} still exists")),
-            Err(e) => Err(e.to_string()),
-        })
-        .await;
-        if let Err(why) = gone {
+        if let Err(why) = super::gone(api, name, timeout).await {
             panic!(
                 "{why}\n--- operator log ---\n{}",
                 tail(&self.operator.logs(), 40)

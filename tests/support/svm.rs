@@ -217,16 +217,7 @@ impl SvmWorld {
     }
 
     pub async fn wait_gone(&self, name: &str, timeout: Duration) {
-        let gone = super::try_poll(timeout, async || {
-            self.svms()
-                .get_opt(name)
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        })
-        .await;
-        if gone.is_err() {
+        if super::gone(&self.svms(), name, timeout).await.is_err() {
             panic!(
                 "{name} still exists after {timeout:?}: {:?}\n{}",
                 self.svms()
@@ -247,6 +238,16 @@ impl SvmWorld {
     /// The mock's request log.
     pub async fn requests(&self) -> Vec<Value> {
         self.mock.requests(&[]).await
+    }
+
+    /// The sequence number the mock's request log will give its next request: its log is a ring
+    /// of 10,000, but the numbers keep counting past evictions.
+    pub async fn next_seq(&self) -> u64 {
+        self.requests()
+            .await
+            .last()
+            .and_then(|r| r["seq"].as_u64())
+            .map_or(0, |s| s + 1)
     }
 
     /// Whether `username`/`password` authenticate against the mock and see `svm`, as a

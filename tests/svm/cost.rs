@@ -12,16 +12,6 @@ use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);
 
-/// The mock's next request sequence number: what comes after now.
-async fn next_seq(world: &SvmWorld) -> u64 {
-    world
-        .requests()
-        .await
-        .last()
-        .and_then(|r| r["seq"].as_u64())
-        .map_or(0, |s| s + 1)
-}
-
 /// Creates `count` SVMs at once and waits until all are Ready.
 async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
     let names: Vec<String> = (0..count).map(|i| format!("cost-{i}")).collect();
@@ -45,7 +35,7 @@ async fn provisioning_costs_at_most_ten_ontap_requests_per_svm_in_one_pass() {
     // A cluster turning Ready re-triggers every SVM that uses it, the ones already provisioning
     // too: created before that, the SVMs would be counted with a pass the cluster caused.
     world.wait_cluster_ready(READY_WITHIN).await;
-    let from = next_seq(&world).await;
+    let from = world.next_seq().await;
     create_all_ready(&world, SVMS).await;
     // The event of the seed Secret a pass wrote would start a second pass right away.
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -81,21 +81,23 @@ impl Jaeger {
         timeout: Duration,
         mut found: impl FnMut(&[Value]) -> Option<T>,
     ) -> T {
-        let start = Instant::now();
-        loop {
+        let seen = crate::try_poll_every(timeout, Duration::from_millis(500), async || {
             let traces = self.traces(service, operation, 1000).await;
-            if let Some(t) = found(&traces) {
-                return t;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "Jaeger at {} did not have the expected trace within {timeout:?}; {} traces of {service}: {}",
-                self.query_url,
-                traces.len(),
-                summarize(&traces)
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+            found(&traces).ok_or_else(|| {
+                format!(
+                    "{} traces of {service}: {}",
+                    traces.len(),
+                    summarize(&traces)
+                )
+            })
+        })
+        .await;
+        seen.unwrap_or_else(|why| {
+            panic!(
+                "Jaeger at {} did not have the expected trace: {why}",
+                self.query_url
+            )
+        })
     }
 
     /// Jaeger's own log, for failure messages.

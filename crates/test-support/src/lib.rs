@@ -230,9 +230,18 @@ pub async fn poll<T, P: Attempt<T>>(
 }
 
 /// Like [`poll`], but gives up with an error instead of panicking: for tests that collect
-/// outcomes rather than stop at the first failure.
+/// outcomes rather than stop at the first failure, or that add their own context to the failure.
 pub async fn try_poll<T, P: Attempt<T>>(
     timeout: Duration,
+    probe: impl AsyncFnMut() -> P,
+) -> Result<T, String> {
+    try_poll_every(timeout, Duration::from_millis(100), probe).await
+}
+
+/// Like [`try_poll`], looking every `interval`: for what arrives in batches (exported spans).
+pub async fn try_poll_every<T, P: Attempt<T>>(
+    timeout: Duration,
+    interval: Duration,
     mut probe: impl AsyncFnMut() -> P,
 ) -> Result<T, String> {
     let start = Instant::now();
@@ -242,9 +251,23 @@ pub async fn try_poll<T, P: Attempt<T>>(
             Err(why) if start.elapsed() > timeout => {
                 return Err(format!("not reached within {timeout:?}; last: {why}"));
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(_) => tokio::time::sleep(interval).await,
         }
     }
+}
+
+/// Waits until `api` has no object named `name`: the one "wait until gone". The error says what
+/// still exists (or why it could not be read), for the caller to add its context.
+pub async fn gone<K>(api: &Api<K>, name: &str, timeout: Duration) -> Result<(), String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    try_poll(timeout, async || match api.get_opt(name).await {
+        Ok(None) => Ok(()),
+        Ok(Some(_)) => Err(format!("{name} still exists")),
+        Err(error) => Err(format!("reading {name}: {error}")),
+    })
+    .await
 }
 
 /// What one look of a [`poll`] found: a value, or why not yet.

@@ -734,19 +734,9 @@ pub async fn wait_condition(
 
 /// Waits until toy `name` no longer exists.
 pub async fn wait_gone(env: &TestEnv, name: &str) {
-    test_support::poll(
-        &format!("{name} gone"),
-        Duration::from_secs(30),
-        async || {
-            toys(env)
-                .get_opt(name)
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        },
-    )
-    .await;
+    if let Err(why) = test_support::gone(&toys(env), name, Duration::from_secs(30)).await {
+        panic!("toy {name} not gone: {why}");
+    }
 }
 
 /// A Toy of the engine tests, with `value` and nothing else set.
