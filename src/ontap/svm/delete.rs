@@ -44,6 +44,9 @@ impl SvmReconciler {
         named
     }
 
+    /// Deletion by policy and mode: `Retain` leaves ONTAP alone; `Delete` removes an
+    /// `AccountOnly` object's account, or an `Owned` object's SVM with its LIFs and account. The
+    /// seed Secret goes in every case.
     pub(super) async fn delete(
         &self,
         svm: &StorageVirtualMachine,
@@ -55,112 +58,130 @@ impl SvmReconciler {
         if let Some(provisioned) = &status.svm_name {
             names.svm = provisioned.clone();
         }
-        if svm.spec.deletion_policy == DeletionPolicy::Delete
-            && svm.spec.mode == SvmMode::AccountOnly
-        {
-            let client = self.cluster(svm, &names, steps).await?;
-            let found = steps
-                .step(SvmStep::SVMFound, || async {
-                    Ok(Outcome::Unchanged(
-                        lookup_shared_svm(&client, &names, status.uuid.as_deref()).await?,
-                    ))
-                })
-                .await?;
-            if let Some(found) = found {
-                steps
-                    .step(SvmStep::AccountDeleted, || {
-                        delete_account(&client, &found, &names.account)
-                    })
-                    .await?;
+        match (svm.spec.deletion_policy, svm.spec.mode) {
+            (DeletionPolicy::Retain, _) => {}
+            (DeletionPolicy::Delete, SvmMode::AccountOnly) => {
+                self.delete_account_only(svm, status, &names, steps).await?
             }
-        } else if svm.spec.deletion_policy == DeletionPolicy::Delete {
-            let users = self.account_only_users(svm, &names);
-            if !users.is_empty() {
-                return steps
-                    .step(SvmStep::SVMDeleted, || async {
-                        Ok(Waiting::SvmShared.outcome::<()>(
-                            format!(
-                                "the SVM {} still holds the accounts of {}; it is deleted once they are gone (or set deletionPolicy: Retain to leave it)",
-                                names.svm,
-                                users.join(", ")
-                            ),
-                            EXISTING_SVM_RECHECK,
-                        ))
-                    })
-                    .await;
-            }
-            let client = self.cluster(svm, &names, steps).await?;
-            let shared = svm.spec.share_with.is_some();
-            let found = steps
-                .step(SvmStep::SVMFound, || async {
-                    let found = find_for_deletion(&client, &names, status.uuid.as_deref()).await?;
-                    match found {
-                        Outcome::Unchanged(Some(found)) if shared => {
-                            unused(&client, found, &names.account).await
-                        }
-                        other => Ok(other),
-                    }
-                })
-                .await?;
-            if let Some(found) = found {
-                if found.state == Some(SvmState::Deleting) {
-                    return steps
-                        .step(SvmStep::SVMDeleted, || async {
-                            Ok(Waiting::SvmDeleting.outcome::<()>(
-                                format!(
-                                    "ONTAP is deleting the SVM {} ({})",
-                                    found.name, found.uuid
-                                ),
-                                ONTAP_SETTLING,
-                            ))
-                        })
-                        .await;
-                }
-                steps
-                    .step(SvmStep::LIFsDeleted, || async {
-                        let interfaces = client
-                            .interfaces(&found.uuid)
-                            .await
-                            .map_err(|e| ontap_error(Failed::LifLookup, e))?;
-                        for interface in &interfaces {
-                            client
-                                .delete_interface(&interface.uuid)
-                                .await
-                                .map_err(|e| ontap_error(Failed::LifDelete, e))?;
-                        }
-                        Ok(if interfaces.is_empty() {
-                            Outcome::unchanged()
-                        } else {
-                            Outcome::changed()
-                        })
-                    })
-                    .await?;
-                steps
-                    .step(SvmStep::AccountDeleted, || {
-                        delete_account(&client, &found, &names.account)
-                    })
-                    .await?;
-                let worker = steps.worker();
-                steps
-                    .step(SvmStep::SVMDeleted, || async {
-                        let _slot = match self
-                            .connections
-                            .job_slot(&svm.spec.cluster_ref.name, &worker)
-                            .await
-                        {
-                            Ok(slot) => slot,
-                            Err(wait) => return Ok(Outcome::Waiting(wait)),
-                        };
-                        Ok(
-                            match job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
-                                Some(wait) => Outcome::Waiting(wait),
-                                None => Outcome::changed(),
-                            },
-                        )
-                    })
-                    .await?;
+            (DeletionPolicy::Delete, SvmMode::Owned) => {
+                self.delete_owned(svm, status, &names, steps).await?
             }
         }
+        self.delete_seed_secret(&names, steps).await
+    }
+
+    /// An `AccountOnly` object's account on the shared SVM, never the SVM or its LIFs.
+    async fn delete_account_only(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &StorageVirtualMachineStatus,
+        names: &Names,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        let client = self.cluster(svm, names, steps).await?;
+        let found = steps
+            .step(SvmStep::SVMFound, || async {
+                Ok(Outcome::Unchanged(
+                    lookup_shared_svm(&client, names, status.uuid.as_deref()).await?,
+                ))
+            })
+            .await?;
+        if let Some(found) = found {
+            steps
+                .step(SvmStep::AccountDeleted, || {
+                    delete_account(&client, &found, &names.account)
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// An `Owned` object's SVM, once no `AccountOnly` object holds an account on it: its LIFs,
+    /// its account, then the SVM itself in a job slot.
+    async fn delete_owned(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &StorageVirtualMachineStatus,
+        names: &Names,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        let users = self.account_only_users(svm, names);
+        if !users.is_empty() {
+            return steps
+                .step(SvmStep::SVMDeleted, || async {
+                    Ok(Waiting::SvmShared.outcome::<()>(
+                        format!(
+                            "the SVM {} still holds the accounts of {}; it is deleted once they are gone (or set deletionPolicy: Retain to leave it)",
+                            names.svm,
+                            users.join(", ")
+                        ),
+                        EXISTING_SVM_RECHECK,
+                    ))
+                })
+                .await;
+        }
+        let client = self.cluster(svm, names, steps).await?;
+        let shared = svm.spec.share_with.is_some();
+        let found = steps
+            .step(SvmStep::SVMFound, || async {
+                let found = find_for_deletion(&client, names, status.uuid.as_deref()).await?;
+                match found {
+                    Outcome::Unchanged(Some(found)) if shared => {
+                        unused(&client, found, &names.account).await
+                    }
+                    other => Ok(other),
+                }
+            })
+            .await?;
+        let Some(found) = found else {
+            return Ok(());
+        };
+        if found.state == Some(SvmState::Deleting) {
+            return steps
+                .step(SvmStep::SVMDeleted, || async {
+                    Ok(Waiting::SvmDeleting.outcome::<()>(
+                        format!("ONTAP is deleting the SVM {} ({})", found.name, found.uuid),
+                        ONTAP_SETTLING,
+                    ))
+                })
+                .await;
+        }
+        steps
+            .step(SvmStep::LIFsDeleted, || delete_interfaces(&client, &found))
+            .await?;
+        steps
+            .step(SvmStep::AccountDeleted, || {
+                delete_account(&client, &found, &names.account)
+            })
+            .await?;
+        let worker = steps.worker();
+        steps
+            .step(SvmStep::SVMDeleted, || async {
+                let _slot = match self
+                    .connections
+                    .job_slot(&svm.spec.cluster_ref.name, &worker)
+                    .await
+                {
+                    Ok(slot) => slot,
+                    Err(wait) => return Ok(Outcome::Waiting(wait)),
+                };
+                Ok(
+                    match job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
+                        Some(wait) => Outcome::Waiting(wait),
+                        None => Outcome::changed(),
+                    },
+                )
+            })
+            .await
+    }
+
+    /// The seed Secret, only the one read as this object's: not one recreated under the name
+    /// since.
+    async fn delete_seed_secret(
+        &self,
+        names: &Names,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
         steps
             .step(SvmStep::SecretDeleted, || async {
                 let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
@@ -176,7 +197,6 @@ impl SvmReconciler {
                     .iter()
                     .any(|o| o.controller == Some(true) && o.uid == names.uid);
                 if ours {
-                    // Only the Secret read as ours: not one recreated under the name since.
                     let params = DeleteParams {
                         preconditions: Some(Preconditions {
                             uid: secret.uid(),
@@ -193,9 +213,27 @@ impl SvmReconciler {
                 }
                 Ok(Outcome::changed())
             })
-            .await?;
-        Ok(())
+            .await
     }
+}
+
+/// Every LIF of `found`.
+async fn delete_interfaces(client: &OntapClient, found: &Svm) -> Result<Outcome<()>, StepError> {
+    let interfaces = client
+        .interfaces(&found.uuid)
+        .await
+        .map_err(|e| ontap_error(Failed::LifLookup, e))?;
+    for interface in &interfaces {
+        client
+            .delete_interface(&interface.uuid)
+            .await
+            .map_err(|e| ontap_error(Failed::LifDelete, e))?;
+    }
+    Ok(if interfaces.is_empty() {
+        Outcome::unchanged()
+    } else {
+        Outcome::changed()
+    })
 }
 
 fn is_not_found(e: &kube::Error) -> bool {
