@@ -20,10 +20,10 @@ use uuid::Uuid;
 
 use crate::{
     auth::basic_credentials,
+    connection::ConnectionControl,
     error::{ApiError, codes},
     model::InjectedFailure,
     requests::{FaultHit, RequestRecord},
-    server::ConnectionControl,
     state::MockState,
 };
 

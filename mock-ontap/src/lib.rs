@@ -21,6 +21,7 @@ mod admin;
 mod api;
 mod auth;
 pub mod config;
+mod connection;
 pub mod error;
 mod faults;
 mod model;
