@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{
-    auth::basic_credentials,
     connection::ConnectionControl,
+    credentials::basic_credentials,
     error::{ApiError, codes},
     model::InjectedFailure,
     requests::{FaultHit, RequestRecord},

@@ -22,6 +22,7 @@ mod api;
 mod auth;
 pub mod config;
 mod connection;
+mod credentials;
 pub mod error;
 mod faults;
 mod model;
