@@ -19,12 +19,12 @@
 
 mod admin;
 mod api;
-mod auth;
 pub mod config;
 mod connection;
 mod credentials;
 pub mod error;
 mod faults;
+mod middleware;
 mod model;
 mod query;
 mod requests;

@@ -20,9 +20,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::{
-    auth,
     error::{ApiError, ApiResult, codes},
     faults,
+    middleware::auth,
     model::{Job, Principal},
     state::MockState,
 };
