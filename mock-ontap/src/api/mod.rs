@@ -21,8 +21,7 @@ use serde_json::{Value, json};
 
 use crate::{
     error::{ApiError, ApiResult, codes},
-    faults,
-    middleware::auth,
+    middleware::{auth, inject},
     model::{Job, Principal},
     state::MockState,
 };
@@ -75,7 +74,7 @@ pub fn routes(state: MockState) -> Router<MockState> {
             state.clone(),
             auth::authenticate,
         ))
-        .layer(middleware::from_fn_with_state(state, faults::inject))
+        .layer(middleware::from_fn_with_state(state, inject::inject))
 }
 
 async fn api_not_found() -> ApiError {

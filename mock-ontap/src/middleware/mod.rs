@@ -3,3 +3,4 @@
 //! so nothing below imports a middleware.
 
 pub mod auth;
+pub mod inject;
