@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::{
-    config::Credentials, config::MockConfig, connection::ConnectionControl, state::MockState,
-    tls::TlsIdentity,
+    app::router, config::Credentials, config::MockConfig, connection::ConnectionControl,
+    state::MockState, tls::TlsIdentity,
 };
 
 /// Serves the mock on `listener` (HTTPS when `tls` is given) until `shutdown` is cancelled;
@@ -30,7 +30,7 @@ pub async fn serve(
     tls: Option<Arc<ServerConfig>>,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    let app = crate::router(state);
+    let app = router(state);
     let acceptor = tls.map(TlsAcceptor::from);
     loop {
         let stream = tokio::select! {
