@@ -19,10 +19,13 @@
 
 mod admin;
 mod api;
-mod auth;
+mod app;
 pub mod config;
+mod connection;
+mod credentials;
 pub mod error;
 mod faults;
+mod middleware;
 mod model;
 mod query;
 mod requests;
@@ -30,21 +33,9 @@ mod server;
 mod state;
 pub mod tls;
 
-use axum::Router;
-
+pub use app::router;
 pub use config::{Credentials, DEFAULT_ADMIN_PASSWORD, DEFAULT_ADMIN_USER, MockConfig, Settings};
 pub use faults::{FaultAction, FaultSpec};
 pub use server::{MockServer, serve};
 pub use state::MockState;
 pub use tls::TlsIdentity;
-
-/// All routes: `/api/…` (authenticated, faultable, logged) and `/_mock/…` (test control).
-///
-/// Served with [`serve`] (or [`MockServer`]), reset faults close the TCP connection; under a
-/// plain `axum::serve` they cannot, and hang instead.
-pub fn router(state: MockState) -> Router {
-    Router::new()
-        .merge(api::routes(state.clone()))
-        .merge(admin::routes())
-        .with_state(state)
-}

@@ -1,97 +1,26 @@
 //! The accept loop. It is hand-written rather than `axum::serve` because the reset faults need
 //! to close a connection from inside a request: each connection task hands its requests a
 //! [`ConnectionControl`] and drops the socket when asked, with `SO_LINGER=0` so the client sees
-//! a TCP reset instead of an answer.
+//! a TCP reset instead of an answer (see [`crate::connection`]).
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 
 use anyhow::Context as _;
 use axum::Router;
 use hyper::{Request, body::Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::{TlsAcceptor, rustls::ServerConfig};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::{config::Credentials, config::MockConfig, state::MockState, tls::TlsIdentity};
-
-/// Lets a request end its own connection without an answer.
-#[derive(Clone)]
-pub struct ConnectionControl {
-    kill: CancellationToken,
-    hard_reset: Arc<AtomicBool>,
-}
-
-impl ConnectionControl {
-    pub(crate) fn reset(&self) {
-        self.hard_reset.store(true, Ordering::SeqCst);
-        self.kill.cancel();
-    }
-}
-
-/// A TCP stream that, when a reset was requested, closes with RST instead of FIN.
-struct ResetOnDrop {
-    stream: TcpStream,
-    hard_reset: Arc<AtomicBool>,
-}
-
-impl Drop for ResetOnDrop {
-    fn drop(&mut self) {
-        if self.hard_reset.load(Ordering::SeqCst)
-            && let Err(e) = self.stream.set_zero_linger()
-        {
-            tracing::debug!(error = %e, "could not arm TCP reset");
-        }
-    }
-}
-
-impl AsyncRead for ResetOnDrop {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for ResetOnDrop {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-}
+use crate::{
+    app::router, config::Credentials, config::MockConfig, connection::ConnectionControl,
+    state::MockState, tls::TlsIdentity,
+};
 
 /// Serves the mock on `listener` (HTTPS when `tls` is given) until `shutdown` is cancelled;
 /// cancelling also closes every open connection.
@@ -101,7 +30,7 @@ pub async fn serve(
     tls: Option<Arc<ServerConfig>>,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    let app = crate::router(state);
+    let app = router(state);
     let acceptor = tls.map(TlsAcceptor::from);
     loop {
         let stream = tokio::select! {
@@ -133,19 +62,13 @@ async fn connection(
     acceptor: Option<TlsAcceptor>,
     kill: CancellationToken,
 ) {
-    let control = ConnectionControl {
-        kill,
-        hard_reset: Arc::default(),
-    };
-    let io = ResetOnDrop {
-        stream,
-        hard_reset: control.hard_reset.clone(),
-    };
+    let control = ConnectionControl::new(kill);
+    let io = control.guard(stream);
     let Some(acceptor) = acceptor else {
         return drive(TokioIo::new(io), app, control).await;
     };
     let handshake = tokio::select! {
-        () = control.kill.cancelled() => return,
+        () = control.kill().cancelled() => return,
         handshake = acceptor.accept(io) => handshake,
     };
     match handshake {
@@ -158,7 +81,7 @@ async fn drive<I>(io: I, app: Router, control: ConnectionControl)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let kill = control.kill.clone();
+    let kill = control.kill().clone();
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         req.extensions_mut().insert(control.clone());
         app.clone().oneshot(req)

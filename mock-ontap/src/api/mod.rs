@@ -20,9 +20,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::{
-    auth,
     error::{ApiError, ApiResult, codes},
-    faults,
+    middleware::{auth, inject},
     model::{Job, Principal},
     state::MockState,
 };
@@ -75,7 +74,7 @@ pub fn routes(state: MockState) -> Router<MockState> {
             state.clone(),
             auth::authenticate,
         ))
-        .layer(middleware::from_fn_with_state(state, faults::inject))
+        .layer(middleware::from_fn_with_state(state, inject::inject))
 }
 
 async fn api_not_found() -> ApiError {

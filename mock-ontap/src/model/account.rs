@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Model, Principal, Row, svm::NameRef};
+use super::{Model, Principal, Row, svm_request::NameRef};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
 

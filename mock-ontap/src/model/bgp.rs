@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Model, Row, svm::NameRef};
+use super::{Model, Row, svm_request::NameRef};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
 

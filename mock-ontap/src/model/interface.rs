@@ -9,7 +9,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Model, Principal, Row, cluster::Cluster, indexed, narrowest, single, svm::NameRef};
+use super::{
+    Model, Principal, Row, cluster::Cluster, indexed, narrowest, single, svm_request::NameRef,
+};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
 

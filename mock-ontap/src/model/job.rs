@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Clock, Model, Row, svm::SvmPatch};
+use super::{Clock, Model, Row, svm_request::SvmPatch};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
 

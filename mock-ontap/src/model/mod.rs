@@ -15,6 +15,7 @@ pub mod cluster;
 mod interface;
 mod job;
 mod svm;
+mod svm_request;
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -28,7 +29,7 @@ pub use account::{AccountCreate, AccountPatch};
 pub use bgp::PeerGroupCreate;
 pub use interface::InterfaceCreate;
 pub use job::{InjectedFailure, Job};
-pub use svm::{SvmCreate, SvmPatch};
+pub use svm_request::{SvmCreate, SvmPatch};
 
 use crate::config::{MockConfig, Settings};
 use crate::query::ListQuery;

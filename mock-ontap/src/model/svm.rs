@@ -7,85 +7,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{
-    Model, Principal, Row, cluster::Cluster, job::InjectedFailure, job::Job, job::SvmEffect,
-    narrowest, single,
-};
+use super::job::{InjectedFailure, Job, SvmEffect};
+use super::svm_request::{NameRef, SvmCreate, SvmPatch, Toggle};
+use super::{Model, Principal, Row, cluster::Cluster, narrowest, single};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
 
 pub const MAX_SVM_NAME: usize = 47;
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct NameRef {
-    pub name: Option<String>,
-    pub uuid: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Toggle {
-    pub enabled: Option<bool>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SvmCreate {
-    pub name: Option<String>,
-    pub comment: Option<String>,
-    pub language: Option<String>,
-    pub ipspace: Option<NameRef>,
-    pub aggregates: Option<Vec<NameRef>>,
-    pub nfs: Option<Toggle>,
-    pub iscsi: Option<Toggle>,
-    pub nvme: Option<Toggle>,
-}
-
-impl SvmCreate {
-    pub const FIELDS: &'static [&'static str] = &[
-        "name",
-        "comment",
-        "language",
-        "ipspace.name",
-        "ipspace.uuid",
-        "aggregates.name",
-        "aggregates.uuid",
-        "nfs.enabled",
-        "nfs.allowed",
-        "iscsi.enabled",
-        "iscsi.allowed",
-        "nvme.enabled",
-        "nvme.allowed",
-    ];
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SvmPatch {
-    pub name: Option<String>,
-    pub comment: Option<String>,
-    pub state: Option<String>,
-    pub language: Option<String>,
-    pub aggregates: Option<Vec<NameRef>>,
-    pub nfs: Option<Toggle>,
-    pub iscsi: Option<Toggle>,
-    pub nvme: Option<Toggle>,
-}
-
-impl SvmPatch {
-    pub const FIELDS: &'static [&'static str] = &[
-        "name",
-        "comment",
-        "state",
-        "language",
-        "aggregates.name",
-        "aggregates.uuid",
-        "nfs.enabled",
-        "iscsi.enabled",
-        "nvme.enabled",
-    ];
-}
 
 #[derive(Debug, Clone)]
 pub struct Pending {

@@ -3,27 +3,11 @@
 
 use axum::{
     extract::{Request, State},
-    http::{HeaderMap, header},
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use base64::Engine;
 
-use crate::{error::ApiError, model::Principal, state::MockState};
-
-pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, encoded) = value.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
-        .ok()?;
-    let text = String::from_utf8(decoded).ok()?;
-    let (user, password) = text.split_once(':')?;
-    Some((user.to_owned(), password.to_owned()))
-}
+use crate::{credentials::basic_credentials, error::ApiError, model::Principal, state::MockState};
 
 pub async fn authenticate(
     State(state): State<MockState>,
