@@ -8,6 +8,10 @@
 mod support;
 
 mod delivery;
-mod extension;
+mod failures;
+mod gardenlet;
 mod heartbeat;
+mod lifecycle;
+mod metal_stack_switch;
+mod project_sharing;
 mod registration;

@@ -1,8 +1,9 @@
 //! Measuring the Kyma controllers at scale: the load driver `kyma-load` (this crate's binary)
-//! and the helpers the benchmark (the operator's `tests/bench_kyma.rs`) shares with it — Kymas created as the
-//! experiment's `sample-data.sh` creates them, the time until each reports `success`,
+//! and the helpers the benchmark (the operator's `tests/bench_kyma.rs`) shares with it:
+//! Kymas created as the experiment's `sample-data.sh` creates them, the time until each reports `success`,
 //! percentiles, a process's peak RSS, the API server's requests by verb, and the write rate a
 //! plain client gets from the API server.
+
 mod apiserver;
 mod probe;
 mod report;
