@@ -264,21 +264,7 @@ impl ClusterConnections {
     /// connection pool) is reused while endpoint, credentials and CA stay the same.
     pub async fn connect(&self, cluster: &OntapCluster) -> Result<OntapClient, ConnectError> {
         let spec = &cluster.spec;
-        let credentials = self
-            .read_secret(&spec.credentials_secret_ref, "credentials")
-            .await?;
-        let (Some(username), Some(password)) = (
-            secret_key(&credentials, "username"),
-            secret_key(&credentials, "password"),
-        ) else {
-            return Err(ConnectError::Error(StepError::invalid(
-                Connect::CredentialsIncomplete.as_str(),
-                format!(
-                    "the credentials Secret {}/{} needs the keys username and password",
-                    spec.credentials_secret_ref.namespace, spec.credentials_secret_ref.name
-                ),
-            )));
-        };
+        let (username, password) = self.credentials(cluster).await?;
         let ca = match &spec.ca_secret_ref {
             None => None,
             Some(reference) => {
@@ -294,18 +280,6 @@ impl ClusterConnections {
                 })?)
             }
         };
-        let username = String::from_utf8(username).map_err(|_| {
-            StepError::invalid(
-                Connect::CredentialsIncomplete.as_str(),
-                "the username is not UTF-8",
-            )
-        })?;
-        let password = SecretString::from(String::from_utf8(password).map_err(|_| {
-            StepError::invalid(
-                Connect::CredentialsIncomplete.as_str(),
-                "the password is not UTF-8",
-            )
-        })?);
         let endpoint = reqwest::Url::parse(&spec.endpoint).map_err(|e| {
             StepError::invalid(
                 Connect::InvalidEndpoint.as_str(),
@@ -323,7 +297,6 @@ impl ClusterConnections {
                     format!("spec.caFingerprint: {e}"),
                 )
             })?;
-
         let mut hasher = DefaultHasher::new();
         (
             spec.endpoint.as_str(),
@@ -350,6 +323,40 @@ impl ClusterConnections {
             .map_err(|e| ontap_error(Connect::ClientConfigInvalid.as_str(), e))?;
         self.lock().insert(key, (fingerprint, client.clone()));
         Ok(client)
+    }
+
+    /// The admin username and password of `cluster`, from its credentials Secret.
+    async fn credentials(
+        &self,
+        cluster: &OntapCluster,
+    ) -> Result<(String, SecretString), ConnectError> {
+        let reference = &cluster.spec.credentials_secret_ref;
+        let credentials = self.read_secret(reference, "credentials").await?;
+        let (Some(username), Some(password)) = (
+            secret_key(&credentials, "username"),
+            secret_key(&credentials, "password"),
+        ) else {
+            return Err(ConnectError::Error(StepError::invalid(
+                Connect::CredentialsIncomplete.as_str(),
+                format!(
+                    "the credentials Secret {}/{} needs the keys username and password",
+                    reference.namespace, reference.name
+                ),
+            )));
+        };
+        let username = String::from_utf8(username).map_err(|_| {
+            StepError::invalid(
+                Connect::CredentialsIncomplete.as_str(),
+                "the username is not UTF-8",
+            )
+        })?;
+        let password = SecretString::from(String::from_utf8(password).map_err(|_| {
+            StepError::invalid(
+                Connect::CredentialsIncomplete.as_str(),
+                "the password is not UTF-8",
+            )
+        })?);
+        Ok((username, password))
     }
 
     /// Drops the cached client of a deleted cluster.

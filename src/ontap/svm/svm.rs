@@ -1,6 +1,8 @@
 //! Step `SVMReady`: the SVM of an `Owned` object created, marked, running and with the spec's
 //! protocols; the SVM an `AccountOnly` object names looked at, never changed.
 
+use std::sync::Arc;
+
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
@@ -35,21 +37,7 @@ impl SvmReconciler {
         names: &Names,
         client: &OntapClient,
     ) -> Result<Outcome<Svm>, StepError> {
-        let all = self.svms.store().state();
-        let providers: Vec<&StorageVirtualMachine> = all
-            .iter()
-            .map(|other| &**other)
-            .filter(|other| {
-                other.spec.mode == SvmMode::Owned
-                    && other.spec.cluster_ref == svm.spec.cluster_ref
-                    && (other.metadata.deletion_timestamp.is_none()
-                        || self.is_project_namespace(&other.namespace().unwrap_or_default()))
-                    && {
-                        let status = other.status.clone().unwrap_or_default();
-                        self.names(other, &status).svm == names.svm
-                    }
-            })
-            .collect();
+        let providers = self.providers(svm, names);
         let awaited = |why: String| Ok(Waiting::SvmAwaited.outcome(why, EXISTING_SVM_RECHECK));
         if providers.is_empty() {
             return awaited(format!(
@@ -67,7 +55,7 @@ impl SvmReconciler {
                     .iter()
                     .find(|p| p.uid().as_deref() == Some(creator.as_str()))
                 {
-                    Some(provider) => *provider,
+                    Some(provider) => provider,
                     // Being handed over, or its provider is being deleted.
                     None => {
                         return awaited(format!(
@@ -82,7 +70,7 @@ impl SvmReconciler {
                     .iter()
                     .find(|p| self.is_project_namespace(&p.namespace().unwrap_or_default()));
                 match stand_in {
-                    Some(provider) => *provider,
+                    Some(provider) => provider,
                     None => {
                         return Err(Invalid::SvmNotShared.error(format!(
                             "the SVM {} belongs to a StorageVirtualMachine this operator does not see; only the extension's project namespace may share such an SVM",
@@ -112,6 +100,30 @@ impl SvmReconciler {
             "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
             names.svm, names.namespace
         )))
+    }
+
+    /// The `Owned` objects that provision the SVM `svm` names on its cluster: live ones, and a
+    /// project object while it is being deleted (it keeps the SVM for other seeds' shoots).
+    fn providers(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+    ) -> Vec<Arc<StorageVirtualMachine>> {
+        self.svms
+            .store()
+            .state()
+            .into_iter()
+            .filter(|other| {
+                other.spec.mode == SvmMode::Owned
+                    && other.spec.cluster_ref == svm.spec.cluster_ref
+                    && (other.metadata.deletion_timestamp.is_none()
+                        || self.is_project_namespace(&other.namespace().unwrap_or_default()))
+                    && {
+                        let status = other.status.clone().unwrap_or_default();
+                        self.names(other, &status).svm == names.svm
+                    }
+            })
+            .collect()
     }
 
     /// Whether the object with uid `creator`, which marked the SVM `svm` asks for, has handed
