@@ -279,35 +279,7 @@ impl Model {
         if vip {
             self.check_vip(&netmask, parsed, &location)?;
         }
-        let node = match location.home_node {
-            Some(r) => self
-                .cluster
-                .node_by(r.uuid.as_deref(), r.name.as_deref())
-                .ok_or_else(|| ApiError::invalid_value("location.home_node", "no such node"))?,
-            None => self
-                .cluster
-                .nodes
-                .first()
-                .ok_or_else(|| no_port("the cluster has no nodes"))?,
-        };
-        let port = if vip {
-            // ONTAP picks the node's VIP port, which is in no broadcast domain of the mock.
-            VIP_PORT.to_string()
-        } else {
-            match location.home_port.and_then(|p| p.name) {
-                Some(port) => self.cluster.port(&node.uuid, &port).ok_or_else(|| {
-                    no_port(&format!("port {port} does not exist on node {}", node.name))
-                })?,
-                None => self
-                    .cluster
-                    .ports
-                    .iter()
-                    .find(|p| p.node.uuid == node.uuid)
-                    .ok_or_else(|| no_port(&format!("node {} has no ports", node.name)))?,
-            }
-            .name
-            .clone()
-        };
+        let (node_uuid, port) = self.place(location, vip)?;
         let service_policy = req
             .service_policy
             .and_then(|p| p.name)
@@ -340,7 +312,7 @@ impl Model {
             svm_uuid,
             ip: canonical_ip,
             netmask,
-            node_uuid: node.uuid.clone(),
+            node_uuid,
             port,
             service_policy,
             enabled: req.enabled.unwrap_or(true),
@@ -348,6 +320,41 @@ impl Model {
         };
         self.interfaces.insert(interface);
         Ok((uuid, name))
+    }
+
+    /// The home node and port of a new interface: the ones named, else the first node and its
+    /// first port; a VIP interface lives on the node's VIP port.
+    fn place(&self, location: Location, vip: bool) -> ApiResult<(String, String)> {
+        let node = match location.home_node {
+            Some(r) => self
+                .cluster
+                .node_by(r.uuid.as_deref(), r.name.as_deref())
+                .ok_or_else(|| ApiError::invalid_value("location.home_node", "no such node"))?,
+            None => self
+                .cluster
+                .nodes
+                .first()
+                .ok_or_else(|| no_port("the cluster has no nodes"))?,
+        };
+        let port = if vip {
+            // ONTAP picks the node's VIP port, which is in no broadcast domain of the mock.
+            VIP_PORT.to_string()
+        } else {
+            match location.home_port.and_then(|p| p.name) {
+                Some(port) => self.cluster.port(&node.uuid, &port).ok_or_else(|| {
+                    no_port(&format!("port {port} does not exist on node {}", node.name))
+                })?,
+                None => self
+                    .cluster
+                    .ports
+                    .iter()
+                    .find(|p| p.node.uuid == node.uuid)
+                    .ok_or_else(|| no_port(&format!("node {} has no ports", node.name)))?,
+            }
+            .name
+            .clone()
+        };
+        Ok((node.uuid.clone(), port))
     }
 
     pub fn delete_interface(&mut self, who: &Principal, uuid: &str) -> ApiResult<()> {
