@@ -13,7 +13,7 @@ bin=${CARGO_TARGET_DIR:-$root/target}/debug
 start_mock_ontap() {
   local dir=$local_dir/mock-ontap
   mkdir -p "$dir"
-  if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 0; fi
+  if any_alive "$dir/pid"; then return 0; fi
   rm -f "$dir/address" "$dir/pid"
   # A fresh admin password per environment: nothing well known ends up in a Secret.
   [ -f "$dir/admin-password" ] || { openssl rand -hex 12 | tr -d '\n' >"$dir/admin-password"; chmod 600 "$dir/admin-password"; }
@@ -23,7 +23,7 @@ start_mock_ontap() {
   echo $! >"$dir/pid"
   for _ in $(seq 1 100); do
     [ -s "$dir/address" ] && return 0
-    kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+    alive "$(cat "$dir/pid")" || break
     sleep 0.1
   done
   die "mock-ontap did not start; see $dir/mock-ontap.log"
@@ -34,14 +34,14 @@ start_mock_ontap() {
 gardener_up() {
   local shoot=$local_dir/shoot grm=$local_dir/grm
   kubectl --kubeconfig "$local_dir/kubeconfig" apply -f "$("$here/tools.sh" gardener-crds)" >/dev/null
-  if [ -f "$shoot/pids" ] && kill -0 $(cat "$shoot/pids") 2>/dev/null; then
+  if any_alive "$shoot/pids"; then
     log "shoot control plane already up"
   else
     "$here/control-plane.sh" down --dir "$shoot" 2>/dev/null || true
     "$here/control-plane.sh" up --dir "$shoot"
   fi
   kubectl --kubeconfig "$shoot/kubeconfig" apply -f "$root/tests/fixtures/trident" >/dev/null
-  if [ -f "$grm/pid" ] && kill -0 "$(cat "$grm/pid")" 2>/dev/null; then
+  if any_alive "$grm/pid"; then
     log "gardener-resource-manager already up"
   else
     "$here/gardener-resource-manager.sh" down --dir "$grm" 2>/dev/null || true
@@ -54,13 +54,13 @@ gardener_up() {
 up() {
   mkdir -p "$local_dir"
   [ -x "$bin/mock-ontap" ] || die "build first: cargo build --workspace --bins"
-  if [ -f "$local_dir/control-plane/pids" ] && kill -0 $(cat "$local_dir/control-plane/pids") 2>/dev/null; then
+  if any_alive "$local_dir/control-plane/pids"; then
     log "control plane already up"
   else
     "$here/control-plane.sh" down --dir "$local_dir/control-plane" 2>/dev/null || true
     "$here/control-plane.sh" up --dir "$local_dir/control-plane"
   fi
-  if [ -f "$local_dir/jaeger/pid" ] && kill -0 "$(cat "$local_dir/jaeger/pid")" 2>/dev/null; then
+  if any_alive "$local_dir/jaeger/pid"; then
     log "jaeger already up"
   else
     "$here/jaeger.sh" down --dir "$local_dir/jaeger" 2>/dev/null || true
