@@ -83,6 +83,7 @@ go_tool() {
 
 build_kube() {
   local out=$1 src=$cache/src/kube-$KUBE_VERSION
+  log "building kube-apiserver $KUBE_VERSION and etcd into $out (takes ~5 min once)"
   local staging=${KUBE_VERSION/#v1./v0.}
   local k8smod; k8smod=$(gomod_of "k8s.io/kubernetes@$KUBE_VERSION")
   [ -f "$k8smod" ] || { log "cannot download k8s.io/kubernetes@$KUBE_VERSION go.mod"; exit 1; }
@@ -111,7 +112,7 @@ build_kube() {
 
 build_jaeger() {
   local out=$1
-  rm -rf "$out.tmp"
+  log "building jaeger $JAEGER_VERSION into $out (takes a few minutes once)"
   local jmod
   jmod=$(gomod_of "github.com/jaegertracing/jaeger@$JAEGER_VERSION")
   # Replace directives only apply in the main module: carry Jaeger's own over.
@@ -124,14 +125,14 @@ build_jaeger() {
 
 build_helm() {
   local out=$1
-  rm -rf "$out.tmp"
+  log "building helm $HELM_VERSION into $out"
   go_tool "$out.tmp/helm" helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
   mv "$out.tmp" "$out"
 }
 
 build_gardener() {
   local out=$1
-  rm -rf "$out.tmp"
+  log "building gardener-resource-manager $GARDENER_VERSION into $out (takes a few minutes once)"
   local gmod
   gmod=$(gomod_of "github.com/gardener/gardener@$GARDENER_VERSION")
   [ -f "$gmod" ] || { log "cannot download github.com/gardener/gardener@$GARDENER_VERSION go.mod"; exit 1; }
@@ -165,11 +166,11 @@ build_gardener() {
 }
 
 # Gardener's own CRDs, never hand-written copies: the files gardener ships for seeds.
-gardener_crds() {
+build_gardener_crds() {
   local out=$1 gdir
   gdir=$(dir_of "github.com/gardener/gardener@$GARDENER_VERSION")
   [ -d "$gdir/example/seed-crds" ] || { log "no example/seed-crds in github.com/gardener/gardener@$GARDENER_VERSION"; exit 1; }
-  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  mkdir -p "$out.tmp"
   local f
   for f in 10-crd-extensions.gardener.cloud_extensions.yaml \
     10-crd-extensions.gardener.cloud_clusters.yaml \
@@ -190,6 +191,24 @@ locked() {
   "$@"
 }
 
+# built TEST DIR FILE...: every FILE in DIR passes `test TEST` (-x for a binary, -f for a file).
+built() {
+  local t=$1 d=$2 f; shift 2
+  for f; do test "$t" "$d/$f" || return 1; done
+}
+
+# cached NAME DIR TEST FILE...: makes sure DIR holds the FILEs (see built), else builds them: under
+# NAME's lock, once no other caller has meanwhile, DIR is cleared and build_NAME DIR (dashes in NAME
+# as underscores) fills it.
+cached() {
+  local name=$1 dir=$2 t=$3; shift 3
+  built "$t" "$dir" "$@" && return 0
+  ensure_go
+  locked "$name" built "$t" "$dir" "$@" && return 0
+  rm -rf "$dir" "$dir.tmp"
+  "build_${name//-/_}" "$dir"
+}
+
 case "${1:-kube}" in
   kube)
     if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
@@ -199,54 +218,23 @@ case "${1:-kube}" in
       echo "$KUBEBUILDER_ASSETS"; exit 0
     fi
     dir=$cache/bin/kube-$KUBE_VERSION
-    if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/etcd" ]; then
-      ensure_go
-      locked kube sh -c '[ -x "$1/kube-apiserver" ] && [ -x "$1/etcd" ]' _ "$dir" || {
-        log "building kube-apiserver $KUBE_VERSION and etcd into $dir (takes ~5 min once)"
-        rm -rf "$dir" "$dir.tmp"
-        build_kube "$dir"
-      }
-    fi
+    cached kube "$dir" -x kube-apiserver etcd
     echo "$dir" ;;
   jaeger)
     dir=$cache/bin/jaeger-$JAEGER_VERSION
-    if [ ! -x "$dir/jaeger" ]; then
-      ensure_go
-      locked jaeger sh -c '[ -x "$1/jaeger" ]' _ "$dir" || {
-        log "building jaeger $JAEGER_VERSION into $dir (takes a few minutes once)"
-        build_jaeger "$dir"
-      }
-    fi
+    cached jaeger "$dir" -x jaeger
     echo "$dir/jaeger" ;;
   helm)
     dir=$cache/bin/helm-$HELM_VERSION
-    if [ ! -x "$dir/helm" ]; then
-      ensure_go
-      locked helm sh -c '[ -x "$1/helm" ]' _ "$dir" || {
-        log "building helm $HELM_VERSION into $dir"
-        build_helm "$dir"
-      }
-    fi
+    cached helm "$dir" -x helm
     echo "$dir/helm" ;;
   gardener)
     dir=$cache/bin/gardener-$GARDENER_VERSION
-    if [ ! -x "$dir/gardener-resource-manager" ]; then
-      ensure_go
-      locked gardener sh -c '[ -x "$1/gardener-resource-manager" ]' _ "$dir" || {
-        log "building gardener-resource-manager $GARDENER_VERSION into $dir (takes a few minutes once)"
-        build_gardener "$dir"
-      }
-    fi
+    cached gardener "$dir" -x gardener-resource-manager
     echo "$dir/gardener-resource-manager" ;;
   gardener-crds)
     dir=$cache/crds/gardener-$GARDENER_VERSION
-    if [ ! -f "$dir/10-crd-extensions.gardener.cloud_extensions.yaml" ]; then
-      ensure_go
-      locked gardener-crds sh -c '[ -f "$1/10-crd-extensions.gardener.cloud_extensions.yaml" ]' _ "$dir" || {
-        rm -rf "$dir"
-        gardener_crds "$dir"
-      }
-    fi
+    cached gardener-crds "$dir" -f 10-crd-extensions.gardener.cloud_extensions.yaml
     echo "$dir" ;;
   *) log "usage: $0 kube|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
 esac
