@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the hack/ scripts that run background processes. Source it; it defines functions only.
 
 log() { echo "${0##*/}: $*" >&2; }
@@ -23,6 +24,16 @@ alive() {
   case "$(ps -o stat= -p "$1" 2>/dev/null)" in Z*) return 1 ;; esac
 }
 
+# any_alive FILE: FILE exists and at least one of the PIDs it lists is alive, what
+# `kill -0 $(cat FILE)` says but for zombies.
+any_alive() {
+  [ -f "$1" ] || return 1
+  local pids p
+  pids=$(cat "$1")
+  for p in $pids; do alive "$p" && return 0; done
+  return 1
+}
+
 # stop_pids FILE: stops the processes listed in FILE (TERM, then KILL after 10 s) and removes it.
 stop_pids() {
   [ -f "$1" ] || return 0
@@ -44,7 +55,10 @@ stop_pids() {
 # owner's signals do not take the watchdog along before it has cleaned up.
 watch_owner() {
   local owner=$1; shift
-  setsid bash -c 'owner=$1; shift; while kill -0 "$owner" 2>/dev/null; do sleep 1; done; "$@"' \
+  # A zombie owner is gone: the watchdog's shell gets `alive` to tell. Its script is expanded there.
+  # shellcheck disable=SC2016
+  setsid bash -c "$(declare -f alive)"'
+    owner=$1; shift; while alive "$owner"; do sleep 1; done; "$@"' \
     _ "$owner" "$@" </dev/null >/dev/null 2>&1 &
 }
 

@@ -10,10 +10,22 @@ local_dir=$root/.local
 # The binaries `cargo build` made (it honours CARGO_TARGET_DIR).
 bin=${CARGO_TARGET_DIR:-$root/target}/debug
 
+# ensure_up WHAT SCRIPT DIR PIDFILE [ARG...]: leaves WHAT alone while a process listed in DIR/PIDFILE
+# is alive; otherwise clears what an earlier run left in DIR and starts it: SCRIPT up --dir DIR ARG...
+ensure_up() {
+  local what=$1 script=$here/$2 dir=$3 pidfile=$4; shift 4
+  if any_alive "$dir/$pidfile"; then
+    log "$what already up"
+  else
+    "$script" down --dir "$dir" 2>/dev/null || true
+    "$script" up --dir "$dir" "$@"
+  fi
+}
+
 start_mock_ontap() {
   local dir=$local_dir/mock-ontap
   mkdir -p "$dir"
-  if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 0; fi
+  if any_alive "$dir/pid"; then return 0; fi
   rm -f "$dir/address" "$dir/pid"
   # A fresh admin password per environment: nothing well known ends up in a Secret.
   [ -f "$dir/admin-password" ] || { openssl rand -hex 12 | tr -d '\n' >"$dir/admin-password"; chmod 600 "$dir/admin-password"; }
@@ -23,7 +35,7 @@ start_mock_ontap() {
   echo $! >"$dir/pid"
   for _ in $(seq 1 100); do
     [ -s "$dir/address" ] && return 0
-    kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+    alive "$(cat "$dir/pid")" || break
     sleep 0.1
   done
   die "mock-ontap did not start; see $dir/mock-ontap.log"
@@ -34,38 +46,18 @@ start_mock_ontap() {
 gardener_up() {
   local shoot=$local_dir/shoot grm=$local_dir/grm
   kubectl --kubeconfig "$local_dir/kubeconfig" apply -f "$("$here/tools.sh" gardener-crds)" >/dev/null
-  if [ -f "$shoot/pids" ] && kill -0 $(cat "$shoot/pids") 2>/dev/null; then
-    log "shoot control plane already up"
-  else
-    "$here/control-plane.sh" down --dir "$shoot" 2>/dev/null || true
-    "$here/control-plane.sh" up --dir "$shoot"
-  fi
+  ensure_up "shoot control plane" control-plane.sh "$shoot" pids
   kubectl --kubeconfig "$shoot/kubeconfig" apply -f "$root/tests/fixtures/trident" >/dev/null
-  if [ -f "$grm/pid" ] && kill -0 "$(cat "$grm/pid")" 2>/dev/null; then
-    log "gardener-resource-manager already up"
-  else
-    "$here/gardener-resource-manager.sh" down --dir "$grm" 2>/dev/null || true
-    "$here/gardener-resource-manager.sh" up --dir "$grm" --seed-kubeconfig "$local_dir/kubeconfig" \
-      --shoot-kubeconfig "$shoot/kubeconfig" --namespace shoot--demo--web
-  fi
+  ensure_up gardener-resource-manager gardener-resource-manager.sh "$grm" pid \
+    --seed-kubeconfig "$local_dir/kubeconfig" --shoot-kubeconfig "$shoot/kubeconfig" --namespace shoot--demo--web
   echo "export GARDENER_SHOOT_KUBECONFIG=$shoot/kubeconfig" >>"$local_dir/env"
 }
 
 up() {
   mkdir -p "$local_dir"
   [ -x "$bin/mock-ontap" ] || die "build first: cargo build --workspace --bins"
-  if [ -f "$local_dir/control-plane/pids" ] && kill -0 $(cat "$local_dir/control-plane/pids") 2>/dev/null; then
-    log "control plane already up"
-  else
-    "$here/control-plane.sh" down --dir "$local_dir/control-plane" 2>/dev/null || true
-    "$here/control-plane.sh" up --dir "$local_dir/control-plane"
-  fi
-  if [ -f "$local_dir/jaeger/pid" ] && kill -0 "$(cat "$local_dir/jaeger/pid")" 2>/dev/null; then
-    log "jaeger already up"
-  else
-    "$here/jaeger.sh" down --dir "$local_dir/jaeger" 2>/dev/null || true
-    "$here/jaeger.sh" up --dir "$local_dir/jaeger"
-  fi
+  ensure_up "control plane" control-plane.sh "$local_dir/control-plane" pids
+  ensure_up jaeger jaeger.sh "$local_dir/jaeger" pid
   start_mock_ontap
   cp "$local_dir/control-plane/kubeconfig" "$local_dir/kubeconfig"
   {

@@ -44,77 +44,95 @@ gosum_of() {
   [ -f "$dir/go.sum" ] && cat "$dir/go.sum"
 }
 
+# go_tool BIN MODULE VERSION PKG [--src DIR [--gomod LINES] [--seed-sum]] [--ldflags FLAGS]: builds
+# package PKG of MODULE@VERSION into the executable BIN, static and with -trimpath -ldflags "-s -w FLAGS".
+# With --src, from a tools module made afresh in DIR that requires MODULE VERSION, names PKG as its
+# tool and ends with LINES (directives of the module's own go.mod that apply only in the main module);
+# --seed-sum starts its go.sum from MODULE's own (see gosum_of). Without --src, `go install PKG@VERSION`
+# in BIN's folder, the module's own go.mod deciding every dependency (BIN is named after PKG).
+go_tool() {
+  local bin=$1 module=$2 version=$3 pkg=$4; shift 4
+  local src="" gomod="" seed_sum="" ldflags="-s -w"
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --src) src=$2; shift 2 ;;
+      --gomod) gomod=$2; shift 2 ;;
+      --seed-sum) seed_sum=1; shift ;;
+      --ldflags) ldflags="$ldflags $2"; shift 2 ;;
+      *) log "go_tool: unknown argument $1"; exit 2 ;;
+    esac
+  done
+  local out=${bin%/*}
+  mkdir -p "$out"
+  if [ -z "$src" ]; then
+    (cd "$out" && gobuild_env GOBIN="$out" go install -trimpath -ldflags "$ldflags" "$pkg@$version" >&2)
+    return
+  fi
+  rm -rf "$src"; mkdir -p "$src"
+  {
+    echo "module ontap-operator.local/tools/${bin##*/}"
+    echo "go 1.24"
+    echo "require $module $version"
+    echo "tool $pkg"
+    [ -z "$gomod" ] || printf '%s\n' "$gomod"
+  } >"$src/go.mod"
+  [ -z "$seed_sum" ] || gosum_of "$module@$version" >"$src/go.sum"
+  (cd "$src" && gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "$ldflags" -o "$bin" "$pkg" >&2)
+}
+
 build_kube() {
   local out=$1 src=$cache/src/kube-$KUBE_VERSION
+  log "building kube-apiserver $KUBE_VERSION and etcd into $out (takes ~5 min once)"
   local staging=${KUBE_VERSION/#v1./v0.}
   local k8smod; k8smod=$(gomod_of "k8s.io/kubernetes@$KUBE_VERSION")
   [ -f "$k8smod" ] || { log "cannot download k8s.io/kubernetes@$KUBE_VERSION go.mod"; exit 1; }
   local etcd_version
   etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$k8smod")
   [ -n "$etcd_version" ] || { log "no etcd server version in $k8smod"; exit 1; }
-  rm -rf "$src"; mkdir -p "$src/apiserver" "$src/etcd" "$out.tmp"
+  rm -rf "$src"
 
   # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local
   # folders; outside its repository every one must be replaced by its published version.
-  {
-    echo "module ontap-operator.local/tools/kube-apiserver"
-    echo "go 1.24"
-    echo "require k8s.io/kubernetes $KUBE_VERSION"
-    echo "tool k8s.io/kubernetes/cmd/kube-apiserver"
-    awk -v v="$staging" '$1 ~ /^k8s\.io\// && $2=="v0.0.0" {printf "replace %s => %s %s\n", $1, $1, v}' "$k8smod" | sort -u
-  } >"$src/apiserver/go.mod"
-  gosum_of "k8s.io/kubernetes@$KUBE_VERSION" >"$src/apiserver/go.sum"
-  log "kube-apiserver $KUBE_VERSION: $(grep -c '^replace' "$src/apiserver/go.mod") staging modules replaced"
-  (cd "$src/apiserver" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "-s -w \
+  local replaces
+  replaces=$(awk -v v="$staging" '$1 ~ /^k8s\.io\// && $2=="v0.0.0" {printf "replace %s => %s %s\n", $1, $1, v}' "$k8smod" | sort -u)
+  log "kube-apiserver $KUBE_VERSION: $(grep -c '^replace' <<<"$replaces") staging modules replaced"
+  go_tool "$out.tmp/kube-apiserver" k8s.io/kubernetes "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver \
+    --src "$src/apiserver" --gomod "$replaces" --seed-sum --ldflags "\
       -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
       -X k8s.io/component-base/version.gitMajor=1 \
       -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2) \
-      -X k8s.io/component-base/version.gitTreeState=clean" \
-      -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2)
+      -X k8s.io/component-base/version.gitTreeState=clean"
 
-  {
-    echo "module ontap-operator.local/tools/etcd"
-    echo "go 1.24"
-    echo "require go.etcd.io/etcd/server/v3 $etcd_version"
-    echo "tool go.etcd.io/etcd/server/v3"
-  } >"$src/etcd/go.mod"
   log "etcd $etcd_version (pinned by k8s.io/kubernetes $KUBE_VERSION)"
-  (cd "$src/etcd" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2)
+  go_tool "$out.tmp/etcd" go.etcd.io/etcd/server/v3 "$etcd_version" go.etcd.io/etcd/server/v3 --src "$src/etcd"
   echo "$etcd_version" >"$out.tmp/etcd.version"
   mv "$out.tmp" "$out"
 }
 
 build_jaeger() {
-  local out=$1 src=$cache/src/jaeger-$JAEGER_VERSION
-  rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  local out=$1
+  log "building jaeger $JAEGER_VERSION into $out (takes a few minutes once)"
   local jmod
   jmod=$(gomod_of "github.com/jaegertracing/jaeger@$JAEGER_VERSION")
-  {
-    echo "module ontap-operator.local/tools/jaeger"
-    echo "go 1.24"
-    echo "require github.com/jaegertracing/jaeger $JAEGER_VERSION"
-    echo "tool github.com/jaegertracing/jaeger/cmd/jaeger"
-    # Replace directives only apply in the main module: carry Jaeger's own over.
-    awk '/^replace \($/{b=1; next} b&&/^\)/{b=0; next} b{print "replace " $0; next} /^replace /{print}' "$jmod"
-  } >"$src/go.mod"
-  gosum_of "github.com/jaegertracing/jaeger@$JAEGER_VERSION" >"$src/go.sum"
-  (cd "$src" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "-s -w" -o "$out.tmp/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger >&2)
+  # Replace directives only apply in the main module: carry Jaeger's own over.
+  local replaces
+  replaces=$(awk '/^replace \($/{b=1; next} b&&/^\)/{b=0; next} b{print "replace " $0; next} /^replace /{print}' "$jmod")
+  go_tool "$out.tmp/jaeger" github.com/jaegertracing/jaeger "$JAEGER_VERSION" github.com/jaegertracing/jaeger/cmd/jaeger \
+    --src "$cache/src/jaeger-$JAEGER_VERSION" --gomod "$replaces" --seed-sum
   mv "$out.tmp" "$out"
 }
 
 build_helm() {
   local out=$1
-  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
-  (cd "$out.tmp" && gobuild_env GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2)
+  log "building helm $HELM_VERSION into $out"
+  go_tool "$out.tmp/helm" helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
   mv "$out.tmp" "$out"
 }
 
 build_gardener() {
-  local out=$1 src=$cache/src/gardener-$GARDENER_VERSION
-  rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  local out=$1
+  log "building gardener-resource-manager $GARDENER_VERSION into $out (takes a few minutes once)"
   local gmod
   gmod=$(gomod_of "github.com/gardener/gardener@$GARDENER_VERSION")
   [ -f "$gmod" ] || { log "cannot download github.com/gardener/gardener@$GARDENER_VERSION go.mod"; exit 1; }
@@ -122,19 +140,6 @@ build_gardener() {
     log "gardener $GARDENER_VERSION's go.mod has replace/exclude blocks, which this builder does not carry over"
     exit 1
   fi
-  {
-    echo "module ontap-operator.local/tools/gardener-resource-manager"
-    echo "go 1.24"
-    echo "require github.com/gardener/gardener $GARDENER_VERSION"
-    echo "tool github.com/gardener/gardener/cmd/gardener-resource-manager"
-    # gardener replaces its own API module (required at v0.0.0) with ./pkg/apis; outside its
-    # repository that has to be the published nested module, tagged pkg/apis/<same version>.
-    # Its exclude lines, like replace lines, only apply in the main module: carry them over.
-    awk -v v="$GARDENER_VERSION" '
-      $1=="replace" && $4 ~ /^\.\// { printf "replace %s => %s %s\n", $2, $2, v; next }
-      $1=="replace" || $1=="exclude" { print }' "$gmod"
-  } >"$src/go.mod"
-  gosum_of "github.com/gardener/gardener@$GARDENER_VERSION" >"$src/go.sum"
   # gardener uses the newest language features; Debian's golang-go is far older, and with
   # GOTOOLCHAIN=local an old toolchain fails deep inside the build.
   local need have
@@ -144,21 +149,28 @@ build_gardener() {
     log "gardener $GARDENER_VERSION needs Go >= $need, this machine has $have"
     exit 1
   fi
-  (cd "$src" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "-s -w \
+  # gardener replaces its own API module (required at v0.0.0) with ./pkg/apis; outside its
+  # repository that has to be the published nested module, tagged pkg/apis/<same version>.
+  # Its exclude lines, like replace lines, only apply in the main module: carry them over.
+  local directives
+  directives=$(awk -v v="$GARDENER_VERSION" '
+    $1=="replace" && $4 ~ /^\.\// { printf "replace %s => %s %s\n", $2, $2, v; next }
+    $1=="replace" || $1=="exclude" { print }' "$gmod")
+  go_tool "$out.tmp/gardener-resource-manager" github.com/gardener/gardener "$GARDENER_VERSION" \
+    github.com/gardener/gardener/cmd/gardener-resource-manager \
+    --src "$cache/src/gardener-$GARDENER_VERSION" --gomod "$directives" --seed-sum --ldflags "\
       -X k8s.io/component-base/version.gitVersion=$GARDENER_VERSION \
       -X k8s.io/component-base/version.gitTreeState=clean \
-      -X k8s.io/component-base/version/verflag.programName=gardener-resource-manager" \
-      -o "$out.tmp/gardener-resource-manager" github.com/gardener/gardener/cmd/gardener-resource-manager >&2)
+      -X k8s.io/component-base/version/verflag.programName=gardener-resource-manager"
   mv "$out.tmp" "$out"
 }
 
 # Gardener's own CRDs, never hand-written copies: the files gardener ships for seeds.
-gardener_crds() {
+build_gardener_crds() {
   local out=$1 gdir
   gdir=$(dir_of "github.com/gardener/gardener@$GARDENER_VERSION")
   [ -d "$gdir/example/seed-crds" ] || { log "no example/seed-crds in github.com/gardener/gardener@$GARDENER_VERSION"; exit 1; }
-  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  mkdir -p "$out.tmp"
   local f
   for f in 10-crd-extensions.gardener.cloud_extensions.yaml \
     10-crd-extensions.gardener.cloud_clusters.yaml \
@@ -179,6 +191,24 @@ locked() {
   "$@"
 }
 
+# built TEST DIR FILE...: every FILE in DIR passes `test TEST` (-x for a binary, -f for a file).
+built() {
+  local t=$1 d=$2 f; shift 2
+  for f; do test "$t" "$d/$f" || return 1; done
+}
+
+# cached NAME DIR TEST FILE...: makes sure DIR holds the FILEs (see built), else builds them: under
+# NAME's lock, once no other caller has meanwhile, DIR is cleared and build_NAME DIR (dashes in NAME
+# as underscores) fills it.
+cached() {
+  local name=$1 dir=$2 t=$3; shift 3
+  built "$t" "$dir" "$@" && return 0
+  ensure_go
+  locked "$name" built "$t" "$dir" "$@" && return 0
+  rm -rf "$dir" "$dir.tmp"
+  "build_${name//-/_}" "$dir"
+}
+
 case "${1:-kube}" in
   kube)
     if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
@@ -188,54 +218,23 @@ case "${1:-kube}" in
       echo "$KUBEBUILDER_ASSETS"; exit 0
     fi
     dir=$cache/bin/kube-$KUBE_VERSION
-    if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/etcd" ]; then
-      ensure_go
-      locked kube sh -c '[ -x "$1/kube-apiserver" ] && [ -x "$1/etcd" ]' _ "$dir" || {
-        log "building kube-apiserver $KUBE_VERSION and etcd into $dir (takes ~5 min once)"
-        rm -rf "$dir" "$dir.tmp"
-        build_kube "$dir"
-      }
-    fi
+    cached kube "$dir" -x kube-apiserver etcd
     echo "$dir" ;;
   jaeger)
     dir=$cache/bin/jaeger-$JAEGER_VERSION
-    if [ ! -x "$dir/jaeger" ]; then
-      ensure_go
-      locked jaeger sh -c '[ -x "$1/jaeger" ]' _ "$dir" || {
-        log "building jaeger $JAEGER_VERSION into $dir (takes a few minutes once)"
-        build_jaeger "$dir"
-      }
-    fi
+    cached jaeger "$dir" -x jaeger
     echo "$dir/jaeger" ;;
   helm)
     dir=$cache/bin/helm-$HELM_VERSION
-    if [ ! -x "$dir/helm" ]; then
-      ensure_go
-      locked helm sh -c '[ -x "$1/helm" ]' _ "$dir" || {
-        log "building helm $HELM_VERSION into $dir"
-        build_helm "$dir"
-      }
-    fi
+    cached helm "$dir" -x helm
     echo "$dir/helm" ;;
   gardener)
     dir=$cache/bin/gardener-$GARDENER_VERSION
-    if [ ! -x "$dir/gardener-resource-manager" ]; then
-      ensure_go
-      locked gardener sh -c '[ -x "$1/gardener-resource-manager" ]' _ "$dir" || {
-        log "building gardener-resource-manager $GARDENER_VERSION into $dir (takes a few minutes once)"
-        build_gardener "$dir"
-      }
-    fi
+    cached gardener "$dir" -x gardener-resource-manager
     echo "$dir/gardener-resource-manager" ;;
   gardener-crds)
     dir=$cache/crds/gardener-$GARDENER_VERSION
-    if [ ! -f "$dir/10-crd-extensions.gardener.cloud_extensions.yaml" ]; then
-      ensure_go
-      locked gardener-crds sh -c '[ -f "$1/10-crd-extensions.gardener.cloud_extensions.yaml" ]' _ "$dir" || {
-        rm -rf "$dir"
-        gardener_crds "$dir"
-      }
-    fi
+    cached gardener-crds "$dir" -f 10-crd-extensions.gardener.cloud_extensions.yaml
     echo "$dir" ;;
   *) log "usage: $0 kube|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
 esac
