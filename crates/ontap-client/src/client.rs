@@ -33,6 +33,12 @@ pub(crate) mod endpoints {
     pub const BGP_PEER_GROUPS: &str = "/api/network/ip/bgp/peer-groups";
     pub const ACCOUNTS: &str = "/api/security/accounts";
     pub const ACCOUNT: &str = "/api/security/accounts/{owner.uuid}/{name}";
+    pub const NFS_SERVICES: &str = "/api/protocols/nfs/services";
+    pub const NFS_SERVICE: &str = "/api/protocols/nfs/services/{svm.uuid}";
+    pub const ISCSI_SERVICES: &str = "/api/protocols/san/iscsi/services";
+    pub const ISCSI_SERVICE: &str = "/api/protocols/san/iscsi/services/{svm.uuid}";
+    pub const NVME_SERVICES: &str = "/api/protocols/nvme/services";
+    pub const NVME_SERVICE: &str = "/api/protocols/nvme/services/{svm.uuid}";
 }
 
 const HAL_JSON: &str = "application/hal+json";

@@ -32,5 +32,5 @@ pub use model::{
     IpInterface, IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate,
     SvmPatch, SvmState, SvmTargetState,
 };
-pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome};
+pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome, Protocol};
 pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

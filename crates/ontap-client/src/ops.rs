@@ -119,6 +119,49 @@ fn deleted(result: Result<()>) -> Result<DeleteOutcome> {
     }
 }
 
+/// A protocol an SVM serves through a service object of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Nfs,
+    Iscsi,
+    Nvme,
+}
+
+impl Protocol {
+    fn collection_path(self) -> &'static [&'static str] {
+        match self {
+            Protocol::Nfs => &["api", "protocols", "nfs", "services"],
+            Protocol::Iscsi => &["api", "protocols", "san", "iscsi", "services"],
+            Protocol::Nvme => &["api", "protocols", "nvme", "services"],
+        }
+    }
+
+    fn collection_endpoint(self) -> &'static str {
+        match self {
+            Protocol::Nfs => endpoints::NFS_SERVICES,
+            Protocol::Iscsi => endpoints::ISCSI_SERVICES,
+            Protocol::Nvme => endpoints::NVME_SERVICES,
+        }
+    }
+
+    fn service_endpoint(self) -> &'static str {
+        match self {
+            Protocol::Nfs => endpoints::NFS_SERVICE,
+            Protocol::Iscsi => endpoints::ISCSI_SERVICE,
+            Protocol::Nvme => endpoints::NVME_SERVICE,
+        }
+    }
+
+    /// The protocol's name as an SVM's fields spell it (`nfs`, `iscsi`, `nvme`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Nfs => "nfs",
+            Protocol::Iscsi => "iscsi",
+            Protocol::Nvme => "nvme",
+        }
+    }
+}
+
 impl OntapClient {
     // -----------------------------------------------------------------------------------------
     // Cluster
@@ -243,6 +286,51 @@ impl OntapClient {
             retry: RetryMode::Idempotent,
         };
         deleted(self.mutate(&req).await)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Protocol services
+
+    /// Switches `protocol` on or off for the SVM `svm_uuid`. ONTAP takes an SVM's
+    /// `nfs|iscsi|nvme.enabled` only when the SVM is created; afterwards a protocol is switched
+    /// on its service: `PATCH` the service, or `POST` it when the SVM has none yet. A protocol
+    /// without a service is off already.
+    pub async fn set_protocol(
+        &self,
+        svm_uuid: &str,
+        protocol: Protocol,
+        enabled: bool,
+    ) -> Result<()> {
+        let uuid = path_value("SVM uuid", svm_uuid)?;
+        let mut service = protocol.collection_path().to_vec();
+        service.push(uuid);
+        let patch = Request {
+            method: Method::PATCH,
+            endpoint: protocol.service_endpoint(),
+            url: self.url(&service, &[])?,
+            body: Some(Body::json(&serde_json::json!({ "enabled": enabled }))?),
+            auth: None,
+            retry: RetryMode::Idempotent,
+        };
+        match self.mutate(&patch).await {
+            Err(e) if e.is_not_found() && enabled => {
+                // Not retried: a lost answer is found out by the next PATCH, which then succeeds.
+                let create = Request {
+                    method: Method::POST,
+                    endpoint: protocol.collection_endpoint(),
+                    url: self.url(protocol.collection_path(), &[])?,
+                    body: Some(Body::json(&serde_json::json!({
+                        "svm": { "uuid": svm_uuid },
+                        "enabled": true,
+                    }))?),
+                    auth: None,
+                    retry: RetryMode::Never,
+                };
+                self.mutate(&create).await
+            }
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other,
+        }
     }
 
     // -----------------------------------------------------------------------------------------

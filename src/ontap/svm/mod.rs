@@ -36,4 +36,4 @@ pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
     inspect_seed_secret, password_set_at, seed_secret_name,
 };
-pub use svm::{protocol_patch, svm_create};
+pub use svm::{protocol_changes, svm_create};

@@ -16,8 +16,8 @@ use super::tenancy;
 use super::{DesiredError, Ownership, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use ontap_client::{
-    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, ProtocolState, Svm, SvmCreate,
-    SvmPatch, SvmState, SvmTargetState,
+    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Protocol, ProtocolState, Svm,
+    SvmCreate, SvmPatch, SvmState, SvmTargetState,
 };
 use reconcile_engine::{Outcome, StepError, Worker};
 
@@ -343,14 +343,12 @@ impl SvmReconciler {
             }
             _ => {}
         }
-        if let Some(patch) = protocol_patch(&svm.spec.protocols, &found) {
-            job_slot!();
-            if let Some(wait) = job(
-                client.patch_svm(&found.uuid, &patch).await,
-                Failed::SvmProtocols,
-            )? {
-                return Ok(Outcome::Waiting(wait));
-            }
+        // A protocol is switched on its service, which is no job: no job slot is needed.
+        for (protocol, enabled) in protocol_changes(&svm.spec.protocols, &found) {
+            client
+                .set_protocol(&found.uuid, protocol, enabled)
+                .await
+                .map_err(|e| ontap_error(Failed::SvmProtocols, e))?;
             changed = true;
         }
         drop(slot);
@@ -519,19 +517,18 @@ pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCrea
     })
 }
 
-/// The `PATCH /api/svm/svms/{uuid}` that brings `actual`'s protocols to `desired`, or None when
-/// they already match. A protocol ONTAP does not report counts as disabled.
-pub fn protocol_patch(desired: &SvmProtocols, actual: &Svm) -> Option<SvmPatch> {
-    let change = |want: bool, have: Option<ProtocolState>| {
-        (want != have.is_some_and(|p| p.enabled)).then_some(ProtocolState { enabled: want })
-    };
-    let patch = SvmPatch {
-        nfs: change(desired.nfs, actual.nfs),
-        iscsi: change(desired.iscsi, actual.iscsi),
-        nvme: change(desired.nvme, actual.nvme),
-        ..SvmPatch::default()
-    };
-    (patch.nfs.is_some() || patch.iscsi.is_some() || patch.nvme.is_some()).then_some(patch)
+/// The protocols to switch on (`true`) or off so that `actual`'s match `desired`, in a stable
+/// order. A protocol ONTAP does not report counts as off.
+pub fn protocol_changes(desired: &SvmProtocols, actual: &Svm) -> Vec<(Protocol, bool)> {
+    [
+        (Protocol::Nfs, desired.nfs, actual.nfs),
+        (Protocol::Iscsi, desired.iscsi, actual.iscsi),
+        (Protocol::Nvme, desired.nvme, actual.nvme),
+    ]
+    .into_iter()
+    .filter(|(_, want, have)| *want != have.is_some_and(|p| p.enabled))
+    .map(|(protocol, want, _)| (protocol, want))
+    .collect()
 }
 
 #[cfg(test)]
@@ -642,7 +639,7 @@ mod tests {
     }
 
     #[test]
-    fn protocol_patches() {
+    fn protocol_changes_switch_only_what_differs() {
         let actual: Svm = serde_json::from_value(serde_json::json!({
             "uuid": "u", "name": "n",
             "nfs": { "enabled": true }, "iscsi": { "enabled": true }
@@ -653,16 +650,15 @@ mod tests {
             iscsi: false,
             nvme: true,
         };
-        let patch = protocol_patch(&want, &actual).unwrap();
         assert_eq!(
-            serde_json::to_value(&patch).unwrap(),
-            serde_json::json!({ "iscsi": { "enabled": false }, "nvme": { "enabled": true } })
+            protocol_changes(&want, &actual),
+            [(Protocol::Iscsi, false), (Protocol::Nvme, true)]
         );
         let same = SvmProtocols {
             nfs: true,
             iscsi: true,
             nvme: false,
         };
-        assert_eq!(protocol_patch(&same, &actual), None);
+        assert!(protocol_changes(&same, &actual).is_empty());
     }
 }
