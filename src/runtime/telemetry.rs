@@ -26,11 +26,18 @@ pub enum TelemetryError {
     Subscriber(#[from] tracing_subscriber::util::TryInitError),
 }
 
-/// What becomes OpenTelemetry data: every span of this crate (the ONTAP request and job spans
-/// are debug-level so that they stay out of the logs), and otherwise spans and events from
-/// info up — span events are kept to what a default log would show.
+/// The product crates whose debug spans are traced: the ONTAP client's request and job spans
+/// are debug-level so that they stay out of the logs. The engine's debug spans are not.
+const TRACED_CRATES: [&str; 3] = [env!("CARGO_CRATE_NAME"), "ontap_client", "kyma_inventory"];
+
+/// What becomes OpenTelemetry data: every span of the product crates down to debug, and
+/// otherwise spans and events from info up — span events are kept to what a default log would
+/// show.
 fn traced(meta: &tracing::Metadata<'_>) -> bool {
-    if meta.is_span() && meta.target().starts_with(env!("CARGO_CRATE_NAME")) {
+    let ours = TRACED_CRATES
+        .iter()
+        .any(|name| meta.target().starts_with(name));
+    if meta.is_span() && ours {
         return *meta.level() <= Level::DEBUG;
     }
     *meta.level() <= Level::INFO
