@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use futures::StreamExt;
-use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::ObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,38 +26,8 @@ use kube::{Api, Resource, ResourceExt};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
-use super::controller::Object;
-
-/// How to build an [`Api`] for a kind of this scope, optionally limited to one namespace.
-/// Implemented for both scopes, so generic code can ask for the right `Api` of any kind.
-pub trait ScopedApi {
-    /// `Api::namespaced` for namespaced kinds when `namespace` is set, else `Api::all`.
-    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
-        client: kube::Client,
-        namespace: Option<&str>,
-    ) -> Api<K>;
-}
-
-impl ScopedApi for NamespaceResourceScope {
-    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
-        client: kube::Client,
-        namespace: Option<&str>,
-    ) -> Api<K> {
-        match namespace {
-            Some(ns) => Api::namespaced(client, ns),
-            None => Api::all(client),
-        }
-    }
-}
-
-impl ScopedApi for ClusterResourceScope {
-    fn api<K: Resource<Scope = Self, DynamicType = ()>>(
-        client: kube::Client,
-        _namespace: Option<&str>,
-    ) -> Api<K> {
-        Api::all(client)
-    }
-}
+use super::object::Object;
+pub use super::object::ScopedApi;
 
 /// The annotation `kubectl apply` (client-side) writes: the whole object again, as JSON.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -129,7 +98,7 @@ pub fn until_listed<K: Resource<DynamicType = ()> + Send + Sync + 'static>(
     futures::future::BoxFuture<'static, ()>,
 ) {
     let (listed, mut seen) = watch::channel(false);
-    let changes = super::controller::receiver_stream(rx).filter_map(move |change| {
+    let changes = receiver_stream(rx).filter_map(move |change| {
         std::future::ready(match change {
             Change::Listed => {
                 listed.send_replace(true);
@@ -143,6 +112,13 @@ pub fn until_listed<K: Resource<DynamicType = ()> + Send + Sync + 'static>(
         let _ = seen.wait_for(|listed| *listed).await;
     });
     (changes, ready)
+}
+
+/// `rx` as a stream.
+pub(crate) fn receiver_stream<T: Send + 'static>(
+    rx: mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) })
 }
 
 /// Child references by owner UID, maintained from the watch stream.

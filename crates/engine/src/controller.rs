@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
-use std::fmt::Debug;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
@@ -18,14 +17,12 @@ use kube::core::object::HasStatus;
 use kube::runtime::events::{Event, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, ObjectRefExtra};
 use kube::{Client, Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::cache::{Change, ScopedApi, SharedCache, SharedRef, lean_ref, until_listed};
+use super::cache::{Change, SharedCache, SharedRef, lean_ref, until_listed};
 use super::conditions::{FALSE, READY, compute_conditions, transition};
 use super::config::{EngineConfig, Identity};
 use super::error::{ErrorCategory, StepError};
@@ -36,144 +33,12 @@ use super::metrics::Metrics;
 use super::queue::{Next, QueueMetrics, WorkQueue};
 use super::requeue::{Backoff, TokenBucket, jittered};
 use super::status::{ConditionedStatus, Halted, StatusWrite, patch_status, status_patch};
-use super::step::{Halt, StepName, StepRecord, StepRunner, StepState, Summary};
+use super::step::{StepRecord, StepRunner, StepState, Summary};
 use super::text::bounded;
 use super::worker::Worker;
 
-/// A Kubernetes kind the engine can watch and cache: typed, cloneable, sendable. Spelled once
-/// here instead of at every generic function.
-pub trait Object:
-    Resource<DynamicType = (), Scope: ScopedApi>
-    + Clone
-    + Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Object for K where
-    K: Resource<DynamicType = (), Scope: ScopedApi>
-        + Clone
-        + Debug
-        + Serialize
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// A kind the engine can reconcile: an [`Object`] whose status implements
-/// [`ConditionedStatus`]. Implemented automatically for every `#[derive(CustomResource)]` type
-/// with such a status.
-pub trait EngineResource: Object + HasStatus<Status: ConditionedStatus> {}
-
-impl<K> EngineResource for K where K: Object + HasStatus<Status: ConditionedStatus> {}
-
-/// The status type of `K`.
-pub type StatusOf<K> = <K as HasStatus>::Status;
-
-/// Where an object is in its life when a pass runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lifecycle {
-    /// The object lives: `reconcile` ran.
-    Live,
-    /// The object is being deleted and still carries the controller's finalizer: `cleanup` ran.
-    Deleting,
-}
-
-/// What a controller does for one object. See the [crate documentation](crate) for an example.
-///
-/// The engine owns the lifecycle: when [`FINALIZER`](Reconciler::FINALIZER) is set it adds the
-/// finalizer before the first `reconcile`, calls `cleanup` once the object is being deleted, and
-/// removes the finalizer only after `cleanup` completed every step. Both run their steps through
-/// `steps` and may set the non-condition fields of `status` (which starts as a copy of the
-/// object's current status). The engine then computes the conditions, writes the status if — and
-/// only if — it differs from what the API server holds, emits Events and schedules the next look.
-/// Both must be safe to run at any time, also after a crash half-way: every step observes before
-/// it acts.
-pub trait Reconciler: Send + Sync + 'static {
-    /// The kind reconciled.
-    type Resource: EngineResource;
-    /// The names of this controller's steps (declare them with [`steps!`](crate::steps)).
-    type Step: StepName;
-
-    /// The finalizer that keeps objects until `cleanup` succeeded; `None` when deleting an object
-    /// needs no work of this controller.
-    const FINALIZER: Option<&'static str> = None;
-
-    /// Whether the engine writes the status: the conditions (one per step and `Ready`),
-    /// `observedGeneration` and `halted`, as a diff after each pass. `false` for kinds whose
-    /// status belongs to a contract of someone else's (Gardener's `Extension`, whose
-    /// `lastOperation`/`lastError`/conditions gardenlet reads): the reconciler then writes the
-    /// status itself, the engine never touches it, and only Events and metrics come from the
-    /// step records. The status type still implements [`ConditionedStatus`]; its setters are
-    /// never called.
-    const MANAGES_STATUS: bool = true;
-
-    /// Condition types the reconciler sets itself in `status.conditions` (build them with
-    /// [`transition`](crate::conditions::transition) so their transition time is kept): facts
-    /// that are not a step's outcome and must not hold `Ready` back, such as a warning about an
-    /// insecure setting. The engine keeps them beside the step conditions.
-    const OWN_CONDITIONS: &'static [&'static str] = &[];
-
-    /// Whether this controller acts on `obj` in this pass at all, like controller-runtime's
-    /// predicates: when `false` the engine neither adds nor removes the finalizer, nor calls
-    /// `reconcile` or `cleanup`, nor writes anything; the object's next change asks again.
-    /// Decided from the object and caches only (no requests). Default: every object.
-    fn admits(&self, obj: &Self::Resource) -> bool {
-        let _ = obj;
-        true
-    }
-
-    /// Where this reconciler records its own writes of owned children
-    /// ([`OwnWrites`](crate::OwnWrites)), so that their events do not reconcile the owner a
-    /// second time. Default: none recorded, every child event reconciles its owner.
-    fn own_writes(&self) -> Option<crate::OwnWrites> {
-        None
-    }
-
-    /// Makes the world match `obj`. Return the [`Halt`] of a failed or waiting step with `?`.
-    fn reconcile(
-        &self,
-        obj: &Self::Resource,
-        status: &mut StatusOf<Self::Resource>,
-        steps: &mut StepRunner<Self::Step>,
-    ) -> impl Future<Output = Result<(), Halt>> + Send;
-
-    /// Removes what `reconcile` made, before the finalizer goes. Only called when
-    /// [`FINALIZER`](Reconciler::FINALIZER) is set.
-    fn cleanup(
-        &self,
-        obj: &Self::Resource,
-        status: &mut StatusOf<Self::Resource>,
-        steps: &mut StepRunner<Self::Step>,
-    ) -> impl Future<Output = Result<(), Halt>> + Send {
-        let _ = (obj, status, steps);
-        async { Ok(()) }
-    }
-
-    /// Drops whatever the reconciler keeps about an object that no longer exists (a readiness
-    /// check, a connection). Called for every deletion the cache sees — also for objects deleted
-    /// while no watch ran, found when the cache lists again.
-    fn forget(&self, obj: &Self::Resource) {
-        let _ = obj;
-    }
-
-    /// Sets what the status derives from the pass's result (a `phase`, for instance). Called
-    /// after every `reconcile` and `cleanup`; the default sets nothing.
-    fn conclude(
-        &self,
-        status: &mut StatusOf<Self::Resource>,
-        lifecycle: Lifecycle,
-        summary: &Summary<Self::Step>,
-    ) {
-        let _ = (status, lifecycle, summary);
-    }
-}
+pub use super::object::{EngineResource, Object, StatusOf};
+pub use super::reconciler::{Lifecycle, Reconciler};
 
 /// Runs a [`Reconciler`] for every object of its kind. Usually built and run by the
 /// [`Manager`](crate::Manager) from a [`Registration`](crate::Registration).
@@ -1142,12 +1007,6 @@ pub(crate) fn owner_refs<P: Object, C: Resource>(
             namespaced
         })
         .collect()
-}
-
-pub(crate) fn receiver_stream<T: Send + 'static>(
-    rx: mpsc::UnboundedReceiver<T>,
-) -> impl futures::Stream<Item = T> + Send + 'static {
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) })
 }
 
 #[cfg(test)]

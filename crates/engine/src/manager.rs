@@ -24,10 +24,12 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
-use super::cache::{ScopedApi, SharedCache, until_listed};
+use super::cache::{SharedCache, until_listed};
 use super::config::{EngineConfig, Identity};
-use super::controller::{Controller, Object, Reconciler};
+use super::controller::Controller;
 use super::metrics::Metrics;
+use super::object::{Object, ScopedApi};
+use super::reconciler::Reconciler;
 
 /// A health check: `Ok` when healthy, else why not.
 pub type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
