@@ -210,6 +210,7 @@ pub mod metrics;
 pub mod names;
 pub mod object;
 pub mod own_writes;
+mod pass;
 mod queue;
 pub mod reasons;
 pub mod reconciler;
