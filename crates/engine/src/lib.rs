@@ -7,7 +7,8 @@
 //! *invalid* (the spec is wrong: surface it and wait for a change) or a *conflict* (retry soon,
 //! backing off while it persists). Step names are typed: an enum per controller ([`steps!`]).
 //! Steps are plain async closures composed with `?`; the first step that fails or waits ends the
-//! reconcile.
+//! reconcile. Inside a step, a helper that may have to wait returns a [`StepFlow`], whose wait
+//! `?` carries out of the step as well as a failure ([`StepRunner::step_flow`], [`flow`]).
 //!
 //! Around the steps the engine provides what kube-runtime leaves out and operators at scale rely
 //! on in controller-runtime:
@@ -202,6 +203,7 @@ pub mod controller;
 pub mod error;
 pub mod events;
 pub mod feature;
+pub mod flow;
 pub mod health;
 pub mod inflight;
 pub mod lifecycle;
@@ -225,6 +227,7 @@ pub use client::{ApiRateLimitLayer, ClientLimits, ConfigLoadError, build_client,
 pub use config::{EngineConfig, Identity, TraceIdHook};
 pub use controller::Controller;
 pub use error::{BoxError, ErrorCategory, StepError};
+pub use flow::{StepFlow, Stop};
 pub use inflight::InFlight;
 pub use manager::{
     Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration, offline_client,
