@@ -52,12 +52,11 @@
 //! use std::sync::Arc;
 //!
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 //! use kube::api::{ObjectMeta, PostParams};
 //! use kube::runtime::watcher;
 //! use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 //! use reconcile_engine::{
-//!     Halt, Halted, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome, Reconciler,
+//!     Halt, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome, Reconciler,
 //!     Registration, StepError, StepRunner,
 //! };
 //! use schemars::JsonSchema;
@@ -70,19 +69,16 @@
 //!     pub text: String,
 //! }
 //!
-//! #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-//! #[serde(rename_all = "camelCase")]
-//! pub struct GreetingStatus {
-//!     #[serde(default, skip_serializing_if = "Option::is_none")]
-//!     pub config_map: Option<String>,
-//!     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-//!     pub conditions: Vec<Condition>,
-//!     #[serde(default, skip_serializing_if = "Option::is_none")]
-//!     pub observed_generation: Option<i64>,
-//!     #[serde(default, skip_serializing_if = "Option::is_none")]
-//!     pub halted: Option<Box<Halted>>,
+//! // The status: its own fields, then the engine's `conditions`, `observedGeneration` and
+//! // `halted`, declared by the macro.
+//! reconcile_engine::engine_status! {
+//!     #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+//!     #[serde(rename_all = "camelCase")]
+//!     pub struct GreetingStatus {
+//!         #[serde(default, skip_serializing_if = "Option::is_none")]
+//!         pub config_map: Option<String>,
+//!     }
 //! }
-//! reconcile_engine::conditioned_status!(GreetingStatus);
 //!
 //! reconcile_engine::steps! {
 //!     /// The steps of the greeting controller; its tests use the same names.

@@ -15,8 +15,8 @@ use kube::runtime::watcher;
 use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use reconcile_engine::{
-    ClientLimits, EngineConfig, Halt, Halted, Identity, Manager, ManagerConfig, Metrics, NoProbes,
-    Outcome, Reconciler, Registration, SharedCache, StepError, StepName, StepRunner,
+    ClientLimits, EngineConfig, Halt, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome,
+    Reconciler, Registration, SharedCache, StepError, StepName, StepRunner,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -46,20 +46,16 @@ pub struct ToySpec {
     pub delay_ms: u64,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ToyStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<i64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+// The engine's three status fields (`conditions`, `observedGeneration`, `halted`) come from the
+// macro, as a status struct declares them once.
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ToyStatus {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub value: Option<i64>,
+    }
 }
-
-reconcile_engine::conditioned_status!(ToyStatus);
 
 reconcile_engine::steps! {
     /// The toy controller's steps; the tests name conditions through these.
