@@ -19,6 +19,7 @@ use super::cache::{Change, SharedCache, SharedRef, lean_ref, until_listed};
 use super::config::{EngineConfig, Identity};
 use super::inflight::InFlight;
 use super::metrics::Metrics;
+use super::own_writes::OwnWrites;
 use super::pass::{Memory, Shared, fingerprint};
 use super::queue::{Next, QueueMetrics, WorkQueue};
 use super::requeue::{Backoff, TokenBucket};
@@ -26,6 +27,13 @@ use super::worker::Worker;
 
 pub use super::object::{EngineResource, Object, StatusOf};
 pub use super::reconciler::{Lifecycle, Reconciler};
+
+/// A stream of objects to reconcile besides the changes of the controller's own cache.
+pub(crate) type Trigger<K> = BoxStream<'static, ObjectRef<K>>;
+
+/// Resolves once something the controller reads is ready: a cache's initial list is in, or
+/// has been handled.
+pub(crate) type Ready = BoxFuture<'static, ()>;
 
 /// Runs a [`Reconciler`] for every object of its kind. Usually built and run by the
 /// [`Manager`](crate::Manager) from a [`Registration`](crate::Registration).
@@ -37,11 +45,11 @@ pub struct Controller<R: Reconciler> {
     config: EngineConfig,
     identity: Identity,
     metrics: Arc<Metrics>,
-    triggers: Vec<BoxStream<'static, ObjectRef<R::Resource>>>,
+    triggers: Vec<Trigger<R::Resource>>,
     /// The other caches this controller reads, which must hold their initial lists before the
     /// first reconcile: a parent that looked at an empty child cache would create every child
     /// again (or report them all missing).
-    waits: Vec<BoxFuture<'static, ()>>,
+    waits: Vec<Ready>,
     in_flight: InFlight,
 }
 
@@ -89,28 +97,9 @@ impl<R: Reconciler> Controller<R> {
     /// Also reconcile the owner (of this controller's kind) whenever an object in `children`
     /// changes — how a parent learns that a child became ready.
     pub fn owns<C: Object>(mut self, children: &SharedCache<C>) -> Self {
-        let parents = self.cache.clone();
-        let (changes, listed) = until_listed(children.subscribe());
+        let (owners, listed) = owner_triggers(children, &self.cache, self.reconciler.own_writes());
         self.waits.push(listed);
-        let own_writes = self.reconciler.own_writes();
-        let children = children.clone();
-        let stream = changes
-            .then(move |change| {
-                let parents = parents.clone();
-                let children = children.clone();
-                let own_writes = own_writes.clone();
-                async move {
-                    owners_to_reconcile::<R::Resource, C>(
-                        &change,
-                        &children,
-                        &parents,
-                        own_writes.as_ref(),
-                    )
-                    .await
-                }
-            })
-            .flat_map(futures::stream::iter);
-        self.triggers.push(stream.boxed());
+        self.triggers.push(owners);
         self
     }
 
@@ -124,7 +113,11 @@ impl<R: Reconciler> Controller<R> {
     }
     /// Runs until `shutdown` resolves, then lets running reconciles finish.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
-        let (shared, triggers, waits) = self.into_parts();
+        let Parts {
+            shared,
+            triggers,
+            waits,
+        } = self.into_parts();
         let (name, config, metrics) = (shared.name, &shared.config, &shared.metrics);
         let workers = usize::from(config.max_concurrent_reconciles.max(1));
         metrics
@@ -155,14 +148,7 @@ impl<R: Reconciler> Controller<R> {
     }
 
     /// What every pass shares, and what feeds and gates the queue.
-    #[allow(clippy::type_complexity)]
-    fn into_parts(
-        self,
-    ) -> (
-        Arc<Shared<R>>,
-        Vec<BoxStream<'static, ObjectRef<R::Resource>>>,
-        Vec<BoxFuture<'static, ()>>,
-    ) {
+    fn into_parts(self) -> Parts<R> {
         let Controller {
             name,
             reconciler,
@@ -194,8 +180,22 @@ impl<R: Reconciler> Controller<R> {
             in_flight,
             memory: Memory::default(),
         };
-        (Arc::new(shared), triggers, waits)
+        Parts {
+            shared: Arc::new(shared),
+            triggers,
+            waits,
+        }
     }
+}
+
+/// A controller taken apart to run.
+struct Parts<R: Reconciler> {
+    /// What every pass shares.
+    shared: Arc<Shared<R>>,
+    /// What feeds the queue besides the controller's own cache.
+    triggers: Vec<Trigger<R::Resource>>,
+    /// What must be ready before the first pass.
+    waits: Vec<Ready>,
 }
 
 /// Starts the queue's timers and the feeds into it: the controller's own cache and its
@@ -205,8 +205,8 @@ impl<R: Reconciler> Controller<R> {
 fn start_feeds<R: Reconciler>(
     shared: &Arc<Shared<R>>,
     queue: &Arc<WorkQueue<QueueKey<R::Resource>>>,
-    triggers: Vec<BoxStream<'static, ObjectRef<R::Resource>>>,
-) -> (JoinSet<()>, BoxFuture<'static, ()>) {
+    triggers: Vec<Trigger<R::Resource>>,
+) -> (JoinSet<()>, Ready) {
     let mut background = JoinSet::new();
     background.spawn({
         let queue = queue.clone();
@@ -350,12 +350,35 @@ async fn feed_from_cache<R: Reconciler>(
     }
 }
 
+/// The owners (of kind `P`, cached in `parents`) to reconcile whenever an object in `children`
+/// changes, and when the children's initial list has been handled that way.
+pub(crate) fn owner_triggers<P: Object, C: Object>(
+    children: &SharedCache<C>,
+    parents: &SharedCache<P>,
+    own_writes: Option<OwnWrites>,
+) -> (Trigger<P>, Ready) {
+    let parents = parents.clone();
+    let (changes, listed) = until_listed(children.subscribe());
+    let children = children.clone();
+    let owners = changes
+        .then(move |change| {
+            let parents = parents.clone();
+            let children = children.clone();
+            let own_writes = own_writes.clone();
+            async move {
+                owners_to_reconcile::<P, C>(&change, &children, &parents, own_writes.as_ref()).await
+            }
+        })
+        .flat_map(futures::stream::iter);
+    (owners.boxed(), listed)
+}
+
 /// The owners a child's change reconciles: none when the change is the reconciler's own write.
-pub(crate) async fn owners_to_reconcile<P: Object, C: Object>(
+async fn owners_to_reconcile<P: Object, C: Object>(
     change: &Change<C>,
     children: &SharedCache<C>,
     parents: &SharedCache<P>,
-    own_writes: Option<&crate::OwnWrites>,
+    own_writes: Option<&OwnWrites>,
 ) -> Vec<ObjectRef<P>> {
     let Some(child) = change.object(children) else {
         return Vec::new();

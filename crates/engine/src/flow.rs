@@ -159,7 +159,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::error::ErrorCategory;
+    use crate::error::{ErrorCategory, api_error};
     use crate::step::{StepState, Summary};
 
     crate::steps! {
@@ -178,15 +178,6 @@ mod tests {
     async fn lookup(answer: Result<u32, Stop>) -> StepFlow<u32> {
         tokio::task::yield_now().await;
         answer
-    }
-
-    fn api_error(code: u16) -> kube::Error {
-        kube::Error::Api(Box::new(kube::core::Status {
-            code,
-            message: format!("code {code}"),
-            reason: "Test".into(),
-            ..Default::default()
-        }))
     }
 
     #[tokio::test]

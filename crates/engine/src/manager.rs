@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition,
@@ -26,7 +25,7 @@ use kube::{Client, Resource, ResourceExt};
 
 use super::cache::{SharedCache, until_listed};
 use super::config::{EngineConfig, Identity};
-use super::controller::Controller;
+use super::controller::{Controller, Ready, Trigger, owner_triggers};
 use super::metrics::Metrics;
 use super::object::{Object, ScopedApi};
 use super::reconciler::Reconciler;
@@ -335,10 +334,7 @@ impl Manager {
 
 /// What one declaration wires into a controller: a stream of objects to reconcile, and the
 /// readiness of the cache it reads, which the controller waits for before its first reconcile.
-type Wired<K> = (
-    BoxStream<'static, ObjectRef<K>>,
-    Option<BoxFuture<'static, ()>>,
-);
+type Wired<K> = (Trigger<K>, Option<Ready>);
 
 type Wire<K> =
     Box<dyn FnOnce(&mut Manager, &SharedCache<K>) -> Result<Wired<K>, ManagerError> + Send>;
@@ -400,25 +396,8 @@ where
         let own_writes = self.reconciler.own_writes();
         self.wiring.push(Box::new(move |manager, parents| {
             let children = manager.cache_with::<C>(config)?;
-            let parents = parents.clone();
-            let (changes, listed) = until_listed(children.subscribe());
-            let stream = changes
-                .then(move |change| {
-                    let parents = parents.clone();
-                    let children = children.clone();
-                    let own_writes = own_writes.clone();
-                    async move {
-                        super::controller::owners_to_reconcile::<R::Resource, C>(
-                            &change,
-                            &children,
-                            &parents,
-                            own_writes.as_ref(),
-                        )
-                        .await
-                    }
-                })
-                .flat_map(futures::stream::iter);
-            Ok((stream.boxed(), Some(listed)))
+            let (owners, listed) = owner_triggers(&children, parents, own_writes);
+            Ok((owners, Some(listed)))
         }));
         self
     }
