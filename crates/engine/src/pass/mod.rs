@@ -1,28 +1,22 @@
 //! One pass over one object: lifecycle (finalizer, then `reconcile` or `cleanup`) → status,
 //! Events and metrics → when to look again.
 //!
-//! The parts: `memory` (what the controller remembers of each object between passes), this
-//! file (the pipeline of a pass and how it ends), and `write` (the status write and the Events
-//! that close it).
+//! The parts, each building only on those before it: `memory` (what the controller remembers of
+//! each object between passes), `shared` (what every pass shares, and what one pass works on),
+//! `write` (the status write and the Events that close a pass), and this file (the pipeline of
+//! a pass and how it ends).
 
 mod memory;
+mod shared;
 mod write;
 
-use std::sync::Arc;
-
-use kube::core::object::HasStatus;
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::cache::SharedCache;
-use crate::config::{EngineConfig, Identity};
 use crate::error::{ErrorCategory, StepError};
-use crate::inflight::InFlight;
 use crate::lifecycle::{self, FinalizerState};
-use crate::metrics::Metrics;
 use crate::object::StatusOf;
 use crate::queue::Next;
 use crate::reconciler::{Lifecycle, Reconciler};
@@ -32,29 +26,8 @@ use crate::step::{StepRecord, StepRunner, StepState, Summary};
 use crate::worker::Worker;
 
 pub(crate) use memory::{Memory, fingerprint};
-
-/// What every pass of one controller shares.
-pub(crate) struct Shared<R: Reconciler> {
-    pub(crate) name: &'static str,
-    pub(crate) reconciler: Arc<R>,
-    pub(crate) cache: SharedCache<R::Resource>,
-    pub(crate) client: Client,
-    pub(crate) config: EngineConfig,
-    pub(crate) identity: Identity,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) recorder: Recorder,
-    pub(crate) in_flight: InFlight,
-    pub(crate) memory: Memory<StatusOf<R::Resource>>,
-}
-
-/// What a pass works on besides the status it computes.
-struct Pass<'a, K: Resource<DynamicType = ()> + HasStatus> {
-    obj_ref: &'a ObjectRef<K>,
-    obj: &'a K,
-    before: &'a K::Status,
-    resource_version: Option<String>,
-    trace_id: Option<String>,
-}
+use shared::Pass;
+pub(crate) use shared::Shared;
 
 /// How a pass ended, for the requeue policy and the metrics.
 enum PassEnd<S> {

@@ -8,7 +8,7 @@ use kube::core::object::HasStatus;
 use kube::runtime::events::Event;
 use serde_json::Value;
 
-use super::{Pass, Shared};
+use super::shared::{Pass, Shared};
 use crate::conditions::{FALSE, READY, compute_conditions, transition};
 use crate::error::{ErrorCategory, StepError};
 use crate::events::{plan_events, plan_own_events};
