@@ -204,6 +204,7 @@ pub mod health;
 pub mod inflight;
 pub mod lifecycle;
 pub mod manager;
+mod manifest;
 pub mod metrics;
 pub mod names;
 pub mod object;
