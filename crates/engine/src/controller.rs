@@ -1,179 +1,39 @@
-//! Controller wiring: triggers → work queue → bounded workers → lifecycle (finalizer, reconcile or
-//! cleanup) → status, Events, metrics, next schedule.
+//! Controller wiring: triggers and the cache's changes → work queue → bounded workers, each
+//! running one pass over one object (lifecycle, status, Events, metrics) → the next schedule.
 
-use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::fmt::Debug;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::Timestamp;
-use kube::core::object::HasStatus;
-use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, ObjectRefExtra};
 use kube::{Client, Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc};
-use tokio::time::Instant;
-use tracing::Instrument;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
-use super::cache::{Change, ScopedApi, SharedCache, SharedRef, lean_ref, until_listed};
-use super::conditions::{FALSE, READY, compute_conditions, transition};
+use super::cache::{Change, SharedCache, SharedRef, lean_ref, until_listed};
 use super::config::{EngineConfig, Identity};
-use super::error::{ErrorCategory, StepError};
-use super::events::{EventMemory, plan_events, plan_own_events};
 use super::inflight::InFlight;
-use super::lifecycle::{self, FinalizerState};
 use super::metrics::Metrics;
+use super::own_writes::OwnWrites;
+use super::pass::{Memory, Shared, fingerprint};
 use super::queue::{Next, QueueMetrics, WorkQueue};
-use super::requeue::{Backoff, TokenBucket, jittered};
-use super::status::{ConditionedStatus, Halted, StatusWrite, patch_status, status_patch};
-use super::step::{Halt, StepName, StepRecord, StepRunner, StepState, Summary};
-use super::text::bounded;
+use super::requeue::{Backoff, TokenBucket};
 use super::worker::Worker;
 
-/// A Kubernetes kind the engine can watch and cache: typed, cloneable, sendable. Spelled once
-/// here instead of at every generic function.
-pub trait Object:
-    Resource<DynamicType = (), Scope: ScopedApi>
-    + Clone
-    + Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-}
+pub use super::object::{EngineResource, Object, StatusOf};
+pub use super::reconciler::{Lifecycle, Reconciler};
 
-impl<K> Object for K where
-    K: Resource<DynamicType = (), Scope: ScopedApi>
-        + Clone
-        + Debug
-        + Serialize
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static
-{
-}
+/// A stream of objects to reconcile besides the changes of the controller's own cache.
+pub(crate) type Trigger<K> = BoxStream<'static, ObjectRef<K>>;
 
-/// A kind the engine can reconcile: an [`Object`] whose status implements
-/// [`ConditionedStatus`]. Implemented automatically for every `#[derive(CustomResource)]` type
-/// with such a status.
-pub trait EngineResource: Object + HasStatus<Status: ConditionedStatus> {}
-
-impl<K> EngineResource for K where K: Object + HasStatus<Status: ConditionedStatus> {}
-
-/// The status type of `K`.
-pub type StatusOf<K> = <K as HasStatus>::Status;
-
-/// Where an object is in its life when a pass runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lifecycle {
-    /// The object lives: `reconcile` ran.
-    Live,
-    /// The object is being deleted and still carries the controller's finalizer: `cleanup` ran.
-    Deleting,
-}
-
-/// What a controller does for one object. See the [crate documentation](crate) for an example.
-///
-/// The engine owns the lifecycle: when [`FINALIZER`](Reconciler::FINALIZER) is set it adds the
-/// finalizer before the first `reconcile`, calls `cleanup` once the object is being deleted, and
-/// removes the finalizer only after `cleanup` completed every step. Both run their steps through
-/// `steps` and may set the non-condition fields of `status` (which starts as a copy of the
-/// object's current status). The engine then computes the conditions, writes the status if — and
-/// only if — it differs from what the API server holds, emits Events and schedules the next look.
-/// Both must be safe to run at any time, also after a crash half-way: every step observes before
-/// it acts.
-pub trait Reconciler: Send + Sync + 'static {
-    /// The kind reconciled.
-    type Resource: EngineResource;
-    /// The names of this controller's steps (declare them with [`steps!`](crate::steps)).
-    type Step: StepName;
-
-    /// The finalizer that keeps objects until `cleanup` succeeded; `None` when deleting an object
-    /// needs no work of this controller.
-    const FINALIZER: Option<&'static str> = None;
-
-    /// Whether the engine writes the status: the conditions (one per step and `Ready`),
-    /// `observedGeneration` and `halted`, as a diff after each pass. `false` for kinds whose
-    /// status belongs to a contract of someone else's (Gardener's `Extension`, whose
-    /// `lastOperation`/`lastError`/conditions gardenlet reads): the reconciler then writes the
-    /// status itself, the engine never touches it, and only Events and metrics come from the
-    /// step records. The status type still implements [`ConditionedStatus`]; its setters are
-    /// never called.
-    const MANAGES_STATUS: bool = true;
-
-    /// Condition types the reconciler sets itself in `status.conditions` (build them with
-    /// [`transition`](crate::conditions::transition) so their transition time is kept): facts
-    /// that are not a step's outcome and must not hold `Ready` back, such as a warning about an
-    /// insecure setting. The engine keeps them beside the step conditions.
-    const OWN_CONDITIONS: &'static [&'static str] = &[];
-
-    /// Whether this controller acts on `obj` in this pass at all, like controller-runtime's
-    /// predicates: when `false` the engine neither adds nor removes the finalizer, nor calls
-    /// `reconcile` or `cleanup`, nor writes anything; the object's next change asks again.
-    /// Decided from the object and caches only (no requests). Default: every object.
-    fn admits(&self, obj: &Self::Resource) -> bool {
-        let _ = obj;
-        true
-    }
-
-    /// Where this reconciler records its own writes of owned children
-    /// ([`OwnWrites`](crate::OwnWrites)), so that their events do not reconcile the owner a
-    /// second time. Default: none recorded, every child event reconciles its owner.
-    fn own_writes(&self) -> Option<crate::OwnWrites> {
-        None
-    }
-
-    /// Makes the world match `obj`. Return the [`Halt`] of a failed or waiting step with `?`.
-    fn reconcile(
-        &self,
-        obj: &Self::Resource,
-        status: &mut StatusOf<Self::Resource>,
-        steps: &mut StepRunner<Self::Step>,
-    ) -> impl Future<Output = Result<(), Halt>> + Send;
-
-    /// Removes what `reconcile` made, before the finalizer goes. Only called when
-    /// [`FINALIZER`](Reconciler::FINALIZER) is set.
-    fn cleanup(
-        &self,
-        obj: &Self::Resource,
-        status: &mut StatusOf<Self::Resource>,
-        steps: &mut StepRunner<Self::Step>,
-    ) -> impl Future<Output = Result<(), Halt>> + Send {
-        let _ = (obj, status, steps);
-        async { Ok(()) }
-    }
-
-    /// Drops whatever the reconciler keeps about an object that no longer exists (a readiness
-    /// check, a connection). Called for every deletion the cache sees — also for objects deleted
-    /// while no watch ran, found when the cache lists again.
-    fn forget(&self, obj: &Self::Resource) {
-        let _ = obj;
-    }
-
-    /// Sets what the status derives from the pass's result (a `phase`, for instance). Called
-    /// after every `reconcile` and `cleanup`; the default sets nothing.
-    fn conclude(
-        &self,
-        status: &mut StatusOf<Self::Resource>,
-        lifecycle: Lifecycle,
-        summary: &Summary<Self::Step>,
-    ) {
-        let _ = (status, lifecycle, summary);
-    }
-}
+/// Resolves once something the controller reads is ready: a cache's initial list is in, or
+/// has been handled.
+pub(crate) type Ready = BoxFuture<'static, ()>;
 
 /// Runs a [`Reconciler`] for every object of its kind. Usually built and run by the
 /// [`Manager`](crate::Manager) from a [`Registration`](crate::Registration).
@@ -185,11 +45,11 @@ pub struct Controller<R: Reconciler> {
     config: EngineConfig,
     identity: Identity,
     metrics: Arc<Metrics>,
-    triggers: Vec<BoxStream<'static, ObjectRef<R::Resource>>>,
+    triggers: Vec<Trigger<R::Resource>>,
     /// The other caches this controller reads, which must hold their initial lists before the
     /// first reconcile: a parent that looked at an empty child cache would create every child
     /// again (or report them all missing).
-    waits: Vec<BoxFuture<'static, ()>>,
+    waits: Vec<Ready>,
     in_flight: InFlight,
 }
 
@@ -237,28 +97,9 @@ impl<R: Reconciler> Controller<R> {
     /// Also reconcile the owner (of this controller's kind) whenever an object in `children`
     /// changes — how a parent learns that a child became ready.
     pub fn owns<C: Object>(mut self, children: &SharedCache<C>) -> Self {
-        let parents = self.cache.clone();
-        let (changes, listed) = until_listed(children.subscribe());
+        let (owners, listed) = owner_triggers(children, &self.cache, self.reconciler.own_writes());
         self.waits.push(listed);
-        let own_writes = self.reconciler.own_writes();
-        let children = children.clone();
-        let stream = changes
-            .then(move |change| {
-                let parents = parents.clone();
-                let children = children.clone();
-                let own_writes = own_writes.clone();
-                async move {
-                    owners_to_reconcile::<R::Resource, C>(
-                        &change,
-                        &children,
-                        &parents,
-                        own_writes.as_ref(),
-                    )
-                    .await
-                }
-            })
-            .flat_map(futures::stream::iter);
-        self.triggers.push(stream.boxed());
+        self.triggers.push(owners);
         self
     }
 
@@ -270,9 +111,44 @@ impl<R: Reconciler> Controller<R> {
         self.triggers.push(stream.boxed());
         self
     }
-
     /// Runs until `shutdown` resolves, then lets running reconciles finish.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
+        let Parts {
+            shared,
+            triggers,
+            waits,
+        } = self.into_parts();
+        let (name, config, metrics) = (shared.name, &shared.config, &shared.metrics);
+        let workers = usize::from(config.max_concurrent_reconciles.max(1));
+        metrics
+            .max_concurrent_reconciles(name)
+            .set(i64::try_from(workers).unwrap_or(i64::MAX));
+
+        let queue = Arc::new(WorkQueue::new(
+            Backoff::new(config.backoff_base, config.backoff_max),
+            QueueMetrics::of(metrics, name),
+        ));
+        let (mut background, fed) = start_feeds(&shared, &queue, triggers);
+
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            _ = futures::future::join(fed, futures::future::join_all(waits)) => {}
+            () = &mut shutdown => return,
+        }
+        tracing::info!(controller = name, workers, "controller started");
+
+        let mut running = dispatch(&shared, &queue, workers, shutdown).await;
+
+        tracing::info!(
+            controller = name,
+            "controller stopping; waiting for running reconciles"
+        );
+        background.abort_all();
+        while running.join_next().await.is_some() {}
+    }
+
+    /// What every pass shares, and what feeds and gates the queue.
+    fn into_parts(self) -> Parts<R> {
         let Controller {
             name,
             reconciler,
@@ -285,15 +161,6 @@ impl<R: Reconciler> Controller<R> {
             waits,
             in_flight,
         } = self;
-        let workers = usize::from(config.max_concurrent_reconciles.max(1));
-        metrics
-            .max_concurrent_reconciles(name)
-            .set(i64::try_from(workers).unwrap_or(i64::MAX));
-
-        let queue = Arc::new(WorkQueue::new(
-            Backoff::new(config.backoff_base, config.backoff_max),
-            QueueMetrics::of(&metrics, name),
-        ));
         let recorder = Recorder::new(
             client.clone(),
             Reporter {
@@ -301,721 +168,131 @@ impl<R: Reconciler> Controller<R> {
                 instance: identity.instance.clone(),
             },
         );
-        let shared = Arc::new(Shared {
+        let shared = Shared {
             name,
             reconciler,
-            cache: cache.clone(),
+            cache,
             client,
-            config: config.clone(),
+            config,
             identity,
-            metrics: metrics.clone(),
+            metrics,
             recorder,
             in_flight,
-            written: Mutex::new(HashMap::new()),
-            seen: Mutex::new(HashMap::new()),
-            released: Mutex::new(HashMap::new()),
-            event_memory: Mutex::new(HashMap::new()),
-        });
-
-        let mut background = tokio::task::JoinSet::new();
-        background.spawn({
-            let queue = queue.clone();
-            async move { queue.run_timers().await }
-        });
-        // Workers start once every feed has queued its initial list: an object picked before a
-        // late feed queued it too would be passed over twice.
-        let (changes, fed) = until_listed(cache.subscribe());
-        background.spawn(feed_from_cache(changes, queue.clone(), shared.clone()));
-        for trigger in triggers {
-            let queue = queue.clone();
-            let cache = cache.clone();
-            background.spawn(trigger.for_each(move |r| {
-                queue.add(queue_key(&cache, r));
-                std::future::ready(())
-            }));
+            memory: Memory::default(),
+        };
+        Parts {
+            shared: Arc::new(shared),
+            triggers,
+            waits,
         }
+    }
+}
 
-        let mut shutdown = std::pin::pin!(shutdown);
+/// A controller taken apart to run.
+struct Parts<R: Reconciler> {
+    /// What every pass shares.
+    shared: Arc<Shared<R>>,
+    /// What feeds the queue besides the controller's own cache.
+    triggers: Vec<Trigger<R::Resource>>,
+    /// What must be ready before the first pass.
+    waits: Vec<Ready>,
+}
+
+/// Starts the queue's timers and the feeds into it: the controller's own cache and its
+/// triggers. Returns the tasks, and a future that resolves once the cache's feed has queued
+/// the initial list: workers start only then, because an object picked before a late feed
+/// queued it too would be passed over twice.
+fn start_feeds<R: Reconciler>(
+    shared: &Arc<Shared<R>>,
+    queue: &Arc<WorkQueue<QueueKey<R::Resource>>>,
+    triggers: Vec<Trigger<R::Resource>>,
+) -> (JoinSet<()>, Ready) {
+    let mut background = JoinSet::new();
+    background.spawn({
+        let queue = queue.clone();
+        async move { queue.run_timers().await }
+    });
+    let (changes, fed) = until_listed(shared.cache.subscribe());
+    background.spawn(feed_from_cache(changes, queue.clone(), shared.clone()));
+    for trigger in triggers {
+        let queue = queue.clone();
+        let cache = shared.cache.clone();
+        background.spawn(trigger.for_each(move |r| {
+            queue.add(queue_key(&cache, r));
+            std::future::ready(())
+        }));
+    }
+    (background, fed)
+}
+
+/// Hands each object the queue releases to a pass, as workers, the reconcile rate and the
+/// queue allow, until `shutdown` resolves. Returns the passes still running. Passes run as
+/// tasks of this set, so that stopping can abandon the ones still running past the shutdown
+/// bound instead of leaving them to act on the world.
+async fn dispatch<R: Reconciler>(
+    shared: &Arc<Shared<R>>,
+    queue: &Arc<WorkQueue<QueueKey<R::Resource>>>,
+    workers: usize,
+    mut shutdown: Pin<&mut (impl Future<Output = ()> + Send)>,
+) -> JoinSet<()> {
+    let config = &shared.config;
+    let bucket = TokenBucket::new(config.reconcile_rate, config.reconcile_burst);
+    let semaphore = Arc::new(Semaphore::new(workers));
+    let parked = Arc::new(Semaphore::new(
+        usize::try_from(config.max_parked_reconciles).unwrap_or(usize::MAX),
+    ));
+    let mut running = JoinSet::new();
+    loop {
+        while running.try_join_next().is_some() {}
+        let permit = tokio::select! {
+            permit = semaphore.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
         tokio::select! {
-            _ = futures::future::join(fed, futures::future::join_all(waits)) => {}
-            () = &mut shutdown => return,
+            () = queue.wait_ready() => {}
+            () = &mut shutdown => break,
         }
-        tracing::info!(controller = name, workers, "controller started");
-
-        let bucket = TokenBucket::new(config.reconcile_rate, config.reconcile_burst);
-        let semaphore = Arc::new(Semaphore::new(workers));
-        let parked = Arc::new(Semaphore::new(
-            usize::try_from(config.max_parked_reconciles).unwrap_or(usize::MAX),
-        ));
-        // Reconciles run as tasks of this set, so that stopping can abandon the ones still
-        // running past the shutdown bound instead of leaving them to act on the world.
-        let mut running = tokio::task::JoinSet::new();
-        loop {
-            while running.try_join_next().is_some() {}
-            let permit = tokio::select! {
-                permit = semaphore.clone().acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => break,
-                },
-                () = &mut shutdown => break,
-            };
+        // MaxOf(per-object backoff, global bucket): the backoff already delayed the item's
+        // entry into the queue; the bucket now delays its start.
+        if let Some(bucket) = &bucket {
+            let at = bucket.reserve();
             tokio::select! {
-                () = queue.wait_ready() => {}
+                () = tokio::time::sleep_until(at) => {}
                 () = &mut shutdown => break,
             }
-            // MaxOf(per-object backoff, global bucket): the backoff already delayed the item's
-            // entry into the queue; the bucket now delays its start.
-            if let Some(bucket) = &bucket {
-                let at = bucket.reserve();
-                tokio::select! {
-                    () = tokio::time::sleep_until(at) => {}
-                    () = &mut shutdown => break,
-                }
-            }
-            let Some(obj_ref) = queue.pop() else {
-                continue;
-            };
-            let shared = shared.clone();
-            let queue = queue.clone();
-            let worker = Worker::new(semaphore.clone(), parked.clone(), permit);
-            running.spawn(async move {
-                // The worker is held until the pass is scheduled again, not only while it runs.
-                let _held = worker.clone();
-                let next = AssertUnwindSafe(shared.reconcile(&obj_ref, worker))
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| {
-                        tracing::error!(controller = shared.name, object = %obj_ref, "reconcile panicked");
-                        shared.metrics.reconcile_total(shared.name, "error").inc();
-                        shared.metrics.reconcile_errors_total(shared.name).inc();
-                        Next::Backoff
-                    });
-                let delay = queue.finish(obj_ref.clone(), next);
-                tracing::debug!(controller = shared.name, object = %obj_ref, ?next, ?delay, "scheduled");
-            });
         }
-
-        tracing::info!(
-            controller = name,
-            "controller stopping; waiting for running reconciles"
-        );
-        background.abort_all();
-        while running.join_next().await.is_some() {}
-    }
-}
-
-/// What the engine last wrote to an object's status: until the cache shows the object at
-/// `to`, the cache's status may be older than the API server's. Dropped as soon as the cache
-/// has caught up, so it exists only for objects with a write in flight.
-struct Written<S> {
-    /// The resourceVersion the write produced.
-    to: String,
-    /// The status as written.
-    status: S,
-}
-
-/// Per-object bookkeeping is keyed by a 64-bit hash of the object's namespace and name rather
-/// than by its reference: 8 bytes instead of a reference with its strings, for every one of
-/// tens of thousands of objects. A collision of two live objects' hashes (about 1 in 10^11 at
-/// 76,000 objects) costs a missed status-only shortcut, not a wrong write: the write path
-/// compares resourceVersions.
-type Key = u64;
-
-fn key_of<K: Resource<DynamicType = ()>>(obj_ref: &ObjectRef<K>) -> Key {
-    let mut h = DefaultHasher::new();
-    obj_ref.namespace.hash(&mut h);
-    obj_ref.name.hash(&mut h);
-    h.finish()
-}
-
-/// Whether a cache that shows `seen` has not yet caught up with a write that produced `to`.
-/// resourceVersions are opaque by contract; every API server in use derives them from etcd's
-/// revision, a number, so a larger one proves the cache went past our write (another write
-/// followed it). Unparsable versions only count as caught up when equal.
-fn lags(to: &str, seen: Option<&str>) -> bool {
-    let Some(seen) = seen else {
-        return true;
-    };
-    if seen == to {
-        return false;
-    }
-    match (to.parse::<u64>(), seen.parse::<u64>()) {
-        (Ok(to), Ok(seen)) => seen < to,
-        _ => true,
-    }
-}
-
-struct Shared<R: Reconciler> {
-    name: &'static str,
-    reconciler: Arc<R>,
-    cache: SharedCache<R::Resource>,
-    client: Client,
-    config: EngineConfig,
-    identity: Identity,
-    metrics: Arc<Metrics>,
-    recorder: Recorder,
-    in_flight: InFlight,
-    written: Mutex<HashMap<Key, Written<StatusOf<R::Resource>>>>,
-    /// The fingerprint of each object as last seen or written by this controller: a change
-    /// that leaves it as it is (a status write, our own finalizer) triggers no reconcile.
-    seen: Mutex<HashMap<Key, u64>>,
-    /// The uid of each object whose cleanup completed and whose finalizer this controller
-    /// removed, until the cache shows it gone. A trigger queued during that last pass (the
-    /// deletion of a child it cleaned up, say) would otherwise run the cleanup once more on the
-    /// cached copy that still carries the finalizer: every request of it for nothing, and a
-    /// pass that only happens when the cache is slow.
-    released: Mutex<HashMap<Key, String>>,
-    /// For a reconciler that keeps no engine status: what its last pass reported, per object,
-    /// so its Events are deduplicated like everyone else's.
-    event_memory: Mutex<HashMap<Key, EventMemory>>,
-}
-
-/// What a pass works on besides the status it computes.
-struct Pass<'a, K: Resource<DynamicType = ()> + HasStatus> {
-    obj_ref: &'a ObjectRef<K>,
-    obj: &'a K,
-    before: &'a K::Status,
-    resource_version: Option<String>,
-    trace_id: Option<String>,
-}
-
-/// How a pass ended, for the requeue policy and the metrics.
-enum PassEnd<S> {
-    Steps(Summary<S>),
-    /// The engine's own work (finalizer, status) failed.
-    Engine(ErrorCategory),
-    /// The object is gone, or going without us: nothing to look at again.
-    Gone,
-    /// The reconciler does not act on the object now ([`Reconciler::admits`]).
-    NotAdmitted,
-}
-
-impl<R: Reconciler> Shared<R> {
-    /// Records `fingerprint` for `obj_ref`; whether it differs from the one known before.
-    fn saw(&self, obj_ref: &ObjectRef<R::Resource>, fingerprint: u64) -> bool {
-        self.seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key_of(obj_ref), fingerprint)
-            != Some(fingerprint)
-    }
-
-    fn unsee(&self, obj_ref: &ObjectRef<R::Resource>) {
-        self.seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key_of(obj_ref));
-        self.released
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key_of(obj_ref));
-    }
-
-    fn release(&self, obj_ref: &ObjectRef<R::Resource>, obj: &R::Resource) {
-        if let Some(uid) = obj.uid() {
-            self.released
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(key_of(obj_ref), uid);
-        }
-    }
-
-    /// Whether `obj` is a cached copy, from before our finalizer removal, of an object whose
-    /// cleanup already completed: nobody else puts our finalizer back on the same object.
-    fn already_released(&self, obj_ref: &ObjectRef<R::Resource>, obj: &R::Resource) -> bool {
-        let released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
-        released
-            .get(&key_of(obj_ref))
-            .is_some_and(|uid| obj.meta().uid.as_ref() == Some(uid))
-    }
-
-    /// The cache shows the object at `resource_version`: our last write, if it has caught up
-    /// with it, need not be remembered any longer.
-    fn observed(&self, obj_ref: &ObjectRef<R::Resource>, resource_version: Option<&str>) {
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = key_of(obj_ref);
-        if written
-            .get(&key)
-            .is_some_and(|w| !lags(&w.to, resource_version))
-        {
-            written.remove(&key);
-        }
-    }
-
-    /// The status the API server holds as far as we know: our own last write while the cache
-    /// has not caught up with it, else the cached one. A pass that started from an older cached
-    /// status would redo (and rewrite) what the previous pass did.
-    fn current_status(
-        &self,
-        obj_ref: &ObjectRef<R::Resource>,
-        obj: &R::Resource,
-    ) -> StatusOf<R::Resource> {
-        let written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        match written.get(&key_of(obj_ref)) {
-            Some(w) if lags(&w.to, obj.meta().resource_version.as_deref()) => w.status.clone(),
-            _ => obj.status().cloned().unwrap_or_default(),
-        }
-    }
-
-    async fn reconcile(&self, obj_ref: &ObjectRef<R::Resource>, worker: Worker) -> Next {
-        let Some(obj) = self.cache.get(obj_ref) else {
-            return Next::Forget;
+        let Some(obj_ref) = queue.pop() else {
+            continue;
         };
-        let span = tracing::info_span!(
-            "reconcile",
-            controller = self.name,
-            object = %obj_ref,
-            trace_id = tracing::field::Empty
-        );
-        let trace_id = self.identity.trace_id(&span);
-        worker.run_in(&self.in_flight);
-        // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
-        let _active = ActiveWorker::enter(self.metrics.active_workers(self.name));
-        let start = Instant::now();
-        let next = self
-            .reconcile_object(obj_ref, &obj, trace_id, worker)
-            .instrument(span)
-            .await;
-        self.metrics
-            .observe_reconcile_time(self.name, start.elapsed());
-        next
+        let worker = Worker::new(semaphore.clone(), parked.clone(), permit);
+        running.spawn(run_pass(shared.clone(), queue.clone(), obj_ref, worker));
     }
+    running
+}
 
-    async fn reconcile_object(
-        &self,
-        obj_ref: &ObjectRef<R::Resource>,
-        obj: &R::Resource,
-        trace_id: Option<String>,
-        worker: Worker,
-    ) -> Next {
-        if !self.reconciler.admits(obj) {
-            return self.end(PassEnd::NotAdmitted);
-        }
-        let before = self.current_status(obj_ref, obj);
-        let mut status = before.clone();
-        let mut steps = StepRunner::with_metrics(self.name, self.metrics.clone()).on_worker(worker);
-        let mut resource_version = obj.resource_version();
-
-        let finalizer = R::FINALIZER.map(|f| (f, lifecycle::finalizer_state(obj, f)));
-        let lifecycle = match finalizer {
-            Some((_, FinalizerState::Released)) => {
-                // Being deleted, and our finalizer is gone: another controller's finalizer keeps
-                // it; there is nothing left for us to do.
-                self.forget(obj_ref);
-                return self.end(PassEnd::Gone);
-            }
-            None if obj.meta().deletion_timestamp.is_some() => {
-                self.forget(obj_ref);
-                return self.end(PassEnd::Gone);
-            }
-            Some((_, FinalizerState::Deleting)) if self.already_released(obj_ref, obj) => {
-                return self.end(PassEnd::Gone);
-            }
-            Some((_, FinalizerState::Deleting)) => Lifecycle::Deleting,
-            Some((f, FinalizerState::Missing)) => {
-                // Our own write must not cost a second pass when its event arrives, and the
-                // event can arrive before the write's answer: the object as the write will leave
-                // it is known beforehand.
-                let mut expected = obj.clone();
-                expected
-                    .meta_mut()
-                    .finalizers
-                    .get_or_insert_with(Vec::new)
-                    .push(f.to_owned());
-                self.saw(obj_ref, fingerprint(&expected));
-                match lifecycle::add_finalizer(&self.client, obj, f, self.name).await {
-                    Ok(written) => {
-                        self.saw(obj_ref, fingerprint(&written));
-                        resource_version = written.resource_version();
-                    }
-                    Err(err) => {
-                        self.saw(obj_ref, fingerprint(obj));
-                        let pass = Pass {
-                            obj_ref,
-                            obj,
-                            before: &before,
-                            resource_version,
-                            trace_id,
-                        };
-                        return self
-                            .finalizer_failed(pass, status, Vec::new(), "FinalizerAddFailed", err)
-                            .await;
-                    }
-                }
-                Lifecycle::Live
-            }
-            Some((_, FinalizerState::Present)) | None => Lifecycle::Live,
-        };
-
-        // The runner has recorded why it halted; the records, not this value, drive what follows.
-        let _ = match lifecycle {
-            Lifecycle::Live => {
-                self.reconciler
-                    .reconcile(obj, &mut status, &mut steps)
-                    .await
-            }
-            Lifecycle::Deleting => self.reconciler.cleanup(obj, &mut status, &mut steps).await,
-        };
-        let summary = steps.summary();
-        self.reconciler.conclude(&mut status, lifecycle, &summary);
-
-        if let (Lifecycle::Deleting, Summary::Done { .. }, Some((f, _))) =
-            (lifecycle, &summary, finalizer)
-        {
-            match lifecycle::remove_finalizer(&self.client, obj, f, self.name).await {
-                Ok(()) => {
-                    self.publish_events(
-                        obj_ref,
-                        obj,
-                        &before,
-                        &[],
-                        steps.records(),
-                        trace_id.as_deref(),
-                    )
-                    .await;
-                    // After the Events: they must not leave a memory of an object that is gone.
-                    self.forget(obj_ref);
-                    self.release(obj_ref, obj);
-                    return self.end(PassEnd::Gone);
-                }
-                Err(err) => {
-                    let pass = Pass {
-                        obj_ref,
-                        obj,
-                        before: &before,
-                        resource_version,
-                        trace_id,
-                    };
-                    let records = steps.into_records();
-                    return self
-                        .finalizer_failed(pass, status, records, "FinalizerRemoveFailed", err)
-                        .await;
-                }
-            }
-        }
-
-        let records = steps.into_records();
-        let written = self
-            .finish_status(
-                obj_ref,
-                obj,
-                &before,
-                status,
-                &records,
-                resource_version,
-                trace_id,
-            )
-            .await;
-        match written {
-            StatusWrite::Gone => {
-                self.forget(obj_ref);
-                self.end(PassEnd::Gone)
-            }
-            StatusWrite::Failed(category) => self.end(PassEnd::Engine(category)),
-            StatusWrite::Written | StatusWrite::Unchanged => self.end(PassEnd::Steps(summary)),
-        }
-    }
-
-    /// Ends a pass whose finalizer write failed: the failure is recorded as the engine's own
-    /// step after `records`, so that conditions and Events say what is stuck.
-    async fn finalizer_failed(
-        &self,
-        pass: Pass<'_, R::Resource>,
-        status: StatusOf<R::Resource>,
-        mut records: Vec<StepRecord>,
-        reason: &'static str,
-        err: kube::Error,
-    ) -> Next {
-        let err = StepError::from_kube(reason, err);
-        let category = err.category();
-        records.push(StepRecord {
-            name: lifecycle::FINALIZER_STEP,
-            state: StepState::Failed(err),
-            duration: std::time::Duration::ZERO,
-        });
-        self.finish_status(
-            pass.obj_ref,
-            pass.obj,
-            pass.before,
-            status,
-            &records,
-            pass.resource_version,
-            pass.trace_id,
-        )
-        .await;
-        self.end(PassEnd::Engine(category))
-    }
-
-    /// Computes conditions and the halt summary, writes the status if the API server's differs,
-    /// and publishes the Events of this pass.
-    #[allow(clippy::too_many_arguments)]
-    async fn finish_status(
-        &self,
-        obj_ref: &ObjectRef<R::Resource>,
-        obj: &R::Resource,
-        before: &StatusOf<R::Resource>,
-        mut status: StatusOf<R::Resource>,
-        records: &[StepRecord],
-        resource_version: Option<String>,
-        trace_id: Option<String>,
-    ) -> StatusWrite {
-        if !R::MANAGES_STATUS {
-            self.publish_events(obj_ref, obj, before, &[], records, trace_id.as_deref())
-                .await;
-            return StatusWrite::Unchanged;
-        }
-        let generation = obj.meta().generation;
-        let now = Time(Timestamp::now());
-        let mut conditions = compute_conditions(before.conditions(), records, generation, &now);
-        conditions.retain(|c| !R::OWN_CONDITIONS.contains(&c.type_.as_str()));
-        conditions.extend(
-            status
-                .conditions()
-                .iter()
-                .filter(|c| R::OWN_CONDITIONS.contains(&c.type_.as_str()))
-                .cloned(),
-        );
-        status.set_conditions(conditions);
-        status.set_observed_generation(generation);
-        status.set_halted(Halted::after(before.halted(), records, trace_id.as_deref()));
-
-        let result = self
-            .write_status(obj_ref, obj, &status, resource_version)
-            .await;
-        if !matches!(result, StatusWrite::Gone) {
-            self.publish_events(
-                obj_ref,
-                obj,
-                before,
-                status.conditions(),
-                records,
-                trace_id.as_deref(),
-            )
-            .await;
-        }
-        result
-    }
-
-    async fn write_status(
-        &self,
-        obj_ref: &ObjectRef<R::Resource>,
-        obj: &R::Resource,
-        status: &StatusOf<R::Resource>,
-        resource_version: Option<String>,
-    ) -> StatusWrite {
-        let cached = match obj.status().map(serde_json::to_value).transpose() {
-            Ok(v) => v.unwrap_or(Value::Null),
-            Err(err) => {
-                tracing::error!(error = %err, "status does not serialize");
-                return StatusWrite::Failed(ErrorCategory::Transient);
-            }
-        };
-        // Diff against what the API server holds: our own last write, until the cache has seen
-        // it. A stale cache would otherwise hide that the server still holds an older pass's
-        // status.
-        let (baseline, base_version) = {
-            let written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-            match written.get(&key_of(obj_ref)) {
-                Some(w) if lags(&w.to, obj.meta().resource_version.as_deref()) => (
-                    serde_json::to_value(&w.status).unwrap_or(Value::Null),
-                    Some(w.to.clone()),
-                ),
-                _ => (cached, resource_version),
-            }
-        };
-        let patch = match status_patch(&baseline, status) {
-            Ok(None) => return StatusWrite::Unchanged,
-            Ok(Some(patch)) => patch,
-            Err(err) => {
-                tracing::error!(error = %err, "status does not serialize");
-                return StatusWrite::Failed(ErrorCategory::Transient);
-            }
-        };
-        match patch_status(
-            &self.client,
-            obj,
-            &patch,
-            base_version.as_deref(),
-            self.name,
-        )
+/// One pass over `obj_ref`, then its next schedule; a panicking pass counts as a failed one.
+async fn run_pass<R: Reconciler>(
+    shared: Arc<Shared<R>>,
+    queue: Arc<WorkQueue<QueueKey<R::Resource>>>,
+    obj_ref: QueueKey<R::Resource>,
+    worker: Worker,
+) {
+    // The worker is held until the pass is scheduled again, not only while it runs.
+    let _held = worker.clone();
+    let next = AssertUnwindSafe(shared.reconcile(&obj_ref, worker))
+        .catch_unwind()
         .await
-        {
-            Ok(to) => {
-                let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-                match to {
-                    Some(to) => {
-                        written.insert(
-                            key_of(obj_ref),
-                            Written {
-                                to,
-                                status: status.clone(),
-                            },
-                        );
-                    }
-                    None => {
-                        written.remove(&key_of(obj_ref));
-                    }
-                }
-                StatusWrite::Written
-            }
-            // The pass may itself have ended the object's life: nothing is left to write to.
-            Err(kube::Error::Api(s)) if s.code == 404 => StatusWrite::Gone,
-            Err(err) => {
-                // Whatever we remembered writing is no longer known to be what the server holds.
-                self.forget(obj_ref);
-                let err = StepError::from_kube("StatusWriteFailed", err);
-                tracing::warn!(error = %err, "writing status failed");
-                if err.category() != ErrorCategory::Conflict {
-                    self.write_minimal_status(obj, status, &err).await;
-                }
-                StatusWrite::Failed(err.category())
-            }
-        }
-    }
-
-    /// After a failed status write, the status the API server holds may still say
-    /// `Ready=True` while this pass found otherwise (or could not even say what it found). A
-    /// small write that only replaces the conditions with `Ready=False` keeps that claim from
-    /// standing; the next pass writes the full status again.
-    async fn write_minimal_status(
-        &self,
-        obj: &R::Resource,
-        status: &StatusOf<R::Resource>,
-        err: &StepError,
-    ) {
-        let ready = status
-            .conditions()
-            .iter()
-            .find(|c| c.type_ == READY)
-            .filter(|c| c.status == FALSE)
-            .cloned()
-            .unwrap_or_else(|| {
-                transition(
-                    status.conditions(),
-                    READY,
-                    FALSE,
-                    "StatusWriteFailed".to_owned(),
-                    bounded(err.message()),
-                    obj.meta().generation,
-                    &Time(Timestamp::now()),
-                )
-            });
-        let minimal: Vec<Condition> = vec![Condition {
-            message: bounded(&ready.message),
-            ..ready
-        }];
-        let patch = serde_json::json!({ "status": { "conditions": minimal } });
-        if let Err(err) = patch_status(&self.client, obj, &patch, None, self.name).await {
-            tracing::warn!(error = %StepError::from_kube("StatusWriteFailed", err), "writing the minimal status failed too");
-        }
-    }
-
-    /// Publishes the Events of this pass: what changed since the status `before` said, or,
-    /// for a reconciler that keeps no engine status, since the pass it remembers.
-    async fn publish_events(
-        &self,
-        obj_ref: &ObjectRef<R::Resource>,
-        obj: &R::Resource,
-        before: &StatusOf<R::Resource>,
-        after: &[Condition],
-        records: &[StepRecord],
-        trace_id: Option<&str>,
-    ) {
-        let planned = if R::MANAGES_STATUS {
-            plan_events(before.conditions(), before.halted(), records)
-        } else {
-            let mut memory = self
-                .event_memory
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let entry = memory.entry(key_of(obj_ref)).or_default();
-            let planned = entry.plan(records);
-            *entry = entry.after(records, obj.meta().generation, &Time(Timestamp::now()));
-            planned
-        };
-        let own = plan_own_events(before.conditions(), after, R::OWN_CONDITIONS);
-        for planned in planned.into_iter().chain(own) {
-            let note = match trace_id {
-                Some(id) if planned.type_ == kube::runtime::events::EventType::Warning => {
-                    format!("{} (trace {id})", planned.note)
-                }
-                _ => planned.note,
-            };
-            let event = Event {
-                type_: planned.type_,
-                reason: planned.reason,
-                note: Some(bounded(&note)),
-                action: planned.action,
-                secondary: None,
-            };
-            if let Err(err) = self.recorder.publish(&event, &obj.object_ref(&())).await {
-                tracing::warn!(error = %StepError::from_kube("EventFailed", err), "publishing Event failed");
-            }
-        }
-    }
-
-    fn forget(&self, obj_ref: &ObjectRef<R::Resource>) {
-        self.written
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key_of(obj_ref));
-        self.event_memory
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key_of(obj_ref));
-    }
-
-    fn end(&self, end: PassEnd<R::Step>) -> Next {
-        let sync = jittered(self.config.sync_period, self.config.sync_jitter);
-        let (result, next) = match end {
-            PassEnd::Gone | PassEnd::NotAdmitted => ("success", Next::Forget),
-            PassEnd::Steps(Summary::Done { .. }) => ("success", Next::After(sync)),
-            PassEnd::Steps(Summary::Waiting { wait, .. }) => {
-                ("requeue_after", Next::After(wait.after.min(sync)))
-            }
-            PassEnd::Steps(Summary::Failed {
-                category: ErrorCategory::Invalid,
-                rejected: true,
-                ..
-            }) => (
-                "error",
-                Next::Rejected {
-                    cap: sync.min(self.config.backoff_max),
-                },
-            ),
-            PassEnd::Steps(Summary::Failed { category, .. }) | PassEnd::Engine(category) => (
-                "error",
-                match category {
-                    // A conflict usually clears on the next try, but one that does not must not
-                    // become a request storm: it backs off like any other failure.
-                    ErrorCategory::Transient | ErrorCategory::Conflict => Next::Backoff,
-                    // Retrying cannot fix the spec; the spec's next change triggers a reconcile,
-                    // the sync period covers the rest.
-                    ErrorCategory::Invalid => Next::After(sync),
-                },
-            ),
-        };
-        self.metrics.reconcile_total(self.name, result).inc();
-        if result == "error" {
-            self.metrics.reconcile_errors_total(self.name).inc();
-        }
-        next
-    }
-}
-
-struct ActiveWorker(prometheus_client::metrics::gauge::Gauge);
-
-impl ActiveWorker {
-    fn enter(gauge: prometheus_client::metrics::gauge::Gauge) -> Self {
-        gauge.inc();
-        ActiveWorker(gauge)
-    }
-}
-
-impl Drop for ActiveWorker {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
+        .unwrap_or_else(|_| {
+            tracing::error!(controller = shared.name, object = %obj_ref, "reconcile panicked");
+            shared.metrics.reconcile_total(shared.name, "error").inc();
+            shared.metrics.reconcile_errors_total(shared.name).inc();
+            Next::Backoff
+        });
+    let delay = queue.finish(obj_ref.clone(), next);
+    tracing::debug!(controller = shared.name, object = %obj_ref, ?next, ?delay, "scheduled");
 }
 
 /// An object's place in the work queue. Shared rather than cloned: an object sits in up to four
@@ -1048,8 +325,10 @@ async fn feed_from_cache<R: Reconciler>(
                     continue;
                 };
                 let r = lean_ref(&*obj);
-                shared.observed(&r, obj.meta().resource_version.as_deref());
-                if shared.saw(&r, fingerprint(&*obj)) {
+                shared
+                    .memory
+                    .observed(&r, obj.meta().resource_version.as_deref());
+                if shared.memory.saw(&r, fingerprint(&*obj)) {
                     tracing::debug!(object = %r, "the object changed");
                     let key = match change {
                         Change::Present(key) => key,
@@ -1062,38 +341,44 @@ async fn feed_from_cache<R: Reconciler>(
             Change::Listed => {}
             Change::Deleted(obj) => {
                 let r = lean_ref(&*obj);
-                shared.unsee(&r);
+                shared.memory.unsee(&r);
                 queue.forget(&r);
-                shared.forget(&r);
+                shared.memory.forget(&r);
                 shared.reconciler.forget(&obj);
             }
         }
     }
 }
 
-/// What, besides the spec (via `generation`), a reconcile may depend on. Objects without a
-/// generation fall back to the resourceVersion, i.e. every change counts.
-fn fingerprint<K: Resource>(obj: &K) -> u64 {
-    let meta = obj.meta();
-    let mut h = DefaultHasher::new();
-    meta.uid.hash(&mut h);
-    match meta.generation {
-        Some(g) => g.hash(&mut h),
-        None => meta.resource_version.hash(&mut h),
-    }
-    meta.labels.hash(&mut h);
-    meta.annotations.hash(&mut h);
-    meta.finalizers.hash(&mut h);
-    meta.deletion_timestamp.is_some().hash(&mut h);
-    h.finish()
+/// The owners (of kind `P`, cached in `parents`) to reconcile whenever an object in `children`
+/// changes, and when the children's initial list has been handled that way.
+pub(crate) fn owner_triggers<P: Object, C: Object>(
+    children: &SharedCache<C>,
+    parents: &SharedCache<P>,
+    own_writes: Option<OwnWrites>,
+) -> (Trigger<P>, Ready) {
+    let parents = parents.clone();
+    let (changes, listed) = until_listed(children.subscribe());
+    let children = children.clone();
+    let owners = changes
+        .then(move |change| {
+            let parents = parents.clone();
+            let children = children.clone();
+            let own_writes = own_writes.clone();
+            async move {
+                owners_to_reconcile::<P, C>(&change, &children, &parents, own_writes.as_ref()).await
+            }
+        })
+        .flat_map(futures::stream::iter);
+    (owners.boxed(), listed)
 }
 
 /// The owners a child's change reconciles: none when the change is the reconciler's own write.
-pub(crate) async fn owners_to_reconcile<P: Object, C: Object>(
+async fn owners_to_reconcile<P: Object, C: Object>(
     change: &Change<C>,
     children: &SharedCache<C>,
     parents: &SharedCache<P>,
-    own_writes: Option<&crate::OwnWrites>,
+    own_writes: Option<&OwnWrites>,
 ) -> Vec<ObjectRef<P>> {
     let Some(child) = change.object(children) else {
         return Vec::new();
@@ -1142,69 +427,4 @@ pub(crate) fn owner_refs<P: Object, C: Resource>(
             namespaced
         })
         .collect()
-}
-
-pub(crate) fn receiver_stream<T: Send + 'static>(
-    rx: mpsc::UnboundedReceiver<T>,
-) -> impl futures::Stream<Item = T> + Send + 'static {
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::ObjectMeta;
-
-    fn cm(generation: Option<i64>, rv: &str, labels: &[(&str, &str)]) -> ConfigMap {
-        ConfigMap {
-            metadata: ObjectMeta {
-                name: Some("a".into()),
-                generation,
-                resource_version: Some(rv.into()),
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect(),
-                ),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_write_is_remembered_until_the_cache_shows_it_or_a_later_version() {
-        assert!(lags("10", None));
-        assert!(lags("10", Some("9")), "older cache");
-        assert!(!lags("10", Some("10")), "caught up");
-        assert!(!lags("10", Some("11")), "went past our write");
-        assert!(
-            lags("abc", Some("abd")),
-            "opaque versions count only when equal"
-        );
-        assert!(!lags("abc", Some("abc")));
-    }
-
-    #[test]
-    fn status_only_updates_do_not_change_the_fingerprint() {
-        // Same generation, new resourceVersion: a status write.
-        assert_eq!(
-            fingerprint(&cm(Some(1), "10", &[])),
-            fingerprint(&cm(Some(1), "11", &[]))
-        );
-        assert_ne!(
-            fingerprint(&cm(Some(1), "10", &[])),
-            fingerprint(&cm(Some(2), "11", &[]))
-        );
-        assert_ne!(
-            fingerprint(&cm(Some(1), "10", &[])),
-            fingerprint(&cm(Some(1), "11", &[("l", "v")]))
-        );
-        assert_ne!(
-            fingerprint(&cm(None, "10", &[])),
-            fingerprint(&cm(None, "11", &[]))
-        );
-    }
 }

@@ -251,18 +251,20 @@ impl From<kube::Error> for StepError {
     }
 }
 
+/// An answer of the API server with HTTP status `code`, for tests.
+#[cfg(test)]
+pub(crate) fn api_error(code: u16) -> kube::Error {
+    kube::Error::Api(Box::new(kube::core::Status {
+        code,
+        message: format!("code {code}"),
+        reason: "Test".into(),
+        ..Default::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn api_error(code: u16) -> kube::Error {
-        kube::Error::Api(Box::new(kube::core::Status {
-            code,
-            message: format!("code {code}"),
-            reason: "Test".into(),
-            ..Default::default()
-        }))
-    }
 
     #[test]
     fn kube_conflict_is_conflict_everything_else_transient() {

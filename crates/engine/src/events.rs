@@ -73,12 +73,13 @@ pub fn plan_events(
     events
 }
 
-/// What a reconciler that keeps no engine status ([`Reconciler::MANAGES_STATUS`]
-/// (crate::Reconciler::MANAGES_STATUS) `false`, such as Gardener's Extension, whose status has
-/// Gardener's shape) remembers of its last pass, in memory, so that its Events follow the same
-/// rule as everyone else's: a Warning when a step starts failing or fails for a new reason, a
-/// Normal when it recovers, nothing for a retry that fails the same way. Without it every
-/// failed pass would look like the first. Lost on restart, which costs one repeated Event.
+/// What a reconciler that keeps no engine status
+/// ([`Reconciler::MANAGES_STATUS`](crate::Reconciler::MANAGES_STATUS) `false`, such as Gardener's
+/// Extension, whose status has Gardener's shape) remembers of its last pass, in memory, so that its
+/// Events follow the same rule as everyone else's: a Warning when a step starts failing or fails
+/// for a new reason, a Normal when it recovers, nothing for a retry that fails the same way.
+/// Without it every failed pass would look like the first. Lost on restart, which costs one
+/// repeated Event.
 #[derive(Clone, Debug, Default)]
 pub struct EventMemory {
     /// The step conditions the last pass would have written.
@@ -103,8 +104,8 @@ impl EventMemory {
     }
 }
 
-/// The Events of a reconciler's own conditions ([`Reconciler::OWN_CONDITIONS`]
-/// (crate::Reconciler::OWN_CONDITIONS)): a Warning when one turns `False` (or changes its reason
+/// The Events of a reconciler's own conditions
+/// ([`Reconciler::OWN_CONDITIONS`](crate::Reconciler::OWN_CONDITIONS)): a Warning when one turns `False` (or changes its reason
 /// while `False`), a Normal when it turns `True` again. Nothing while it stays as it was.
 pub fn plan_own_events(
     before: &[Condition],

@@ -7,7 +7,8 @@
 //! *invalid* (the spec is wrong: surface it and wait for a change) or a *conflict* (retry soon,
 //! backing off while it persists). Step names are typed: an enum per controller ([`steps!`]).
 //! Steps are plain async closures composed with `?`; the first step that fails or waits ends the
-//! reconcile.
+//! reconcile. Inside a step, a helper that may have to wait returns a [`StepFlow`], whose wait
+//! `?` carries out of the step as well as a failure ([`StepRunner::step_flow`], [`flow`]).
 //!
 //! Around the steps the engine provides what kube-runtime leaves out and operators at scale rely
 //! on in controller-runtime:
@@ -51,12 +52,11 @@
 //! use std::sync::Arc;
 //!
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 //! use kube::api::{ObjectMeta, PostParams};
 //! use kube::runtime::watcher;
 //! use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 //! use reconcile_engine::{
-//!     Halt, Halted, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome, Reconciler,
+//!     Halt, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome, Reconciler,
 //!     Registration, StepError, StepRunner,
 //! };
 //! use schemars::JsonSchema;
@@ -69,19 +69,16 @@
 //!     pub text: String,
 //! }
 //!
-//! #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-//! #[serde(rename_all = "camelCase")]
-//! pub struct GreetingStatus {
-//!     #[serde(default, skip_serializing_if = "Option::is_none")]
-//!     pub config_map: Option<String>,
-//!     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-//!     pub conditions: Vec<Condition>,
-//!     #[serde(default, skip_serializing_if = "Option::is_none")]
-//!     pub observed_generation: Option<i64>,
-//!     #[serde(default, skip_serializing_if = "Option::is_none")]
-//!     pub halted: Option<Box<Halted>>,
+//! // The status: its own fields, then the engine's `conditions`, `observedGeneration` and
+//! // `halted`, declared by the macro.
+//! reconcile_engine::engine_status! {
+//!     #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+//!     #[serde(rename_all = "camelCase")]
+//!     pub struct GreetingStatus {
+//!         #[serde(default, skip_serializing_if = "Option::is_none")]
+//!         pub config_map: Option<String>,
+//!     }
 //! }
-//! reconcile_engine::conditioned_status!(GreetingStatus);
 //!
 //! reconcile_engine::steps! {
 //!     /// The steps of the greeting controller; its tests use the same names.
@@ -202,15 +199,20 @@ pub mod controller;
 pub mod error;
 pub mod events;
 pub mod feature;
+pub mod flow;
 pub mod health;
 pub mod inflight;
 pub mod lifecycle;
 pub mod manager;
+mod manifest;
 pub mod metrics;
 pub mod names;
+pub mod object;
 pub mod own_writes;
+mod pass;
 mod queue;
 pub mod reasons;
+pub mod reconciler;
 pub mod requeue;
 pub mod status;
 pub mod step;
@@ -220,14 +222,17 @@ pub mod worker;
 pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, lean_ref, strip_metadata};
 pub use client::{ApiRateLimitLayer, ClientLimits, ConfigLoadError, build_client, load_config};
 pub use config::{EngineConfig, Identity, TraceIdHook};
-pub use controller::{Controller, EngineResource, Lifecycle, Object, Reconciler, StatusOf};
+pub use controller::Controller;
 pub use error::{BoxError, ErrorCategory, StepError};
+pub use flow::{StepFlow, Stop};
 pub use inflight::InFlight;
 pub use manager::{
     Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration, offline_client,
 };
 pub use metrics::Metrics;
+pub use object::{EngineResource, Object, StatusOf};
 pub use own_writes::OwnWrites;
+pub use reconciler::{Lifecycle, Reconciler};
 pub use requeue::{Backoff, TokenBucket};
 pub use status::{ConditionedStatus, Halted, StatusWrite};
 pub use step::{Halt, Outcome, StepName, StepRecord, StepRunner, StepState, Summary, Wait};

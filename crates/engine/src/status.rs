@@ -86,9 +86,11 @@ pub enum StatusWrite {
 
 /// A status the engine can maintain: it owns the `conditions`, the `observedGeneration` and
 /// `halted`; the reconciler owns every other field. Implement it with [`conditioned_status!`]
-/// for a struct with the conventional fields.
+/// for a struct with the conventional fields, or declare the struct with [`engine_status!`],
+/// which adds those fields and implements this trait.
 ///
 /// [`conditioned_status!`]: crate::conditioned_status
+/// [`engine_status!`]: crate::engine_status
 ///
 /// ```
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -147,6 +149,70 @@ macro_rules! conditioned_status {
             }
         }
     )+};
+}
+
+/// Declares a status struct with the engine's three fields — `conditions`,
+/// `observed_generation` and `halted`, spelled as [`conditioned_status!`] expects them — after
+/// its own, and implements [`ConditionedStatus`] for it: the three fields are written once,
+/// here, instead of in every status struct.
+///
+/// The struct's attributes (derives, `#[serde(rename_all = "camelCase")]`) and its own fields
+/// with theirs are kept as written. The generated fields are exactly what a hand-written status
+/// holds, so its JSON schema — and a CRD generated from it — does not change: `halted` is
+/// documented as "Where the last reconcile stopped (absent while every step completes).". The
+/// struct must derive `Serialize` and `Deserialize` (the fields carry `#[serde]` attributes),
+/// and the calling crate must depend on `k8s-openapi`, as for [`conditioned_status!`].
+///
+/// [`conditioned_status!`]: crate::conditioned_status
+///
+/// ```
+/// use reconcile_engine::ConditionedStatus;
+/// use serde::{Deserialize, Serialize};
+///
+/// reconcile_engine::engine_status! {
+///     #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+///     #[serde(rename_all = "camelCase")]
+///     pub struct GreetingStatus {
+///         /// The ConfigMap holding the greeting.
+///         #[serde(default, skip_serializing_if = "Option::is_none")]
+///         pub config_map: Option<String>,
+///     }
+/// }
+///
+/// let mut status = GreetingStatus::default();
+/// status.set_observed_generation(Some(3));
+/// assert_eq!(status.observed_generation, Some(3));
+/// assert!(status.conditions().is_empty() && status.halted.is_none());
+/// assert_eq!(serde_json::to_string(&status).unwrap(), r#"{"observedGeneration":3}"#);
+/// ```
+#[macro_export]
+macro_rules! engine_status {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$field_meta:meta])*
+                $field_vis:vis $field:ident : $field_ty:ty
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $(
+                $(#[$field_meta])*
+                $field_vis $field: $field_ty,
+            )*
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub conditions: Vec<::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub observed_generation: Option<i64>,
+            /// Where the last reconcile stopped (absent while every step completes).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub halted: Option<Box<$crate::Halted>>,
+        }
+
+        $crate::conditioned_status!($name);
+    };
 }
 
 /// The JSON merge patch (RFC 7386) that turns `old` into `new`, or `None` when they are equal.
@@ -310,5 +376,118 @@ mod tests {
             status_patch(&written, &cleared).expect("serializes"),
             Some(json!({"status": {"phase": null}}))
         );
+    }
+
+    /// The status a CRD declares is the same whether the three engine fields are written by
+    /// hand, in any order among the others, or by `engine_status!`: adopting the macro leaves
+    /// a generated CRD as it was.
+    mod declared_once {
+        use kube::CustomResourceExt;
+        use schemars::JsonSchema;
+        use serde::{Deserialize, Serialize};
+
+        use crate::Halted;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+        #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct HandStatus {
+            /// What the object is doing.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub phase: Option<String>,
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub conditions: Vec<Condition>,
+            /// Name of a Secret.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub secret_ref: Option<String>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub observed_generation: Option<i64>,
+            /// Where the last reconcile stopped (absent while every step completes).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub halted: Option<Box<Halted>>,
+        }
+        crate::conditioned_status!(HandStatus);
+
+        crate::engine_status! {
+            #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+            #[serde(rename_all = "camelCase")]
+            pub struct DeclaredStatus {
+                /// What the object is doing.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub phase: Option<String>,
+                /// Name of a Secret.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub secret_ref: Option<String>,
+            }
+        }
+
+        crate::engine_status! {
+            /// A status with nothing of its own.
+            #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+            pub struct BareStatus {}
+        }
+
+        #[derive(kube::CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+        #[kube(
+            group = "test.example",
+            version = "v1",
+            kind = "Hand",
+            status = "HandStatus"
+        )]
+        pub struct HandSpec {
+            value: i64,
+        }
+
+        #[derive(kube::CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+        #[kube(
+            group = "test.example",
+            version = "v1",
+            kind = "Declared",
+            status = "DeclaredStatus"
+        )]
+        pub struct DeclaredSpec {
+            value: i64,
+        }
+
+        fn status_schema(
+            crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        ) -> String {
+            let schema = crd.spec.versions[0]
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .and_then(|s| s.properties.as_ref())
+                .and_then(|p| p.get("status"))
+                .expect("a status schema");
+            serde_json::to_string_pretty(schema).expect("serializes")
+        }
+
+        #[test]
+        fn the_generated_crd_schema_is_the_hand_written_ones() {
+            let hand = status_schema(&Hand::crd());
+            assert!(hand.contains("Where the last reconcile stopped"), "{hand}");
+            assert_eq!(status_schema(&Declared::crd()), hand);
+        }
+
+        #[test]
+        fn the_declared_status_reads_and_writes_like_the_hand_written_one() {
+            use crate::ConditionedStatus;
+            let mut declared = DeclaredStatus {
+                phase: Some("Ready".into()),
+                ..DeclaredStatus::default()
+            };
+            declared.set_observed_generation(Some(2));
+            declared.set_halted(Some(Halted {
+                step: "SVMReady".into(),
+                reason: "NotYet".into(),
+                ..Halted::default()
+            }));
+            let json = serde_json::to_value(&declared).expect("serializes");
+            let hand: HandStatus = serde_json::from_value(json.clone()).expect("reads back");
+            assert_eq!(serde_json::to_value(&hand).expect("serializes"), json);
+            assert_eq!(hand.halted.as_deref(), declared.halted());
+            let bare = BareStatus::default();
+            assert_eq!(serde_json::to_string(&bare).expect("serializes"), "{}");
+        }
     }
 }

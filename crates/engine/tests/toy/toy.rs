@@ -15,8 +15,8 @@ use kube::runtime::watcher;
 use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use reconcile_engine::{
-    ClientLimits, EngineConfig, Halt, Halted, Identity, Manager, ManagerConfig, Metrics, NoProbes,
-    Outcome, Reconciler, Registration, SharedCache, StepError, StepName, StepRunner,
+    ClientLimits, EngineConfig, Halt, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome,
+    Reconciler, Registration, SharedCache, StepError, StepName, StepRunner,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -46,20 +46,16 @@ pub struct ToySpec {
     pub delay_ms: u64,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ToyStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<i64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+// The engine's three status fields (`conditions`, `observedGeneration`, `halted`) come from the
+// macro, as a status struct declares them once.
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ToyStatus {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub value: Option<i64>,
+    }
 }
-
-reconcile_engine::conditioned_status!(ToyStatus);
 
 reconcile_engine::steps! {
     /// The toy controller's steps; the tests name conditions through these.
@@ -183,6 +179,64 @@ pub struct ToyReconciler {
     pub world: Arc<World>,
 }
 
+impl World {
+    /// Step `BackendReady`: the backend holds the toy's value, unless the test broke it.
+    async fn backend_ready(&self, toy: &Toy, name: &str) -> Result<Outcome, StepError> {
+        self.log_step(name, ToyStep::BackendReady);
+        if toy.spec.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(toy.spec.delay_ms)).await;
+        }
+        if self.conflict.lock().unwrap().contains(name) {
+            return Err(StepError::conflict(
+                "BackendConflict",
+                "the backend holds a newer version",
+            ));
+        }
+        if self.down.lock().unwrap().contains(name) {
+            let message = self.down_message.lock().unwrap().clone();
+            return Err(StepError::transient_msg(
+                "BackendDown",
+                message.unwrap_or_else(|| "backend unreachable".to_owned()),
+            ));
+        }
+        let mut backend = self.backend.lock().unwrap();
+        if backend.get(name) == Some(&toy.spec.value) {
+            return Ok(Outcome::unchanged());
+        }
+        backend.insert(name.to_owned(), toy.spec.value);
+        Ok(Outcome::changed())
+    }
+}
+
+impl ToyReconciler {
+    /// Step `ConfigMapReady`: the toy's ConfigMap `<name>-value` holds its value.
+    async fn config_map_ready(&self, toy: &Toy, name: &str) -> Result<Outcome, StepError> {
+        let api: Api<ConfigMap> =
+            Api::namespaced(self.client.clone(), &toy.namespace().unwrap_or_default());
+        let cm_name = format!("{name}-value");
+        let data = BTreeMap::from([("value".to_owned(), toy.spec.value.to_string())]);
+        self.world.log_step(name, ToyStep::ConfigMapReady);
+        // Look at the child every time: it may have been deleted behind our back.
+        let current = api.get_opt(&cm_name).await?;
+        if current.as_ref().and_then(|c| c.data.as_ref()) == Some(&data) {
+            return Ok(Outcome::unchanged());
+        }
+        let mut cm = current.unwrap_or_default();
+        cm.metadata = ObjectMeta {
+            name: Some(cm_name.clone()),
+            owner_references: toy.controller_owner_ref(&()).map(|o| vec![o]),
+            ..cm.metadata
+        };
+        cm.data = Some(data);
+        if cm.metadata.resource_version.is_some() {
+            api.replace(&cm_name, &PostParams::default(), &cm).await?;
+        } else {
+            api.create(&PostParams::default(), &cm).await?;
+        }
+        Ok(Outcome::changed())
+    }
+}
+
 impl Reconciler for ToyReconciler {
     type Resource = Toy;
     type Step = ToyStep;
@@ -218,59 +272,12 @@ impl Reconciler for ToyReconciler {
             .await?;
 
         steps
-            .step(ToyStep::BackendReady, || async {
-                world.log_step(&name, ToyStep::BackendReady);
-                if toy.spec.delay_ms > 0 {
-                    tokio::time::sleep(Duration::from_millis(toy.spec.delay_ms)).await;
-                }
-                if world.conflict.lock().unwrap().contains(&name) {
-                    return Err(StepError::conflict(
-                        "BackendConflict",
-                        "the backend holds a newer version",
-                    ));
-                }
-                if world.down.lock().unwrap().contains(&name) {
-                    let message = world.down_message.lock().unwrap().clone();
-                    return Err(StepError::transient_msg(
-                        "BackendDown",
-                        message.unwrap_or_else(|| "backend unreachable".to_owned()),
-                    ));
-                }
-                let mut backend = world.backend.lock().unwrap();
-                if backend.get(&name) == Some(&toy.spec.value) {
-                    return Ok(Outcome::unchanged());
-                }
-                backend.insert(name.clone(), toy.spec.value);
-                Ok(Outcome::changed())
-            })
+            .step(ToyStep::BackendReady, || world.backend_ready(toy, &name))
             .await?;
-
         if toy.spec.child {
-            let api: Api<ConfigMap> =
-                Api::namespaced(self.client.clone(), &toy.namespace().unwrap_or_default());
-            let cm_name = format!("{name}-value");
-            let data = BTreeMap::from([("value".to_owned(), toy.spec.value.to_string())]);
             steps
-                .step(ToyStep::ConfigMapReady, || async {
-                    world.log_step(&name, ToyStep::ConfigMapReady);
-                    // Look at the child every time: it may have been deleted behind our back.
-                    let current = api.get_opt(&cm_name).await?;
-                    if current.as_ref().and_then(|c| c.data.as_ref()) == Some(&data) {
-                        return Ok(Outcome::unchanged());
-                    }
-                    let mut cm = current.unwrap_or_default();
-                    cm.metadata = ObjectMeta {
-                        name: Some(cm_name.clone()),
-                        owner_references: toy.controller_owner_ref(&()).map(|o| vec![o]),
-                        ..cm.metadata
-                    };
-                    cm.data = Some(data.clone());
-                    if cm.metadata.resource_version.is_some() {
-                        api.replace(&cm_name, &PostParams::default(), &cm).await?;
-                    } else {
-                        api.create(&PostParams::default(), &cm).await?;
-                    }
-                    Ok(Outcome::changed())
+                .step(ToyStep::ConfigMapReady, || {
+                    self.config_map_ready(toy, &name)
                 })
                 .await?;
         }

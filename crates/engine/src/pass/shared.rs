@@ -1,0 +1,39 @@
+//! What every pass of one controller shares, and what one pass works on.
+
+use std::sync::Arc;
+
+use kube::core::object::HasStatus;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Client, Resource};
+
+use super::memory::Memory;
+use crate::cache::SharedCache;
+use crate::config::{EngineConfig, Identity};
+use crate::inflight::InFlight;
+use crate::metrics::Metrics;
+use crate::object::StatusOf;
+use crate::reconciler::Reconciler;
+
+/// What every pass of one controller shares.
+pub(crate) struct Shared<R: Reconciler> {
+    pub(crate) name: &'static str,
+    pub(crate) reconciler: Arc<R>,
+    pub(crate) cache: SharedCache<R::Resource>,
+    pub(crate) client: Client,
+    pub(crate) config: EngineConfig,
+    pub(crate) identity: Identity,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) recorder: Recorder,
+    pub(crate) in_flight: InFlight,
+    pub(crate) memory: Memory<StatusOf<R::Resource>>,
+}
+
+/// What a pass works on besides the status it computes.
+pub(super) struct Pass<'a, K: Resource<DynamicType = ()> + HasStatus> {
+    pub(super) obj_ref: &'a ObjectRef<K>,
+    pub(super) obj: &'a K,
+    pub(super) before: &'a K::Status,
+    pub(super) resource_version: Option<String>,
+    pub(super) trace_id: Option<String>,
+}
