@@ -1,6 +1,5 @@
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::{CustomResource, KubeSchema};
-use reconcile_engine::Halted;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,17 +71,12 @@ pub struct SecretReference {
     pub name: String,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct OntapClusterStatus {
-    /// ONTAP version reported by the cluster, e.g. `9.16.1`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    /// Where the last reconcile stopped (absent while every step completes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct OntapClusterStatus {
+        /// ONTAP version reported by the cluster, e.g. `9.16.1`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub version: Option<String>,
+    }
 }

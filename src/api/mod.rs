@@ -14,8 +14,6 @@ pub use svm::{
     StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
-reconcile_engine::conditioned_status!(OntapClusterStatus, StorageVirtualMachineStatus);
-
 pub const GROUP: &str = "ontap.storage.dev";
 
 /// Annotation on a StorageVirtualMachine naming the UUID of an SVM in ONTAP that this object

@@ -1,6 +1,5 @@
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::{CustomResource, KubeSchema};
-use reconcile_engine::Halted;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -210,23 +209,18 @@ pub enum SvmPhase {
     ServedElsewhere,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct StorageVirtualMachineStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uuid: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub svm_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<SvmPhase>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    /// Name of the seed Secret in the object's namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    /// Where the last reconcile stopped (absent while every step completes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct StorageVirtualMachineStatus {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub uuid: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub svm_name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub phase: Option<SvmPhase>,
+        /// Name of the seed Secret in the object's namespace.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub secret_ref: Option<String>,
+    }
 }

@@ -4,9 +4,8 @@
 //! `lastReconciliation` is set). Each kind also carries the engine's `conditions`,
 //! `observedGeneration` and `halted`.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::{CustomResource, KubeSchema};
-use reconcile_engine::Halted;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -65,23 +64,18 @@ pub enum KymaState {
     Success,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct KymaStatus {
-    /// `reconciling` or `success`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<KymaState>,
-    /// The components not yet at `success`, in the spec's order. Refreshed at most every
-    /// progress interval while reconciling; cleared on success.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub waiting_for: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    /// Where the last reconcile stopped (absent while every step completes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct KymaStatus {
+        /// `reconciling` or `success`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub status: Option<KymaState>,
+        /// The components not yet at `success`, in the spec's order. Refreshed at most every
+        /// progress interval while reconciling; cleared on success.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub waiting_for: Vec<String>,
+    }
 }
 
 /// One component of one Kyma, installed from its chart. Its lifecycle is simulated, as in the
@@ -148,23 +142,18 @@ impl HelmComponentState {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct HelmComponentStatus {
-    /// `pending`, `started`, `failing`, `retrying` or `success`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<HelmComponentState>,
-    /// When the controller last moved the component on (microseconds: with a time scale,
-    /// transitions are less than a second apart).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_reconciliation: Option<MicroTime>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    /// Where the last reconcile stopped (absent while every step completes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct HelmComponentStatus {
+        /// `pending`, `started`, `failing`, `retrying` or `success`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub status: Option<HelmComponentState>,
+        /// When the controller last moved the component on (microseconds: with a time scale,
+        /// transitions are less than a second apart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub last_reconciliation: Option<MicroTime>,
+    }
 }
 
 /// A cluster of the inventory (served, not reconciled: the experiment's manager needed the
@@ -230,15 +219,9 @@ pub struct Oidc {
     pub username_prefix: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct KymaClusterStatus {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub halted: Option<Box<Halted>>,
+reconcile_engine::engine_status! {
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    pub struct KymaClusterStatus {
+    }
 }
-
-reconcile_engine::conditioned_status!(KymaStatus, HelmComponentStatus, KymaClusterStatus);
