@@ -1,0 +1,138 @@
+//! Step `SvmReady`: what the OntapCluster and StorageVirtualMachine controllers report, read as
+//! the failures gardenlet reads codes from.
+
+use kube::runtime::reflector::ObjectRef;
+use reconcile_engine::{Outcome, StepError};
+
+use crate::api::{StorageVirtualMachine, SvmPhase};
+use crate::ontap::cluster::UNAUTHENTICATED;
+use crate::ontap::svm::errors as svm_errors;
+
+use super::plan::Plan;
+use super::reasons::reason;
+use super::{CONVERGING, ExtensionReconciler};
+
+impl ExtensionReconciler {
+    /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
+    /// Failures of the OntapCluster or the SVM become the failures gardenlet reads codes from.
+    pub(super) async fn svm_ready(
+        &self,
+        namespace: &str,
+        plan: &Plan,
+    ) -> Result<Outcome, StepError> {
+        self.cluster_connected(plan)?;
+        let Some(svm) = self
+            .svms
+            .get(&ObjectRef::new(&plan.object).within(namespace))
+        else {
+            return Ok(Outcome::waiting(
+                "SVMNotCached",
+                "the StorageVirtualMachine was just created",
+                CONVERGING,
+            ));
+        };
+        svm_verified(&svm, plan)
+    }
+
+    /// The plan's OntapCluster exists and has not lost its connection to ONTAP.
+    fn cluster_connected(&self, plan: &Plan) -> Result<(), StepError> {
+        let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
+            return Err(StepError::invalid(
+                reason::CONFIGURATION,
+                format!("the OntapCluster {} does not exist", plan.cluster),
+            ));
+        };
+        let conditions = cluster
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let connected = conditions.iter().find(|c| c.type_ == "Connected");
+        if let Some(c) = connected.filter(|c| c.status == "False") {
+            let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
+            return Err(if c.reason == UNAUTHENTICATED {
+                StepError::transient_msg(reason::UNAUTHENTICATED, detail)
+            } else {
+                StepError::transient_msg(reason::UNREACHABLE, detail)
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Done when `svm` is Ready with a verified Secret at its generation; a failure when its
+/// controller keeps failing or gave up; else a wait.
+fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, StepError> {
+    let generation = svm.metadata.generation;
+    let status = svm.status.clone().unwrap_or_default();
+    let condition = |type_: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_ && c.observed_generation == generation)
+            .cloned()
+    };
+    let ready = condition("Ready");
+    let secret_ready = condition("SecretReady");
+    if status.observed_generation == generation
+        && ready.as_ref().is_some_and(|c| c.status == "True")
+        && secret_ready.as_ref().is_some_and(|c| c.status == "True")
+    {
+        return Ok(Outcome::unchanged());
+    }
+    let why = ready
+        .map(|c| format!("{}: {}", c.reason, c.message))
+        .unwrap_or_else(|| "not reconciled at its generation yet".to_string());
+    let message = format!("StorageVirtualMachine {}: {why}", plan.object);
+    if let Some(halted) = status.halted.as_ref().filter(|h| h.attempts > 0) {
+        return Err(classify_svm_failure(&halted.reason, &message));
+    }
+    if status.phase == Some(SvmPhase::Failed) {
+        return Err(StepError::invalid(reason::CONFIGURATION, message));
+    }
+    Ok(Outcome::waiting("SVMNotReady", message, CONVERGING))
+}
+
+/// What an SVM that keeps failing says, as the failure gardenlet reads codes from.
+fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
+    if ontap_client::mentions_depletion(message) {
+        return StepError::transient_msg(reason::DEPLETED, message.to_string());
+    }
+    if CONFIGURATION_REASONS.contains(&svm_reason) {
+        return StepError::invalid(reason::CONFIGURATION, message.to_string());
+    }
+    StepError::transient_msg("SVMFailing", message.to_string())
+}
+
+/// The SVM's reasons that only a change of the shoot's configuration fixes, named through the
+/// SVM controller's typed reasons so a renamed one cannot silently fall through to
+/// `SVMFailing`. ONTAP refusing a name (`SVMNameConflict`) is not among them: the SVM
+/// controller retries it.
+const CONFIGURATION_REASONS: [&str; 7] = [
+    svm_errors::Invalid::Spec.as_str(),
+    svm_errors::Invalid::SvmNameInUse.as_str(),
+    svm_errors::Invalid::AdoptionNotAllowed.as_str(),
+    svm_errors::Invalid::SecretNameInUse.as_str(),
+    svm_errors::Invalid::AccountRoleMismatch.as_str(),
+    svm_errors::Invalid::SvmNameChanged.as_str(),
+    svm_errors::Waiting::AggregateNotFound.as_str(),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_svms_map_to_gardener_codes() {
+        let code = |reason: &str, message: &str| {
+            classify_svm_failure(reason, message).reason().to_string()
+        };
+        assert_eq!(
+            code("SVMCreateFailed", "aggregate aggr1: insufficient space"),
+            reason::DEPLETED
+        );
+        assert_eq!(code("SVMNameInUse", "taken"), reason::CONFIGURATION);
+        assert_eq!(code("SVMNameConflict", "duplicate"), "SVMFailing");
+        assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
+    }
+}
