@@ -6,6 +6,7 @@
 
 mod cluster;
 pub mod rules;
+pub mod seed_secret;
 mod svm;
 
 pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};

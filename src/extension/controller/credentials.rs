@@ -9,8 +9,8 @@ use reconcile_engine::{Outcome, StepError};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::extension::shoot::ShootCredentials;
-use crate::ontap::svm::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::ontap::svm::{SeedFields, build_seed_secret};
 
 use super::plan::Plan;

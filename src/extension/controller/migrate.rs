@@ -12,9 +12,9 @@ use kube::{Api, ResourceExt};
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
 use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::extension::api::Extension;
 use crate::extension::state::{ExtensionState, migration_status_patch};
-use crate::ontap::svm::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::ontap::svm::seed_secret_name;
 
 use super::reasons::kube_error;
