@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::delivery::ORIGIN_LABEL;
 use super::namespace_of;
 use super::report::PassReport;
+use crate::api::seed_secret::seed_secret_selector;
 use crate::api::{OntapCluster, StorageVirtualMachine};
 use crate::extension::api::{
     Cluster, Extension, ExtensionStatus, LastOperationType, ManagedResource, ShootView,
@@ -99,9 +100,10 @@ impl Default for ExtensionSettings {
 }
 
 /// Registers the Extension controller. Call only when the extension is enabled: it caches
-/// Extensions, Clusters and ManagedResources, which exist only in a Gardener seed. Register
-/// it after the StorageVirtualMachine controller, whose label-restricted Secret cache (seed
-/// Secrets) it shares.
+/// Extensions, Clusters and ManagedResources, which exist only in a Gardener seed. It reads
+/// the seed Secrets through the one Secret cache, restricted to the seed Secrets' selector as
+/// the StorageVirtualMachine controller asks for it: whichever registers first creates it, the
+/// other shares it.
 pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
@@ -115,7 +117,8 @@ pub fn register(
         clusters: manager.cache::<Cluster>()?,
         ontap_clusters: manager.cache::<OntapCluster>()?,
         svms: manager.cache::<StorageVirtualMachine>()?,
-        secrets: manager.cache::<Secret>()?,
+        secrets: manager
+            .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?,
         managed_resources,
         connections,
         settings,
@@ -286,6 +289,44 @@ impl ExtensionReconciler {
     async fn finish(&self, ext: &Extension, patch: &str) {
         if let Err(error) = self.patch_extension(ext, patch).await {
             tracing::warn!(%error, "finishing the Extension's operation failed");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ontap::connections::ClientSettings;
+    use crate::ontap::svm::AdoptionGrant;
+    use reconcile_engine::Identity;
+    use reconcile_engine::feature::Offline;
+
+    /// The Extension and the StorageVirtualMachine controller share the seed Secrets' cache
+    /// whichever registers first: the manager refuses a second cache of one kind with other
+    /// selectors.
+    #[test]
+    fn registers_before_or_after_the_svm_controller() {
+        let offline = Offline::new(Identity::new("test"));
+        for extension_first in [true, false] {
+            let declared = offline.read(None, |manager, client| {
+                let connections = ClusterConnections::new(client, ClientSettings::default());
+                let svm = |manager: &mut Manager| {
+                    crate::ontap::svm::reconcile::register(
+                        manager,
+                        connections.clone(),
+                        AdoptionGrant::default(),
+                    )
+                };
+                if extension_first {
+                    register(manager, connections.clone(), ExtensionSettings::default())?;
+                    svm(manager)
+                } else {
+                    svm(manager)?;
+                    register(manager, connections.clone(), ExtensionSettings::default())
+                }
+            });
+            assert!(declared.is_ok(), "extension first: {extension_first}");
         }
     }
 }
