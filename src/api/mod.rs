@@ -5,6 +5,7 @@
 //! (`ontap-operator crds`, see [`crate::manifests`]), and `make test` fails when the two drift.
 
 mod cluster;
+pub mod conditions;
 pub mod rules;
 pub mod seed_secret;
 mod svm;

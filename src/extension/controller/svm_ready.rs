@@ -2,11 +2,12 @@
 //! the failures gardenlet reads codes from.
 
 use kube::runtime::reflector::ObjectRef;
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepName};
 
+use crate::api::conditions::{
+    CLUSTER_UNAUTHENTICATED, ClusterStep, FALSE, READY, SvmInvalid, SvmStep, SvmWaiting, TRUE,
+};
 use crate::api::{StorageVirtualMachine, SvmPhase};
-use crate::ontap::cluster::UNAUTHENTICATED;
-use crate::ontap::svm::errors as svm_errors;
 
 use super::plan::Plan;
 use super::reasons::reason;
@@ -47,10 +48,12 @@ impl ExtensionReconciler {
             .as_ref()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        let connected = conditions.iter().find(|c| c.type_ == "Connected");
-        if let Some(c) = connected.filter(|c| c.status == "False") {
+        let connected = conditions
+            .iter()
+            .find(|c| c.type_ == ClusterStep::Connected.as_str());
+        if let Some(c) = connected.filter(|c| c.status == FALSE) {
             let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
-            return Err(if c.reason == UNAUTHENTICATED {
+            return Err(if c.reason == CLUSTER_UNAUTHENTICATED {
                 StepError::transient_msg(reason::UNAUTHENTICATED, detail)
             } else {
                 StepError::transient_msg(reason::UNREACHABLE, detail)
@@ -72,11 +75,11 @@ fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, Ste
             .find(|c| c.type_ == type_ && c.observed_generation == generation)
             .cloned()
     };
-    let ready = condition("Ready");
-    let secret_ready = condition("SecretReady");
+    let ready = condition(READY);
+    let secret_ready = condition(SvmStep::SecretReady.as_str());
     if status.observed_generation == generation
-        && ready.as_ref().is_some_and(|c| c.status == "True")
-        && secret_ready.as_ref().is_some_and(|c| c.status == "True")
+        && ready.as_ref().is_some_and(|c| c.status == TRUE)
+        && secret_ready.as_ref().is_some_and(|c| c.status == TRUE)
     {
         return Ok(Outcome::unchanged());
     }
@@ -109,13 +112,13 @@ fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
 /// `SVMFailing`. ONTAP refusing a name (`SVMNameConflict`) is not among them: the SVM
 /// controller retries it.
 const CONFIGURATION_REASONS: [&str; 7] = [
-    svm_errors::Invalid::Spec.as_str(),
-    svm_errors::Invalid::SvmNameInUse.as_str(),
-    svm_errors::Invalid::AdoptionNotAllowed.as_str(),
-    svm_errors::Invalid::SecretNameInUse.as_str(),
-    svm_errors::Invalid::AccountRoleMismatch.as_str(),
-    svm_errors::Invalid::SvmNameChanged.as_str(),
-    svm_errors::Waiting::AggregateNotFound.as_str(),
+    SvmInvalid::Spec.as_str(),
+    SvmInvalid::SvmNameInUse.as_str(),
+    SvmInvalid::AdoptionNotAllowed.as_str(),
+    SvmInvalid::SecretNameInUse.as_str(),
+    SvmInvalid::AccountRoleMismatch.as_str(),
+    SvmInvalid::SvmNameChanged.as_str(),
+    SvmWaiting::AggregateNotFound.as_str(),
 ];
 
 #[cfg(test)]
