@@ -18,9 +18,9 @@ use crate::ontap::svm::SeedFields;
 
 use super::credentials::{prefill_seed_secret, secret_credentials};
 use super::plan::Plan;
-use super::reasons::{kube_error, reason, rejected};
+use super::reasons::{Coded, Failed, Waiting, kube_error, rejected};
 use super::svm_object::set_adoption;
-use super::{CONVERGING, ExtensionReconciler, namespace_of};
+use super::{ExtensionReconciler, namespace_of};
 
 /// A shoot account's working credentials, found in metal-stack's seed Secret.
 struct ImportedAccount {
@@ -114,7 +114,7 @@ impl ExtensionReconciler {
         Ok(seed_secrets
             .get_opt(&plan.secret)
             .await
-            .map_err(kube_error("SecretReadFailed"))?
+            .map_err(kube_error(Failed::SecretRead))?
             .is_some())
     }
 
@@ -132,12 +132,10 @@ impl ExtensionReconciler {
         match svms.create(&PostParams::default(), &desired).await {
             Ok(created) => Ok(Outcome::Changed(created)),
             // Created meanwhile: the next pass looks at it.
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::waiting(
-                "SVMCreatedMeanwhile",
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Waiting::SvmCreatedMeanwhile.outcome(
                 format!("the StorageVirtualMachine {} appeared", plan.object),
-                CONVERGING,
             )),
-            Err(e) => Err(rejected("SVMCreateFailed", e)),
+            Err(e) => Err(rejected(Failed::SvmCreate, e)),
         }
     }
 
@@ -151,7 +149,7 @@ impl ExtensionReconciler {
             Api::<Secret>::namespaced(self.kube.clone(), naming::METAL_STACK_SECRET_NAMESPACE)
                 .get_opt(&plan.secret)
                 .await
-                .map_err(kube_error("MetalStackSecretReadFailed"))?;
+                .map_err(kube_error(Failed::MetalStackSecretRead))?;
         let Some((username, password)) = old
             .as_ref()
             .and_then(secret_credentials)
@@ -163,18 +161,17 @@ impl ExtensionReconciler {
         let client = match self.ontap(plan).await {
             Ok(Some(client)) => client,
             Ok(None) => {
-                return Ok(Outcome::waiting(
-                    "OntapClusterNotCached",
-                    format!("the OntapCluster {} is not cached yet", plan.cluster),
-                    CONVERGING,
-                ));
+                return Ok(Waiting::OntapClusterNotCached.outcome(format!(
+                    "the OntapCluster {} is not cached yet",
+                    plan.cluster
+                )));
             }
             Err(e) => return e.into_step_result(),
         };
         let check = client
             .verify_credentials(&username, &password, &plan.svm_name)
             .await
-            .map_err(|e| StepError::transient(reason::UNREACHABLE, e))?;
+            .map_err(|e| StepError::transient(Coded::OntapUnreachable.as_str(), e))?;
         let CredentialCheck::Valid { svm_uuid } = check else {
             tracing::info!(
                 secret = %plan.secret,

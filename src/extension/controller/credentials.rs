@@ -13,9 +13,9 @@ use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::extension::shoot::ShootCredentials;
 use crate::ontap::svm::{SeedFields, build_seed_secret};
 
+use super::ExtensionReconciler;
 use super::plan::Plan;
-use super::reasons::{kube_error, reason};
-use super::{CONVERGING, ExtensionReconciler};
+use super::reasons::{Coded, Failed, Transient, Waiting, kube_error};
 
 /// The username and password a seed Secret (ours or metal-stack's) holds, both non-empty.
 pub(super) fn secret_credentials(secret: &Secret) -> Option<(String, String)> {
@@ -41,12 +41,12 @@ pub(super) async fn prefill_seed_secret(
     fields: &SeedFields,
 ) -> Result<Outcome, StepError> {
     let seed = build_seed_secret(svm, fields)
-        .map_err(|e| StepError::transient_msg("SecretBuildFailed", e.to_string()))?;
+        .map_err(|e| Transient::SecretBuildFailed.error(e.to_string()))?;
     match secrets.create(&PostParams::default(), &seed).await {
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::unchanged()),
         other => other
             .map(|_| Outcome::changed())
-            .map_err(kube_error("SecretWriteFailed")),
+            .map_err(kube_error(Failed::SecretWrite)),
     }
 }
 
@@ -57,13 +57,7 @@ impl ExtensionReconciler {
         namespace: &str,
         plan: &Plan,
     ) -> Result<Outcome<ShootCredentials>, StepError> {
-        let waiting = |message: String| {
-            Ok(Outcome::waiting(
-                "CredentialsNotVerified",
-                message,
-                CONVERGING,
-            ))
-        };
+        let waiting = |message: String| Ok(Waiting::CredentialsNotVerified.outcome(message));
         let Some(secret) = self
             .secrets
             .get(&ObjectRef::new(&plan.secret).within(namespace))
@@ -90,7 +84,7 @@ impl ExtensionReconciler {
         let check = client
             .verify_credentials(&username, &password, &plan.svm_name)
             .await
-            .map_err(|e| StepError::transient(reason::UNREACHABLE, e))?;
+            .map_err(|e| StepError::transient(Coded::OntapUnreachable.as_str(), e))?;
         if !check.is_valid() {
             // The SVM's controller repairs it; the Secret's change brings us back.
             return waiting(format!(

@@ -5,8 +5,9 @@ use crate::extension::api::{Extension, LastOperationType, ShootView};
 use crate::extension::state::restored_state;
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
+use super::reasons::Waiting;
 use super::report::PassReport;
-use super::{CONVERGING, ExtensionReconciler, ExtensionStep, namespace_of};
+use super::{ExtensionReconciler, ExtensionStep, namespace_of};
 
 impl ExtensionReconciler {
     /// `ShootRead` → `ConfigValid` → (`SvmAdopted` on a restore) → (`ProjectSvmDeclared` →
@@ -91,11 +92,10 @@ impl ExtensionReconciler {
     async fn read_shoot(&self, ext: &Extension) -> Result<Outcome<ShootView>, StepError> {
         match self.shoot(ext) {
             Some(shoot) => Ok(Outcome::Unchanged(shoot)),
-            None => Ok(Outcome::waiting(
-                "ClusterNotFound",
-                format!("the Cluster {} is not readable yet", namespace_of(ext)),
-                CONVERGING,
-            )),
+            None => Ok(Waiting::ClusterNotFound.outcome(format!(
+                "the Cluster {} is not readable yet",
+                namespace_of(ext)
+            ))),
         }
     }
 }

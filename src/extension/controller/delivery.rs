@@ -16,8 +16,8 @@ use crate::extension::shoot::{
 };
 
 use super::plan::Plan;
-use super::reasons::{delete_ignoring_missing, kube_error};
-use super::{CONTROLLER, CONVERGING, ExtensionReconciler};
+use super::reasons::{Failed, Transient, Waiting, delete_ignoring_missing, kube_error};
+use super::{CONTROLLER, ExtensionReconciler};
 
 /// The label gardener puts on a ManagedResource of an extension, here with [`ORIGIN`].
 pub(super) const ORIGIN_LABEL: &str = "origin";
@@ -46,7 +46,7 @@ impl ExtensionReconciler {
             images: &images,
         };
         let bundles = shoot_delivery(namespace, &inputs, false)
-            .map_err(|e| StepError::transient_msg("RenderFailed", e.to_string()))?;
+            .map_err(|e| Transient::RenderFailed.error(e.to_string()))?;
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
         let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
         let mut changed = false;
@@ -80,11 +80,7 @@ impl ExtensionReconciler {
         if pending.is_empty() {
             Ok(Outcome::unchanged())
         } else {
-            Ok(Outcome::waiting(
-                "DeliveryPending",
-                pending.join("; "),
-                CONVERGING,
-            ))
+            Ok(Waiting::DeliveryPending.outcome(pending.join("; ")))
         }
     }
 
@@ -104,17 +100,15 @@ impl ExtensionReconciler {
             let Some(mr) = mrs
                 .get_opt(name)
                 .await
-                .map_err(kube_error("MRReadFailed"))?
+                .map_err(kube_error(Failed::MrRead))?
             else {
                 continue;
             };
             delete_managed_resource(&mrs, &mr, keep).await?;
             if wait {
-                return Ok(Outcome::waiting(
-                    "DeliveryDeleting",
-                    format!("the resource manager is removing {name} from the shoot"),
-                    CONVERGING,
-                ));
+                return Ok(Waiting::DeliveryDeleting.outcome(format!(
+                    "the resource manager is removing {name} from the shoot"
+                )));
             }
             for secret in &mr.spec.secret_refs {
                 delete_ignoring_missing(&secrets, &secret.name).await?;
@@ -136,7 +130,7 @@ async fn apply_bundle(
     let current = mrs
         .get_opt(&name)
         .await
-        .map_err(kube_error("MRReadFailed"))?;
+        .map_err(kube_error(Failed::MrRead))?;
     let same = current.as_ref().is_some_and(|c| {
         c.spec == bundle.managed_resource.spec
             && c.labels().get(ORIGIN_LABEL).map(String::as_str) == Some(ORIGIN)
@@ -147,7 +141,7 @@ async fn apply_bundle(
     match secrets.create(&PostParams::default(), &bundle.secret).await {
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         other => {
-            other.map_err(kube_error("MRSecretWriteFailed"))?;
+            other.map_err(kube_error(Failed::MrSecretWrite))?;
         }
     }
     let patch = json!({
@@ -162,7 +156,7 @@ async fn apply_bundle(
         &Patch::Apply(&patch),
     )
     .await
-    .map_err(kube_error("MRWriteFailed"))?;
+    .map_err(kube_error(Failed::MrWrite))?;
     // The previous content's Secret; Gardener's garbage collector would remove it too.
     for old in current.iter().flat_map(|c| c.spec.secret_refs.iter()) {
         if !bundle.managed_resource.spec.secret_refs.contains(old) {
@@ -181,10 +175,10 @@ async fn delete_managed_resource(
     let name = mr.name_any();
     if keep && mr.spec.keep_objects != Some(true) {
         let patch: Value = serde_json::from_str(KEEP_OBJECTS_PATCH)
-            .map_err(|e| StepError::transient_msg("PatchBuildFailed", e.to_string()))?;
+            .map_err(|e| Transient::PatchBuildFailed.error(e.to_string()))?;
         mrs.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(kube_error("MRPatchFailed"))?;
+            .map_err(kube_error(Failed::MrPatch))?;
     }
     if mr.metadata.deletion_timestamp.is_none() {
         delete_ignoring_missing(mrs, &name).await?;
@@ -197,7 +191,7 @@ async fn delete_delivery_secrets(secrets: &Api<Secret>) -> Result<(), StepError>
     let list = secrets
         .list(&Default::default())
         .await
-        .map_err(kube_error("SecretListFailed"))?;
+        .map_err(kube_error(Failed::SecretList))?;
     for secret in list {
         let name = secret.name_any();
         if MANAGED_RESOURCE_NAMES

@@ -23,9 +23,9 @@ use crate::ontap::connections::ConnectError;
 use crate::ontap::svm::{Ownership, owned_by};
 
 use super::plan::Plan;
-use super::reasons::{delete_ignoring_missing, reason, rejected};
+use super::reasons::{Coded, Failed, Waiting, delete_ignoring_missing, rejected};
 use super::svm_object::{set_adoption, svm_spec};
-use super::{CONVERGING, ExtensionReconciler, namespace_of};
+use super::{ExtensionReconciler, namespace_of};
 
 impl ExtensionReconciler {
     /// Step `ProjectSvmDeclared`: the StorageVirtualMachine that provisions the SVM of the
@@ -68,13 +68,10 @@ impl ExtensionReconciler {
             && existing.spec.svm_name.as_deref() == Some(plan.svm_name.as_str())
             && existing.spec.cluster_ref.name == plan.cluster;
         if !provisions {
-            return Err(StepError::invalid(
-                reason::CONFIGURATION,
-                format!(
-                    "the StorageVirtualMachine {namespace}/{object} exists but does not provision the project's SVM {} on cluster {}",
-                    plan.svm_name, plan.cluster
-                ),
-            ));
+            return Err(Coded::Configuration.invalid(format!(
+                "the StorageVirtualMachine {namespace}/{object} exists but does not provision the project's SVM {} on cluster {}",
+                plan.svm_name, plan.cluster
+            )));
         }
         let provisioned = existing.status.as_ref().is_some_and(|s| s.uuid.is_some());
         if provisioned
@@ -126,7 +123,7 @@ impl ExtensionReconciler {
                 }},
             }),
         ))
-        .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
+        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
         let mut svm = StorageVirtualMachine::new(object, spec);
         svm.metadata.namespace = Some(namespace.clone());
         svm.metadata.annotations =
@@ -136,7 +133,7 @@ impl ExtensionReconciler {
             Ok(_) => Ok(Outcome::changed()),
             // Another shoot of the project declared it first.
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(Outcome::unchanged()),
-            Err(e) => Err(rejected("SVMCreateFailed", e)),
+            Err(e) => Err(rejected(Failed::SvmCreate, e)),
         }
     }
 
@@ -164,14 +161,10 @@ impl ExtensionReconciler {
         let client = match self.ontap(plan).await {
             Ok(Some(client)) => client,
             Ok(None) => {
-                return Ok(Outcome::waiting(
-                    reason::CLUSTER_MISSING,
-                    format!(
-                        "the OntapCluster {} is needed to learn whether it routes with BGP",
-                        plan.cluster
-                    ),
-                    CONVERGING,
-                ));
+                return Ok(Waiting::OntapClusterMissing.outcome(format!(
+                    "the OntapCluster {} is needed to learn whether it routes with BGP",
+                    plan.cluster
+                )));
             }
             Err(e) => return e.into_step_result(),
         };
@@ -179,7 +172,7 @@ impl ExtensionReconciler {
             Ok(peer_groups) => !peer_groups.is_empty(),
             // A release before ONTAP 9.7 has no BGP and no such collection.
             Err(e) if e.is_not_found() => false,
-            Err(e) => return Err(StepError::transient(reason::UNREACHABLE, e)),
+            Err(e) => return Err(StepError::transient(Coded::OntapUnreachable.as_str(), e)),
         };
         Ok(Outcome::Unchanged(
             config.clone().with_metal_stack_routing(bgp),
@@ -202,7 +195,7 @@ impl ExtensionReconciler {
         let found = client
             .svm_by_name(&plan.svm_name)
             .await
-            .map_err(|e| StepError::transient(reason::UNREACHABLE, e))?;
+            .map_err(|e| StepError::transient(Coded::OntapUnreachable.as_str(), e))?;
         Ok(Outcome::Unchanged(
             found
                 .filter(|svm| owned_by(svm.comment.as_deref(), "") == Ownership::Unmarked)

@@ -17,8 +17,8 @@ use crate::extension::api::Extension;
 use crate::extension::state::{ExtensionState, migration_status_patch};
 use crate::ontap::svm::seed_secret_name;
 
-use super::reasons::kube_error;
-use super::{CONTROLLER, CONVERGING, ExtensionReconciler, ExtensionStep, namespace_of};
+use super::reasons::{Failed, Waiting, kube_error};
+use super::{CONTROLLER, ExtensionReconciler, ExtensionStep, namespace_of};
 
 /// The Secret that carries the account's credentials through a migration (`status.resources`).
 pub const STATE_SECRET: &str = "extension-ontap-state";
@@ -64,11 +64,8 @@ impl ExtensionReconciler {
             .secrets
             .get(&ObjectRef::new(&secret_name).within(&namespace))
         else {
-            return Ok(Outcome::waiting(
-                "SeedSecretMissing",
-                format!("the seed Secret {secret_name} is being repaired"),
-                CONVERGING,
-            ));
+            return Ok(Waiting::SeedSecretMissing
+                .outcome(format!("the seed Secret {secret_name} is being repaired")));
         };
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
         secrets
@@ -78,7 +75,7 @@ impl ExtensionReconciler {
                 &Patch::Apply(&state_secret(&namespace, &seed)),
             )
             .await
-            .map_err(kube_error("StateSecretWriteFailed"))?;
+            .map_err(kube_error(Failed::StateSecretWrite))?;
         Api::<Extension>::namespaced(self.kube.clone(), &namespace)
             .patch_status(
                 &ext.name_any(),
@@ -86,7 +83,7 @@ impl ExtensionReconciler {
                 &Patch::Merge(migration_status_patch(&state_of(&svm))),
             )
             .await
-            .map_err(kube_error("StateWriteFailed"))?;
+            .map_err(kube_error(Failed::StateWrite))?;
         Ok(Outcome::changed())
     }
 }

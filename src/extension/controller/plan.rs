@@ -10,7 +10,7 @@ use crate::extension::naming;
 use crate::extension::state::ExtensionState;
 use crate::ontap::svm::{default_account_name, default_svm_name};
 
-use super::reasons::reason;
+use super::reasons::{Coded, Waiting};
 use super::{ExtensionReconciler, namespace_of};
 
 /// Where a shoot's SVM and credentials live: in ONTAP and in the seed.
@@ -41,7 +41,7 @@ impl ExtensionReconciler {
             ext.spec.provider_config.as_ref(),
             &self.settings.config_defaults,
         )
-        .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
+        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
         let plan = self.plan(ext, &config, shoot, state)?;
         Ok(Outcome::Unchanged((config, plan)))
     }
@@ -105,16 +105,13 @@ impl ExtensionReconciler {
             [only] => Ok(only.name_any()),
             // Not cached yet, or not created yet: a missing reference is waited for.
             [] => Err(StepError::transient_msg(
-                reason::CLUSTER_MISSING,
+                Waiting::OntapClusterMissing.as_str(),
                 "providerConfig names no cluster and there is no OntapCluster yet",
             )),
-            _ => Err(StepError::invalid(
-                reason::CONFIGURATION,
-                format!(
-                    "providerConfig names no cluster and the operator has no default (--extension-default-cluster) among {} OntapClusters",
-                    all.len()
-                ),
-            )),
+            _ => Err(Coded::Configuration.invalid(format!(
+                "providerConfig names no cluster and the operator has no default (--extension-default-cluster) among {} OntapClusters",
+                all.len()
+            ))),
         }
     }
 }
@@ -127,10 +124,9 @@ fn metal_project<'a>(
     match config.sharing {
         SvmSharing::PerShoot => Ok(None),
         SvmSharing::PerProject => shoot.metal_project().map(Some).ok_or_else(|| {
-            StepError::invalid(
-                reason::SHOOT,
-                format!("a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"),
-            )
+            Coded::Shoot.invalid(format!(
+                "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
+            ))
         }),
     }
 }
@@ -138,19 +134,17 @@ fn metal_project<'a>(
 /// The object that provisions `project`'s SVM.
 fn project_object(project: &str) -> Result<String, StepError> {
     naming::project_object_name(project).ok_or_else(|| {
-        StepError::invalid(
-            reason::SHOOT,
-            format!("the metal-stack project {project:?} cannot name a Kubernetes object"),
-        )
+        Coded::Shoot.invalid(format!(
+            "the metal-stack project {project:?} cannot name a Kubernetes object"
+        ))
     })
 }
 
 /// The shoot's account on its project's SVM, named as metal-stack's extension names it.
 fn project_account(namespace: &str) -> Result<String, StepError> {
     naming::account_name(namespace).ok_or_else(|| {
-        StepError::invalid(
-            reason::SHOOT,
-            format!("{namespace} is not a shoot namespace (shoot--<project>--<name>)"),
-        )
+        Coded::Shoot.invalid(format!(
+            "{namespace} is not a shoot namespace (shoot--<project>--<name>)"
+        ))
     })
 }

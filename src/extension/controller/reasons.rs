@@ -1,32 +1,139 @@
-//! The reasons the Extension's steps fail or wait with, and how API server failures become step
-//! errors.
+//! The reasons the Extension's steps fail or wait with, and how the API server's failures become
+//! step errors. The strings are written once, here, and never change: they are the reasons of
+//! `lastError`, the Extension's Events and its `SystemComponentsHealthy` condition, which
+//! Gardener's users read; [`Coded`] ones also decide gardenlet's error codes.
 
+use kube::Api;
+use kube::Resource;
 use kube::api::DeleteParams;
-use kube::{Api, Resource};
-use reconcile_engine::StepError;
+use reconcile_engine::{Outcome, StepError, reasons};
 
-/// Step reasons the status mapping turns into Gardener error codes.
-pub(super) mod reason {
-    pub const CONFIGURATION: &str = "ConfigurationProblem";
-    pub const SHOOT: &str = "ShootProblem";
-    pub const UNAUTHENTICATED: &str = "OntapUnauthenticated";
-    pub const UNREACHABLE: &str = "OntapUnreachable";
-    pub const DEPLETED: &str = "ResourcesDepleted";
-    pub const CLUSTER_MISSING: &str = "OntapClusterMissing";
+use super::CONVERGING;
+
+reasons! {
+    /// The reasons gardenlet reads an error code from: the report turns each into the
+    /// [`crate::extension::errors::ExtensionFailure`] whose codes it carries. Every other reason
+    /// is a failure without a code.
+    pub enum Coded {
+        /// The providerConfig is invalid, or valid but does not fit (the SVM API refused it,
+        /// its OntapCluster does not exist).
+        Configuration => "ConfigurationProblem",
+        /// The shoot lacks what its configuration needs.
+        Shoot => "ShootProblem",
+        /// ONTAP refused the operator's administrator credentials.
+        OntapUnauthenticated => "OntapUnauthenticated",
+        /// ONTAP cannot be reached (network, TLS, 5xx, timeouts).
+        OntapUnreachable => "OntapUnreachable",
+        /// ONTAP has no room for the SVM.
+        ResourcesDepleted => "ResourcesDepleted",
+    }
 }
 
-pub(super) fn kube_error(reason: &'static str) -> impl FnOnce(kube::Error) -> StepError {
-    move |e| StepError::from_kube(reason, e)
+reasons! {
+    /// Why a step waits: something in the seed, the shoot or ONTAP has yet to converge.
+    pub enum Waiting {
+        /// The shoot's `Cluster` is not cached yet.
+        ClusterNotFound => "ClusterNotFound",
+        /// No OntapCluster is there yet. Also a transient failure where the plan cannot be
+        /// made without one (a providerConfig that names none): that step cannot wait.
+        OntapClusterMissing => "OntapClusterMissing",
+        OntapClusterNotCached => "OntapClusterNotCached",
+        SvmNotCached => "SVMNotCached",
+        SvmNotReady => "SVMNotReady",
+        SvmCreatedMeanwhile => "SVMCreatedMeanwhile",
+        SvmDeleting => "SVMDeleting",
+        CredentialsNotVerified => "CredentialsNotVerified",
+        SeedSecretMissing => "SeedSecretMissing",
+        DeliveryPending => "DeliveryPending",
+        DeliveryDeleting => "DeliveryDeleting",
+    }
+}
+
+reasons! {
+    /// A passing state on the operator's side, or an SVM whose controller keeps failing for a
+    /// reason no change of the shoot fixes: retried with backoff.
+    pub enum Transient {
+        ExtensionUnstored => "ExtensionUnstored",
+        StateSecretMissing => "StateSecretMissing",
+        SvmFailing => "SVMFailing",
+        SecretBuildFailed => "SecretBuildFailed",
+        RenderFailed => "RenderFailed",
+        PatchBuildFailed => "PatchBuildFailed",
+    }
+}
+
+reasons! {
+    /// The API server request that failed.
+    pub enum Failed {
+        AnnotationRemove => "AnnotationRemoveFailed",
+        SvmRead => "SVMReadFailed",
+        SvmCreate => "SVMCreateFailed",
+        SvmPatch => "SVMPatchFailed",
+        SvmFinalizerRemove => "SVMFinalizerRemoveFailed",
+        SecretRead => "SecretReadFailed",
+        SecretWrite => "SecretWriteFailed",
+        SecretList => "SecretListFailed",
+        MetalStackSecretRead => "MetalStackSecretReadFailed",
+        StateSecretRead => "StateSecretReadFailed",
+        StateSecretWrite => "StateSecretWriteFailed",
+        StateWrite => "StateWriteFailed",
+        MrRead => "MRReadFailed",
+        MrWrite => "MRWriteFailed",
+        MrPatch => "MRPatchFailed",
+        MrSecretWrite => "MRSecretWriteFailed",
+        Delete => "DeleteFailed",
+    }
+}
+
+impl Coded {
+    const ALL_CODED: [Self; 5] = [
+        Self::Configuration,
+        Self::Shoot,
+        Self::OntapUnauthenticated,
+        Self::OntapUnreachable,
+        Self::ResourcesDepleted,
+    ];
+
+    /// The coded reason a step error carries, if it carries one.
+    pub fn of(reason: &str) -> Option<Self> {
+        Self::ALL_CODED.into_iter().find(|c| c.as_str() == reason)
+    }
+
+    /// A failure only a change of the Extension (or the shoot) fixes.
+    pub fn invalid(self, message: impl Into<String>) -> StepError {
+        StepError::invalid(self.as_str(), message)
+    }
+
+    /// A failure that may pass by itself: retried with backoff.
+    pub fn transient(self, message: impl Into<String>) -> StepError {
+        StepError::transient_msg(self.as_str(), message)
+    }
+}
+
+impl Waiting {
+    /// The step's outcome: waiting, looked at again soon.
+    pub fn outcome<T>(self, message: impl Into<String>) -> Outcome<T> {
+        Outcome::waiting(self.as_str(), message, CONVERGING)
+    }
+}
+
+impl Transient {
+    pub fn error(self, message: impl Into<String>) -> StepError {
+        StepError::transient_msg(self.as_str(), message)
+    }
+}
+
+/// An API server error as a step error.
+pub(super) fn kube_error(reason: Failed) -> impl FnOnce(kube::Error) -> StepError {
+    move |e| StepError::from_kube(reason.as_str(), e)
 }
 
 /// The SVM API's validation (immutable fields, address rules) speaks to the providerConfig's
 /// author: a 422 is a configuration problem, anything else what the API server says it is.
-pub(super) fn rejected(reason: &'static str, e: kube::Error) -> StepError {
+pub(super) fn rejected(reason: Failed, e: kube::Error) -> StepError {
     match &e {
-        kube::Error::Api(s) if s.code == 422 => {
-            StepError::invalid(self::reason::CONFIGURATION, s.message.clone())
-        }
-        _ => StepError::from_kube(reason, e),
+        kube::Error::Api(s) if s.code == 422 => Coded::Configuration.invalid(s.message.clone()),
+        _ => StepError::from_kube(reason.as_str(), e),
     }
 }
 
@@ -39,7 +146,33 @@ where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     match api.delete(name, &DeleteParams::default()).await {
-        Err(e) if !is_not_found(&e) => Err(StepError::from_kube("DeleteFailed", e)),
+        Err(e) if !is_not_found(&e) => Err(kube_error(Failed::Delete)(e)),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_is_pascal_case_and_of_one_kind() {
+        reconcile_engine::reasons::assert_distinct(
+            Coded::ALL
+                .iter()
+                .map(|r| ("coded", r.as_str()))
+                .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
+                .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())))
+                .chain(Failed::ALL.iter().map(|r| ("failed", r.as_str()))),
+        );
+    }
+
+    #[test]
+    fn every_coded_reason_is_found_by_its_string() {
+        assert_eq!(Coded::ALL, Coded::ALL_CODED.as_slice());
+        for coded in Coded::ALL {
+            assert_eq!(Coded::of(coded.as_str()), Some(*coded));
+        }
+        assert_eq!(Coded::of("SVMFailing"), None);
     }
 }

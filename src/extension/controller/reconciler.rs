@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::delivery::ORIGIN_LABEL;
 use super::namespace_of;
+use super::reasons::{Failed, kube_error};
 use super::report::PassReport;
 use crate::api::seed_secret::seed_secret_selector;
 use crate::api::{OntapCluster, StorageVirtualMachine};
@@ -268,7 +269,7 @@ impl ExtensionReconciler {
         }
         self.patch_extension(ext, REMOVE_OPERATION_ANNOTATION_PATCH)
             .await
-            .map_err(|e| StepError::from_kube("AnnotationRemoveFailed", e))?;
+            .map_err(kube_error(Failed::AnnotationRemove))?;
         Ok(Outcome::changed())
     }
 

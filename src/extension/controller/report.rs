@@ -20,7 +20,7 @@ use crate::extension::health::{SYSTEM_COMPONENTS_HEALTHY, system_components_cond
 use crate::extension::shoot::MANAGED_RESOURCE_NAMES;
 use crate::extension::status::{error_patch, processing_patch, success_patch};
 
-use super::reasons::reason;
+use super::reasons::Coded;
 use super::{ExtensionReconciler, ExtensionStep, namespace_of};
 
 /// The outcome of a pass, for the status.
@@ -127,21 +127,25 @@ impl ExtensionReconciler {
     ) -> ExtensionFailure {
         let cluster = pass.cluster.clone().unwrap_or_default();
         let detail = message.to_string();
-        match reason {
+        match Coded::of(reason) {
             // The providerConfig's own error when it has one; else the configuration is valid
             // but does not fit (the SVM API refused it, the OntapCluster does not exist).
-            reason::CONFIGURATION => match parse_provider_config(
+            Some(Coded::Configuration) => match parse_provider_config(
                 ext.spec.provider_config.as_ref(),
                 &self.settings.config_defaults,
             ) {
                 Err(e) => ExtensionFailure::Configuration(e),
                 Ok(_) => ExtensionFailure::Shoot(detail),
             },
-            reason::SHOOT => ExtensionFailure::Shoot(detail),
-            reason::UNAUTHENTICATED => ExtensionFailure::OntapUnauthenticated { cluster, detail },
-            reason::UNREACHABLE => ExtensionFailure::OntapUnreachable { cluster, detail },
-            reason::DEPLETED => ExtensionFailure::ResourcesDepleted { cluster, detail },
-            _ => ExtensionFailure::Other(detail),
+            Some(Coded::Shoot) => ExtensionFailure::Shoot(detail),
+            Some(Coded::OntapUnauthenticated) => {
+                ExtensionFailure::OntapUnauthenticated { cluster, detail }
+            }
+            Some(Coded::OntapUnreachable) => ExtensionFailure::OntapUnreachable { cluster, detail },
+            Some(Coded::ResourcesDepleted) => {
+                ExtensionFailure::ResourcesDepleted { cluster, detail }
+            }
+            None => ExtensionFailure::Other(detail),
         }
     }
 

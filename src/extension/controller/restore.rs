@@ -16,7 +16,7 @@ use crate::ontap::svm::SeedFields;
 
 use super::credentials::{prefill_seed_secret, secret_credentials};
 use super::plan::Plan;
-use super::reasons::{kube_error, reason, rejected};
+use super::reasons::{Coded, Failed, Transient, kube_error, rejected};
 use super::{ExtensionReconciler, namespace_of};
 
 impl ExtensionReconciler {
@@ -38,7 +38,7 @@ impl ExtensionReconciler {
         if secrets
             .get_opt(&plan.secret)
             .await
-            .map_err(kube_error("SecretReadFailed"))?
+            .map_err(kube_error(Failed::SecretRead))?
             .is_some()
         {
             return Ok(Outcome::unchanged());
@@ -46,15 +46,12 @@ impl ExtensionReconciler {
         let restored = secrets
             .get_opt(&state.credentials_secret)
             .await
-            .map_err(kube_error("StateSecretReadFailed"))?;
+            .map_err(kube_error(Failed::StateSecretRead))?;
         let Some((username, password)) = restored.as_ref().and_then(secret_credentials) else {
-            return Err(StepError::invalid(
-                reason::CONFIGURATION,
-                format!(
-                    "the restored Secret {} has no credentials",
-                    state.credentials_secret
-                ),
-            ));
+            return Err(Coded::Configuration.invalid(format!(
+                "the restored Secret {} has no credentials",
+                state.credentials_secret
+            )));
         };
         let fields = SeedFields {
             username,
@@ -84,27 +81,24 @@ impl ExtensionReconciler {
         let existing = svms
             .get_opt(&plan.object)
             .await
-            .map_err(kube_error("SVMReadFailed"))?;
+            .map_err(kube_error(Failed::SvmRead))?;
         if let Some(svm) = existing {
             return Ok(svm);
         }
         if secrets
             .get_opt(&state.credentials_secret)
             .await
-            .map_err(kube_error("StateSecretReadFailed"))?
+            .map_err(kube_error(Failed::StateSecretRead))?
             .is_none()
         {
-            return Err(StepError::transient_msg(
-                "StateSecretMissing",
-                format!(
-                    "the Secret {} named in status.resources was not restored",
-                    state.credentials_secret
-                ),
-            ));
+            return Err(Transient::StateSecretMissing.error(format!(
+                "the Secret {} named in status.resources was not restored",
+                state.credentials_secret
+            )));
         }
         let desired = self.desired_svm(ext, config, plan, state.svm_uuid.as_deref())?;
         svms.create(&PostParams::default(), &desired)
             .await
-            .map_err(|e| rejected("SVMCreateFailed", e))
+            .map_err(|e| rejected(Failed::SvmCreate, e))
     }
 }

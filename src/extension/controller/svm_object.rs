@@ -17,8 +17,10 @@ use crate::extension::api::Extension;
 use crate::extension::config::{ExtensionConfig, Lif, Protocol, SvmSharing};
 
 use super::plan::Plan;
-use super::reasons::{delete_ignoring_missing, is_not_found, kube_error, reason, rejected};
-use super::{CONVERGING, ExtensionReconciler, namespace_of};
+use super::reasons::{
+    Coded, Failed, Transient, Waiting, delete_ignoring_missing, is_not_found, kube_error, rejected,
+};
+use super::{ExtensionReconciler, namespace_of};
 
 /// The spec of an SVM object from the shoot's configuration: cluster, SVM name, aggregates,
 /// protocols and LIFs, plus `extra` fields.
@@ -57,7 +59,7 @@ pub(super) async fn set_adoption(
     let patch = json!({"metadata": {"annotations": {ADOPT_SVM_UUID_ANNOTATION: uuid}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
-        .map_err(kube_error("SVMPatchFailed"))?;
+        .map_err(kube_error(Failed::SvmPatch))?;
     Ok(Outcome::changed())
 }
 
@@ -94,10 +96,10 @@ impl ExtensionReconciler {
                 "deletionPolicy": config.deletion_policy,
             }),
         ))
-        .map_err(|e| StepError::invalid(reason::CONFIGURATION, e.to_string()))?;
-        let owner = ext.controller_owner_ref(&()).ok_or_else(|| {
-            StepError::transient_msg("ExtensionUnstored", "the Extension has no uid yet")
-        })?;
+        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+        let owner = ext
+            .controller_owner_ref(&())
+            .ok_or_else(|| Transient::ExtensionUnstored.error("the Extension has no uid yet"))?;
         let mut svm = StorageVirtualMachine::new(&plan.object, spec);
         svm.metadata.namespace = Some(namespace_of(ext));
         svm.metadata.owner_references = Some(vec![owner]);
@@ -126,17 +128,14 @@ impl ExtensionReconciler {
             let created = api
                 .create(&PostParams::default(), &desired)
                 .await
-                .map_err(|e| rejected("SVMCreateFailed", e))?;
+                .map_err(|e| rejected(Failed::SvmCreate, e))?;
             return Ok(Outcome::Changed(created));
         };
         if !owned_by_extension(&current, ext) {
-            return Err(StepError::invalid(
-                reason::CONFIGURATION,
-                format!(
-                    "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
-                    plan.object
-                ),
-            ));
+            return Err(Coded::Configuration.invalid(format!(
+                "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
+                plan.object
+            )));
         }
         if current.spec == desired.spec {
             return Ok(Outcome::Unchanged(current));
@@ -148,7 +147,7 @@ impl ExtensionReconciler {
                 &Patch::Merge(json!({"spec": desired.spec})),
             )
             .await
-            .map_err(|e| rejected("SVMPatchFailed", e))?;
+            .map_err(|e| rejected(Failed::SvmPatch, e))?;
         Ok(Outcome::Changed(patched))
     }
 
@@ -165,7 +164,7 @@ impl ExtensionReconciler {
         Api::<StorageVirtualMachine>::namespaced(self.kube.clone(), namespace)
             .get_opt(name)
             .await
-            .map_err(kube_error("SVMReadFailed"))
+            .map_err(kube_error(Failed::SvmRead))
     }
 
     /// Deletes the StorageVirtualMachine object. `retain` first sets `deletionPolicy: Retain`
@@ -183,7 +182,7 @@ impl ExtensionReconciler {
         let Some(svm) = api
             .get_opt(&name)
             .await
-            .map_err(kube_error("SVMReadFailed"))?
+            .map_err(kube_error(Failed::SvmRead))?
         else {
             return Ok(Outcome::unchanged());
         };
@@ -197,7 +196,7 @@ impl ExtensionReconciler {
                 &Patch::Merge(json!({"spec": {"deletionPolicy": "Retain"}})),
             )
             .await
-            .map_err(kube_error("SVMPatchFailed"))?;
+            .map_err(kube_error(Failed::SvmPatch))?;
         }
         if svm.metadata.deletion_timestamp.is_none() {
             delete_ignoring_missing(&api, &name).await?;
@@ -205,11 +204,8 @@ impl ExtensionReconciler {
         if orphan {
             return orphan_svm(&api, &name).await;
         }
-        Ok(Outcome::waiting(
-            "SVMDeleting",
-            format!("the StorageVirtualMachine {name} is being deleted"),
-            CONVERGING,
-        ))
+        Ok(Waiting::SvmDeleting
+            .outcome(format!("the StorageVirtualMachine {name} is being deleted")))
     }
 }
 
@@ -223,7 +219,7 @@ async fn orphan_svm(api: &Api<StorageVirtualMachine>, name: &str) -> Result<Outc
         )
         .await
     {
-        Err(e) if !is_not_found(&e) => Err(StepError::from_kube("SVMFinalizerRemoveFailed", e)),
+        Err(e) if !is_not_found(&e) => Err(kube_error(Failed::SvmFinalizerRemove)(e)),
         _ => Ok(Outcome::changed()),
     }
 }

@@ -9,9 +9,9 @@ use crate::api::conditions::{
 };
 use crate::api::{StorageVirtualMachine, SvmPhase};
 
+use super::ExtensionReconciler;
 use super::plan::Plan;
-use super::reasons::reason;
-use super::{CONVERGING, ExtensionReconciler};
+use super::reasons::{Coded, Transient, Waiting};
 
 impl ExtensionReconciler {
     /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
@@ -26,11 +26,7 @@ impl ExtensionReconciler {
             .svms
             .get(&ObjectRef::new(&plan.object).within(namespace))
         else {
-            return Ok(Outcome::waiting(
-                "SVMNotCached",
-                "the StorageVirtualMachine was just created",
-                CONVERGING,
-            ));
+            return Ok(Waiting::SvmNotCached.outcome("the StorageVirtualMachine was just created"));
         };
         svm_verified(&svm, plan)
     }
@@ -38,10 +34,8 @@ impl ExtensionReconciler {
     /// The plan's OntapCluster exists and has not lost its connection to ONTAP.
     fn cluster_connected(&self, plan: &Plan) -> Result<(), StepError> {
         let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
-            return Err(StepError::invalid(
-                reason::CONFIGURATION,
-                format!("the OntapCluster {} does not exist", plan.cluster),
-            ));
+            return Err(Coded::Configuration
+                .invalid(format!("the OntapCluster {} does not exist", plan.cluster)));
         };
         let conditions = cluster
             .status
@@ -54,9 +48,9 @@ impl ExtensionReconciler {
         if let Some(c) = connected.filter(|c| c.status == FALSE) {
             let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
             return Err(if c.reason == CLUSTER_UNAUTHENTICATED {
-                StepError::transient_msg(reason::UNAUTHENTICATED, detail)
+                Coded::OntapUnauthenticated.transient(detail)
             } else {
-                StepError::transient_msg(reason::UNREACHABLE, detail)
+                Coded::OntapUnreachable.transient(detail)
             });
         }
         Ok(())
@@ -91,20 +85,20 @@ fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, Ste
         return Err(classify_svm_failure(&halted.reason, &message));
     }
     if status.phase == Some(SvmPhase::Failed) {
-        return Err(StepError::invalid(reason::CONFIGURATION, message));
+        return Err(Coded::Configuration.invalid(message));
     }
-    Ok(Outcome::waiting("SVMNotReady", message, CONVERGING))
+    Ok(Waiting::SvmNotReady.outcome(message))
 }
 
 /// What an SVM that keeps failing says, as the failure gardenlet reads codes from.
 fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
     if ontap_client::mentions_depletion(message) {
-        return StepError::transient_msg(reason::DEPLETED, message.to_string());
+        return Coded::ResourcesDepleted.transient(message);
     }
     if CONFIGURATION_REASONS.contains(&svm_reason) {
-        return StepError::invalid(reason::CONFIGURATION, message.to_string());
+        return Coded::Configuration.invalid(message);
     }
-    StepError::transient_msg("SVMFailing", message.to_string())
+    Transient::SvmFailing.error(message)
 }
 
 /// The SVM's reasons that only a change of the shoot's configuration fixes, named through the
@@ -132,9 +126,9 @@ mod tests {
         };
         assert_eq!(
             code("SVMCreateFailed", "aggregate aggr1: insufficient space"),
-            reason::DEPLETED
+            Coded::ResourcesDepleted.as_str()
         );
-        assert_eq!(code("SVMNameInUse", "taken"), reason::CONFIGURATION);
+        assert_eq!(code("SVMNameInUse", "taken"), Coded::Configuration.as_str());
         assert_eq!(code("SVMNameConflict", "duplicate"), "SVMFailing");
         assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
     }
