@@ -18,7 +18,7 @@ use crate::ontap::svm::SeedFields;
 
 use super::credentials::{prefill_seed_secret, secret_credentials};
 use super::plan::Plan;
-use super::reasons::{Coded, Failed, Waiting, kube_error, rejected};
+use super::reasons::{Failed, OntapRequest, Waiting, kube_error, ontap_failure, rejected};
 use super::svm_object::set_adoption;
 use super::{ExtensionReconciler, namespace_of};
 
@@ -171,7 +171,7 @@ impl ExtensionReconciler {
         let check = client
             .verify_credentials(&username, &password, &plan.svm_name)
             .await
-            .map_err(|e| StepError::transient(Coded::OntapUnreachable.as_str(), e))?;
+            .map_err(|e| ontap_failure(OntapRequest::CredentialCheck, e))?;
         let CredentialCheck::Valid { svm_uuid } = check else {
             tracing::info!(
                 secret = %plan.secret,

@@ -15,7 +15,7 @@ use crate::ontap::svm::{SeedFields, build_seed_secret};
 
 use super::ExtensionReconciler;
 use super::plan::Plan;
-use super::reasons::{Coded, Failed, Transient, Waiting, kube_error};
+use super::reasons::{Failed, OntapRequest, Transient, Waiting, kube_error, ontap_failure};
 
 /// The username and password a seed Secret (ours or metal-stack's) holds, both non-empty.
 pub(super) fn secret_credentials(secret: &Secret) -> Option<(String, String)> {
@@ -84,7 +84,7 @@ impl ExtensionReconciler {
         let check = client
             .verify_credentials(&username, &password, &plan.svm_name)
             .await
-            .map_err(|e| StepError::transient(Coded::OntapUnreachable.as_str(), e))?;
+            .map_err(|e| ontap_failure(OntapRequest::CredentialCheck, e))?;
         if !check.is_valid() {
             // The SVM's controller repairs it; the Secret's change brings us back.
             return waiting(format!(

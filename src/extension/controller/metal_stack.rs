@@ -23,7 +23,9 @@ use crate::ontap::connections::ConnectError;
 use crate::ontap::svm::{Ownership, owned_by};
 
 use super::plan::Plan;
-use super::reasons::{Coded, Failed, Waiting, delete_ignoring_missing, rejected};
+use super::reasons::{
+    Coded, Failed, OntapRequest, Waiting, delete_ignoring_missing, ontap_failure, rejected,
+};
 use super::svm_object::{set_adoption, svm_spec};
 use super::{ExtensionReconciler, namespace_of};
 
@@ -172,7 +174,7 @@ impl ExtensionReconciler {
             Ok(peer_groups) => !peer_groups.is_empty(),
             // A release before ONTAP 9.7 has no BGP and no such collection.
             Err(e) if e.is_not_found() => false,
-            Err(e) => return Err(StepError::transient(Coded::OntapUnreachable.as_str(), e)),
+            Err(e) => return Err(ontap_failure(OntapRequest::BgpLookup, e)),
         };
         Ok(Outcome::Unchanged(
             config.clone().with_metal_stack_routing(bgp),
@@ -195,7 +197,7 @@ impl ExtensionReconciler {
         let found = client
             .svm_by_name(&plan.svm_name)
             .await
-            .map_err(|e| StepError::transient(Coded::OntapUnreachable.as_str(), e))?;
+            .map_err(|e| ontap_failure(OntapRequest::SvmLookup, e))?;
         Ok(Outcome::Unchanged(
             found
                 .filter(|svm| owned_by(svm.comment.as_deref(), "") == Ownership::Unmarked)

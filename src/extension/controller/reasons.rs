@@ -6,9 +6,11 @@
 use kube::Api;
 use kube::Resource;
 use kube::api::DeleteParams;
+use ontap_client::{ErrorClass, OntapError};
 use reconcile_engine::{Outcome, StepError, reasons};
 
 use super::CONVERGING;
+use crate::ontap::connections;
 
 reasons! {
     /// The reasons gardenlet reads an error code from: the report turns each into the
@@ -85,6 +87,16 @@ reasons! {
     }
 }
 
+reasons! {
+    /// The ONTAP request of the Extension's own that failed, when ONTAP's answer is not one
+    /// gardenlet reads a code from ([`ontap_failure`]).
+    pub enum OntapRequest {
+        BgpLookup => "BGPLookupFailed",
+        SvmLookup => "SVMLookupFailed",
+        CredentialCheck => "CredentialCheckFailed",
+    }
+}
+
 impl Coded {
     const ALL_CODED: [Self; 5] = [
         Self::Configuration,
@@ -123,6 +135,22 @@ impl Transient {
     }
 }
 
+/// An ONTAP error of a request the Extension sends itself, classified as the SVM controller's
+/// are ([`connections::ontap_error`]: the class decides whether it is retried, and how soon),
+/// with the reason gardenlet reads a code from where there is one: refused administrator
+/// credentials are `OntapUnauthenticated` (ERR_INFRA_UNAUTHENTICATED), a cluster that does not
+/// answer as it should is `OntapUnreachable` (ERR_RETRYABLE_INFRA_DEPENDENCIES). A request ONTAP
+/// refuses, a conflict or a missing object keeps the request's reason, or ONTAP's more telling
+/// answer ([`connections::OntapAnswer`]): a failure without a code, retried with backoff.
+pub(super) fn ontap_failure(request: OntapRequest, error: OntapError) -> StepError {
+    let reason = match error.class() {
+        ErrorClass::Unauthenticated => Coded::OntapUnauthenticated.as_str(),
+        ErrorClass::Transient => Coded::OntapUnreachable.as_str(),
+        ErrorClass::Invalid | ErrorClass::Conflict | ErrorClass::NotFound => request.as_str(),
+    };
+    connections::ontap_error(reason, error)
+}
+
 /// An API server error as a step error.
 pub(super) fn kube_error(reason: Failed) -> impl FnOnce(kube::Error) -> StepError {
     move |e| StepError::from_kube(reason.as_str(), e)
@@ -152,6 +180,7 @@ where
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -163,8 +192,65 @@ mod tests {
                 .map(|r| ("coded", r.as_str()))
                 .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
                 .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())))
-                .chain(Failed::ALL.iter().map(|r| ("failed", r.as_str()))),
+                .chain(Failed::ALL.iter().map(|r| ("failed", r.as_str())))
+                .chain(OntapRequest::ALL.iter().map(|r| ("ontap", r.as_str())))
+                // ONTAP's answers replace the request's reason in the Extension's status too.
+                .chain(
+                    connections::OntapAnswer::ALL
+                        .iter()
+                        .map(|r| ("ontap", r.as_str())),
+                ),
         );
+    }
+
+    fn api_error(status: u16, body: &[u8]) -> OntapError {
+        OntapError::Api {
+            method: reqwest::Method::GET,
+            endpoint: "/api/svm/svms",
+            status: reqwest::StatusCode::from_u16(status).unwrap(),
+            error: ontap_client::ApiError::parse(body).map(Box::new),
+        }
+    }
+
+    /// A refused credential, a refused request and a cluster that does not answer as it should
+    /// are three failures: each its reason, its retry and (through the report) its codes.
+    #[test]
+    fn ontap_failures_keep_their_class() {
+        use reconcile_engine::ErrorCategory;
+        let refused = ontap_failure(OntapRequest::SvmLookup, api_error(401, b""));
+        assert_eq!(refused.reason(), "OntapUnauthenticated");
+        assert_eq!(refused.category(), ErrorCategory::Transient);
+        assert_eq!(
+            Coded::of(refused.reason()),
+            Some(Coded::OntapUnauthenticated)
+        );
+
+        let unknown_400 = api_error(
+            400,
+            br#"{"error":{"message":"Unexpected argument \"x\"","code":"262179"}}"#,
+        );
+        let invalid = ontap_failure(OntapRequest::CredentialCheck, unknown_400);
+        assert_eq!(invalid.reason(), "CredentialCheckFailed");
+        assert_eq!(invalid.category(), ErrorCategory::Invalid);
+        assert!(invalid.is_rejection(), "retried on a slow backoff");
+        assert_eq!(Coded::of(invalid.reason()), None);
+
+        let unreachable = ontap_failure(OntapRequest::BgpLookup, api_error(503, b""));
+        assert_eq!(unreachable.reason(), "OntapUnreachable");
+        assert_eq!(unreachable.category(), ErrorCategory::Transient);
+        assert_eq!(
+            Coded::of(unreachable.reason()),
+            Some(Coded::OntapUnreachable)
+        );
+
+        let duplicate = OntapError::MultipleRecords {
+            endpoint: "/api/svm/svms",
+            name: "p1".into(),
+            count: 2,
+        };
+        let conflict = ontap_failure(OntapRequest::SvmLookup, duplicate);
+        assert_eq!(conflict.reason(), "DuplicateRecords");
+        assert_eq!(conflict.category(), ErrorCategory::Conflict);
     }
 
     #[test]
