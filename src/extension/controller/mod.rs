@@ -39,7 +39,8 @@
 //! operation ([`deliver`] for create, reconcile and restore, [`migrate`], [`delete`]); the steps
 //! those run live with what they bring about ([`plan`], [`svm_object`], [`svm_ready`],
 //! [`credentials`], [`delivery`], [`restore`], [`metal_stack`], [`account_import`]); [`report`]
-//! turns a pass into the Extension's status.
+//! turns a pass into the Extension's status, and [`reasons`] declares the reasons a step fails
+//! or waits with, and which of them gardenlet reads an error code from.
 
 mod account_import;
 mod credentials;
