@@ -5,7 +5,9 @@
 //! (`ontap-operator crds`, see [`crate::manifests`]), and `make test` fails when the two drift.
 
 mod cluster;
+pub mod conditions;
 pub mod rules;
+pub mod seed_secret;
 mod svm;
 
 pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};

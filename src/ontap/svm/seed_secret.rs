@@ -24,29 +24,12 @@ use secrecy::{ExposeSecret, SecretString};
 use super::naming::default_secret_name;
 use crate::api::StorageVirtualMachine;
 
-/// Key of the account name.
-pub const USERNAME_KEY: &str = "username";
-/// Key of the account password.
-pub const PASSWORD_KEY: &str = "password";
-/// Key of the SVM management LIF's IP address.
-pub const MANAGEMENT_LIF_KEY: &str = "managementLIF";
-/// Key of the SVM name in ONTAP.
-pub const SVM_KEY: &str = "svm";
-/// Key of the SVM's ONTAP UUID.
-pub const SVM_UUID_KEY: &str = "svmUUID";
-/// Every key of the contract, in the order they are reported.
-pub const SEED_KEYS: [&str; 5] = [
-    USERNAME_KEY,
-    PASSWORD_KEY,
-    MANAGEMENT_LIF_KEY,
-    SVM_KEY,
-    SVM_UUID_KEY,
-];
+// The contract's keys and label are what other controllers read: they live in the API.
+pub use crate::api::seed_secret::{
+    MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGEMENT_LIF_KEY, PASSWORD_KEY, SEED_KEYS, SVM_KEY,
+    SVM_UUID_KEY, USERNAME_KEY,
+};
 
-/// Label marking objects this operator manages.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Value of [`MANAGED_BY_LABEL`].
-pub const MANAGED_BY_VALUE: &str = "ontap-operator";
 /// When the operator last set a new password (RFC 3339). A password request sent earlier whose
 /// answer was lost may still land for a while; until that window has passed, the credentials
 /// are verified again before they count as working.

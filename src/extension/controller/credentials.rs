@@ -1,0 +1,97 @@
+//! The seed Secret as the Extension uses it: its credentials read, verified against ONTAP before
+//! they reach the shoot, and pre-filled where ONTAP already holds the password.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::PostParams;
+use kube::runtime::reflector::ObjectRef;
+use reconcile_engine::{Outcome, StepError};
+use secrecy::SecretString;
+
+use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
+use crate::extension::shoot::ShootCredentials;
+use crate::ontap::svm::{SeedFields, build_seed_secret};
+
+use super::ExtensionReconciler;
+use super::plan::Plan;
+use super::reasons::{Failed, OntapRequest, Transient, Waiting, kube_error, ontap_failure};
+
+/// The username and password a seed Secret (ours or metal-stack's) holds, both non-empty.
+pub(super) fn secret_credentials(secret: &Secret) -> Option<(String, String)> {
+    Some((
+        secret_text(secret, USERNAME_KEY)?,
+        secret_text(secret, PASSWORD_KEY)?,
+    ))
+}
+
+fn secret_text(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    String::from_utf8(bytes.0.clone())
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// Creates `svm`'s seed Secret with credentials ONTAP already holds (a restore, an import), so
+/// its controller verifies and keeps them instead of setting a new password. One that exists
+/// already is left as it is: its controller judges it.
+pub(super) async fn prefill_seed_secret(
+    secrets: &Api<Secret>,
+    svm: &StorageVirtualMachine,
+    fields: &SeedFields,
+) -> Result<Outcome, StepError> {
+    let seed = build_seed_secret(svm, fields)
+        .map_err(|e| Transient::SecretBuildFailed.error(e.to_string()))?;
+    match secrets.create(&PostParams::default(), &seed).await {
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::unchanged()),
+        other => other
+            .map(|_| Outcome::changed())
+            .map_err(kube_error(Failed::SecretWrite)),
+    }
+}
+
+impl ExtensionReconciler {
+    /// Step `CredentialsVerified`: the seed Secret's credentials authenticate against ONTAP.
+    pub(super) async fn verify_credentials(
+        &self,
+        namespace: &str,
+        plan: &Plan,
+    ) -> Result<Outcome<ShootCredentials>, StepError> {
+        let waiting = |message: String| Ok(Waiting::CredentialsNotVerified.outcome(message));
+        let Some(secret) = self
+            .secrets
+            .get(&ObjectRef::new(&plan.secret).within(namespace))
+        else {
+            return waiting(format!(
+                "the seed Secret {} does not exist yet",
+                plan.secret
+            ));
+        };
+        let Some((username, password)) = secret_credentials(&secret) else {
+            return waiting(format!("the seed Secret {} is incomplete", plan.secret));
+        };
+        let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
+            return waiting(format!(
+                "the OntapCluster {} is not cached yet",
+                plan.cluster
+            ));
+        };
+        let client = match self.connections.connect(&cluster).await {
+            Ok(client) => client,
+            Err(e) => return e.into_step_result(),
+        };
+        let password = SecretString::from(password);
+        let check = client
+            .verify_credentials(&username, &password, &plan.svm_name)
+            .await
+            .map_err(|e| ontap_failure(OntapRequest::CredentialCheck, e))?;
+        if !check.is_valid() {
+            // The SVM's controller repairs it; the Secret's change brings us back.
+            return waiting(format!(
+                "the credentials in {} do not authenticate against ONTAP ({check:?})",
+                plan.secret
+            ));
+        }
+        Ok(Outcome::Unchanged(ShootCredentials { username, password }))
+    }
+}

@@ -1,0 +1,101 @@
+//! Create, reconcile and restore: the steps that end with the shoot's Trident delivered and
+//! working against a verified SVM.
+
+use crate::extension::api::{Extension, LastOperationType, ShootView};
+use crate::extension::state::restored_state;
+use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+
+use super::reasons::Waiting;
+use super::report::PassReport;
+use super::{ExtensionReconciler, ExtensionStep, namespace_of};
+
+impl ExtensionReconciler {
+    /// `ShootRead` → `ConfigValid` → (`SvmAdopted` on a restore) → (`ProjectSvmDeclared` →
+    /// `AccountImported` for a per-project SVM) → `SvmDeclared` → `SvmReady` →
+    /// `CredentialsVerified` → `DeliveryApplied` → `DeliveryHealthy`.
+    pub(super) async fn deliver(
+        &self,
+        ext: &Extension,
+        op: LastOperationType,
+        report: &mut PassReport,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let namespace = namespace_of(ext);
+        let shoot = steps
+            .step(ExtensionStep::ShootRead, || self.read_shoot(ext))
+            .await?;
+        let state = restored_state(ext)
+            .map_err(|e| e.to_string())
+            .and_then(|s| s.ok_or_else(String::new));
+        let (config, plan) = steps
+            .step(ExtensionStep::ConfigValid, || {
+                self.resolve(ext, &shoot, state.as_ref().ok())
+            })
+            .await?;
+        report.cluster = Some(plan.cluster.clone());
+        if op == LastOperationType::Restore
+            && let Ok(state) = &state
+        {
+            steps
+                .step(ExtensionStep::SvmAdopted, || {
+                    self.adopt(ext, &config, &plan, state)
+                })
+                .await?;
+        }
+        if let Some(project_object) = &plan.project_object {
+            steps
+                .step(ExtensionStep::ProjectSvmDeclared, || {
+                    self.declare_project_svm(&config, &plan, project_object)
+                })
+                .await?;
+            steps
+                .step(ExtensionStep::AccountImported, || {
+                    self.import_account(ext, &config, &plan)
+                })
+                .await?;
+        }
+        steps
+            .step(ExtensionStep::SvmDeclared, || {
+                self.declare_svm(ext, &config, &plan, None)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::SvmReady, || {
+                self.svm_ready(&namespace, &plan)
+            })
+            .await?;
+        let credentials = steps
+            .step(ExtensionStep::CredentialsVerified, || {
+                self.verify_credentials(&namespace, &plan)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::DeliveryApplied, || {
+                self.apply_delivery(&namespace, &config, &plan, &credentials)
+            })
+            .await?;
+        let hibernated = report.hibernated;
+        steps
+            .step(ExtensionStep::DeliveryHealthy, || async {
+                // A hibernated shoot's resource manager cannot apply: waiting for it would keep
+                // the operation from finishing until the shoot wakes up.
+                if hibernated {
+                    return Ok(Outcome::unchanged());
+                }
+                self.delivery_applied(&namespace)
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Step `ShootRead`: the shoot as the `Cluster` of its namespace describes it.
+    async fn read_shoot(&self, ext: &Extension) -> Result<Outcome<ShootView>, StepError> {
+        match self.shoot(ext) {
+            Some(shoot) => Ok(Outcome::Unchanged(shoot)),
+            None => Ok(Waiting::ClusterNotFound.outcome(format!(
+                "the Cluster {} is not readable yet",
+                namespace_of(ext)
+            ))),
+        }
+    }
+}

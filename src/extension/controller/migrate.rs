@@ -1,0 +1,128 @@
+//! Migrate: what a restore on another seed needs goes into the Extension's status, the delivery
+//! is released with its objects kept in the shoot, and the StorageVirtualMachine object goes with
+//! ONTAP untouched.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, ResourceExt};
+use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+
+use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
+use crate::extension::api::Extension;
+use crate::extension::state::{ExtensionState, migration_status_patch};
+use crate::ontap::svm::seed_secret_name;
+
+use super::reasons::{Failed, Waiting, kube_error};
+use super::{CONTROLLER, ExtensionReconciler, ExtensionStep, namespace_of};
+
+/// The Secret that carries the account's credentials through a migration (`status.resources`).
+pub const STATE_SECRET: &str = "extension-ontap-state";
+
+impl ExtensionReconciler {
+    /// `StateSaved` → `DeliveryReleased` → `SvmReleased`.
+    pub(super) async fn migrate(
+        &self,
+        ext: &Extension,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let namespace = namespace_of(ext);
+        steps
+            .step(ExtensionStep::StateSaved, || self.save_state(ext))
+            .await?;
+        steps
+            .step(ExtensionStep::DeliveryReleased, || {
+                self.remove_delivery(&namespace, true, true)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::SvmReleased, || {
+                self.remove_svm(ext, true, false)
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Step `StateSaved`: the SVM's identity in `status.state`, its credentials in
+    /// [`STATE_SECRET`] named by `status.resources`, so gardenlet carries both to the new seed.
+    async fn save_state(&self, ext: &Extension) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        let Some(svm) = self
+            .svms
+            .get(&ObjectRef::new(&ext.name_any()).within(&namespace))
+        else {
+            // Nothing provisioned here (or released by an earlier pass): whatever state was
+            // saved stays.
+            return Ok(Outcome::unchanged());
+        };
+        let secret_name = seed_secret_name(&svm);
+        let Some(seed) = self
+            .secrets
+            .get(&ObjectRef::new(&secret_name).within(&namespace))
+        else {
+            return Ok(Waiting::SeedSecretMissing
+                .outcome(format!("the seed Secret {secret_name} is being repaired")));
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+        secrets
+            .patch(
+                STATE_SECRET,
+                &PatchParams::apply(CONTROLLER).force(),
+                &Patch::Apply(&state_secret(&namespace, &seed)),
+            )
+            .await
+            .map_err(kube_error(Failed::StateSecretWrite))?;
+        Api::<Extension>::namespaced(self.kube.clone(), &namespace)
+            .patch_status(
+                &ext.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(migration_status_patch(&state_of(&svm))),
+            )
+            .await
+            .map_err(kube_error(Failed::StateWrite))?;
+        Ok(Outcome::changed())
+    }
+}
+
+/// What a restore needs to know of `svm` to take it over.
+fn state_of(svm: &StorageVirtualMachine) -> ExtensionState {
+    let status = svm.status.clone().unwrap_or_default();
+    ExtensionState {
+        cluster: svm.spec.cluster_ref.name.clone(),
+        svm_name: status
+            .svm_name
+            .clone()
+            .or(svm.spec.svm_name.clone())
+            .unwrap_or_default(),
+        svm_uuid: status.uuid.clone(),
+        account: svm
+            .spec
+            .account
+            .as_ref()
+            .and_then(|a| a.name.clone())
+            .unwrap_or_default(),
+        credentials_secret: STATE_SECRET.to_string(),
+    }
+}
+
+/// [`STATE_SECRET`] with the credentials of the seed Secret `seed`, and nothing else of it.
+fn state_secret(namespace: &str, seed: &Secret) -> Secret {
+    let data: BTreeMap<String, ByteString> = [USERNAME_KEY, PASSWORD_KEY]
+        .into_iter()
+        .filter_map(|k| Some((k.to_string(), seed.data.as_ref()?.get(k)?.clone())))
+        .collect();
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(STATE_SECRET.to_string()),
+            namespace: Some(namespace.to_string()),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(data),
+        ..Secret::default()
+    }
+}

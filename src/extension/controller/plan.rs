@@ -1,0 +1,150 @@
+//! Where a shoot's SVM and credentials live, decided once per pass from the providerConfig, the
+//! shoot and a restored state.
+
+use kube::ResourceExt;
+use reconcile_engine::{Outcome, StepError};
+
+use crate::extension::api::{Extension, METAL_PROJECT_ANNOTATION, ShootView};
+use crate::extension::config::{ExtensionConfig, SvmSharing, parse_provider_config};
+use crate::extension::naming;
+use crate::extension::state::ExtensionState;
+use crate::ontap::svm::{default_account_name, default_svm_name};
+
+use super::reasons::{Coded, Waiting};
+use super::{ExtensionReconciler, namespace_of};
+
+/// Where a shoot's SVM and credentials live: in ONTAP and in the seed.
+#[derive(Clone, Debug)]
+pub(super) struct Plan {
+    /// The StorageVirtualMachine object in the shoot namespace (named like the Extension).
+    pub object: String,
+    pub cluster: String,
+    pub svm_name: String,
+    pub account: String,
+    /// The seed Secret, and the credentials Secret's name in the shoot.
+    pub secret: String,
+    /// The object that provisions the SVM a project's shoots share (per-project sharing), in
+    /// [`super::ExtensionSettings::project_namespace`]; `None` when the shoot has an SVM of
+    /// its own.
+    pub project_object: Option<String>,
+}
+
+impl ExtensionReconciler {
+    /// Step `ConfigValid`: the providerConfig parsed, and the plan it makes for this shoot.
+    pub(super) async fn resolve(
+        &self,
+        ext: &Extension,
+        shoot: &ShootView,
+        state: Option<&ExtensionState>,
+    ) -> Result<Outcome<(ExtensionConfig, Plan)>, StepError> {
+        let config = parse_provider_config(
+            ext.spec.provider_config.as_ref(),
+            &self.settings.config_defaults,
+        )
+        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+        let plan = self.plan(ext, &config, shoot, state)?;
+        Ok(Outcome::Unchanged((config, plan)))
+    }
+
+    /// Names and cluster of the shoot's SVM: from `status.state` after a restore (so nothing
+    /// new is made in ONTAP), else from the configuration.
+    fn plan(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        shoot: &ShootView,
+        state: Option<&ExtensionState>,
+    ) -> Result<Plan, StepError> {
+        let namespace = namespace_of(ext);
+        let object = ext.name_any();
+        let cluster = match state {
+            Some(state) => state.cluster.clone(),
+            None => self.cluster_name(config)?,
+        };
+        let project = metal_project(config, shoot)?;
+        let project_object = project.map(project_object).transpose()?;
+        let (svm_name, account) = match (state, project) {
+            (Some(state), _) => (state.svm_name.clone(), state.account.clone()),
+            (None, None) => (
+                default_svm_name(&namespace, &object),
+                naming::account_name(&namespace)
+                    .unwrap_or_else(|| default_account_name(&namespace, &object)),
+            ),
+            (None, Some(project)) => (
+                naming::project_svm_name(project),
+                project_account(&namespace)?,
+            ),
+        };
+        // metal-stack's name where a switch must find its Secrets; an SVM name may hold
+        // characters a Secret name cannot.
+        let secret = match config.sharing {
+            SvmSharing::PerProject => naming::credentials_secret_name(&svm_name, &namespace),
+            SvmSharing::PerShoot => None,
+        }
+        .unwrap_or_else(|| format!("{object}-svm-credentials"));
+        Ok(Plan {
+            object,
+            cluster,
+            svm_name,
+            account,
+            secret,
+            project_object,
+        })
+    }
+
+    fn cluster_name(&self, config: &ExtensionConfig) -> Result<String, StepError> {
+        if let Some(name) = config
+            .cluster
+            .clone()
+            .or(self.settings.default_cluster.clone())
+        {
+            return Ok(name);
+        }
+        let all = self.ontap_clusters.store().state();
+        match all.as_slice() {
+            [only] => Ok(only.name_any()),
+            // Not cached yet, or not created yet: a missing reference is waited for.
+            [] => Err(StepError::transient_msg(
+                Waiting::OntapClusterMissing.as_str(),
+                "providerConfig names no cluster and there is no OntapCluster yet",
+            )),
+            _ => Err(Coded::Configuration.invalid(format!(
+                "providerConfig names no cluster and the operator has no default (--extension-default-cluster) among {} OntapClusters",
+                all.len()
+            ))),
+        }
+    }
+}
+
+/// The shoot's metal-stack project when its SVM is the project's.
+fn metal_project<'a>(
+    config: &ExtensionConfig,
+    shoot: &'a ShootView,
+) -> Result<Option<&'a str>, StepError> {
+    match config.sharing {
+        SvmSharing::PerShoot => Ok(None),
+        SvmSharing::PerProject => shoot.metal_project().map(Some).ok_or_else(|| {
+            Coded::Shoot.invalid(format!(
+                "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
+            ))
+        }),
+    }
+}
+
+/// The object that provisions `project`'s SVM.
+fn project_object(project: &str) -> Result<String, StepError> {
+    naming::project_object_name(project).ok_or_else(|| {
+        Coded::Shoot.invalid(format!(
+            "the metal-stack project {project:?} cannot name a Kubernetes object"
+        ))
+    })
+}
+
+/// The shoot's account on its project's SVM, named as metal-stack's extension names it.
+fn project_account(namespace: &str) -> Result<String, StepError> {
+    naming::account_name(namespace).ok_or_else(|| {
+        Coded::Shoot.invalid(format!(
+            "{namespace} is not a shoot namespace (shoot--<project>--<name>)"
+        ))
+    })
+}

@@ -1,0 +1,333 @@
+//! The controller's registration and its [`Reconciler`]: which Extensions it admits, and which
+//! operation a pass runs.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::Value;
+
+use super::delivery::ORIGIN_LABEL;
+use super::namespace_of;
+use super::reasons::{Failed, kube_error};
+use super::report::PassReport;
+use crate::api::seed_secret::seed_secret_selector;
+use crate::api::{OntapCluster, StorageVirtualMachine};
+use crate::extension::api::{
+    Cluster, Extension, ExtensionStatus, LastOperationType, ManagedResource, ShootView,
+};
+use crate::extension::config::ConfigDefaults;
+use crate::extension::filter::{self, AnnotationAction, REMOVE_OPERATION_ANNOTATION_PATCH};
+use crate::extension::shoot::{ORIGIN, ShootImages};
+use crate::extension::status::{compute_operation, should_skip_operation};
+use crate::extension::{EXTENSION_TYPE, FINALIZER};
+use crate::ontap::connections::ClusterConnections;
+use reconcile_engine::manager::resource_rule;
+use reconcile_engine::{
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
+    StepRunner,
+};
+
+reconcile_engine::steps! {
+    /// The steps of the Extension controller: reconcile, restore, migrate, delete.
+    pub enum ExtensionStep {
+        /// The operation annotation was acted on (a `reconcile` request is removed first).
+        OperationAccepted,
+        /// The shoot's `Cluster` was read.
+        ShootRead,
+        /// providerConfig is valid and resolved.
+        ConfigValid,
+        /// Restore: the SVM object adopts the SVM of `status.state`, its Secret pre-filled.
+        SvmAdopted,
+        /// Per-project sharing: the object that provisions the project's SVM exists.
+        ProjectSvmDeclared,
+        /// Per-project sharing: an account metal-stack's extension made keeps its password (its
+        /// seed Secret's credentials, verified, pre-fill ours), else gets a new one.
+        AccountImported,
+        /// The StorageVirtualMachine object matches the configuration.
+        SvmDeclared,
+        /// The StorageVirtualMachine is Ready, at its generation, with a verified Secret.
+        SvmReady,
+        /// The seed Secret's credentials authenticate against ONTAP, now.
+        CredentialsVerified,
+        /// The ManagedResources (Secrets first) are written.
+        DeliveryApplied,
+        /// The resource manager applied them to the shoot.
+        DeliveryHealthy,
+        /// Migrate: what a restore needs is in `status.state`.
+        StateSaved,
+        /// Migrate: the ManagedResources are gone, their objects kept in the shoot.
+        DeliveryReleased,
+        /// Migrate: the StorageVirtualMachine object is gone, ONTAP untouched.
+        SvmReleased,
+        /// Delete: the ManagedResources and what they put into the shoot are gone.
+        DeliveryDeleted,
+        /// Delete: the StorageVirtualMachine object is gone (with it, per its policy, the SVM).
+        SvmDeleted,
+        /// Delete, per-project sharing: the project's object is deleted when this was the last
+        /// shoot of the project here and its policy is `Delete`; its controller deletes the SVM
+        /// once no shoot's account of any seed is left on it.
+        ProjectSvmReleased,
+    }
+}
+
+/// The controller's name: its metrics label, queue name and Events' reporter.
+pub const CONTROLLER: &str = "extension";
+
+/// What the flags decide for every Extension.
+#[derive(Clone, Debug)]
+pub struct ExtensionSettings {
+    /// `spec.type` served (`--extension-type`).
+    pub extension_type: String,
+    /// The OntapCluster for a providerConfig that names none; `None`: the only one there is.
+    pub default_cluster: Option<String>,
+    pub images: ShootImages,
+    pub config_defaults: ConfigDefaults,
+    /// Where the objects that provision per-project SVMs live (`--extension-project-namespace`).
+    pub project_namespace: String,
+}
+
+impl Default for ExtensionSettings {
+    fn default() -> Self {
+        Self {
+            extension_type: EXTENSION_TYPE.to_string(),
+            default_cluster: None,
+            images: ShootImages::default(),
+            config_defaults: ConfigDefaults::default(),
+            project_namespace: crate::deploy::NAMESPACE.to_owned(),
+        }
+    }
+}
+
+/// Registers the Extension controller. Call only when the extension is enabled: it caches
+/// Extensions, Clusters and ManagedResources, which exist only in a Gardener seed. It reads
+/// the seed Secrets through the one Secret cache, restricted to the seed Secrets' selector as
+/// the StorageVirtualMachine controller asks for it: whichever registers first creates it, the
+/// other shares it.
+pub fn register(
+    manager: &mut Manager,
+    connections: ClusterConnections,
+    settings: ExtensionSettings,
+) -> Result<(), ManagerError> {
+    let managed_resources = manager.cache_with::<ManagedResource>(
+        watcher::Config::default().labels(&format!("{ORIGIN_LABEL}={ORIGIN}")),
+    )?;
+    let reconciler = ExtensionReconciler {
+        kube: manager.client().clone(),
+        clusters: manager.cache::<Cluster>()?,
+        ontap_clusters: manager.cache::<OntapCluster>()?,
+        svms: manager.cache::<StorageVirtualMachine>()?,
+        secrets: manager
+            .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?,
+        managed_resources,
+        connections,
+        settings,
+    };
+    let write = |verbs: &[&str]| verbs.iter().map(|v| (*v).to_string()).collect::<Vec<_>>();
+    manager.register(
+        Registration::new(CONTROLLER, reconciler)
+            .owns::<StorageVirtualMachine>(
+                watcher::Config::default(),
+                &["create", "patch", "delete"],
+            )
+            .watches::<ManagedResource>(same_namespace)
+            .watches::<Secret>(same_namespace)
+            .watches::<Cluster>(|cluster, extensions| in_namespace(&cluster.name_any(), extensions))
+            .rule(resource_rule(
+                "resources.gardener.cloud",
+                "managedresources",
+                &write(&["create", "patch", "delete"]),
+            ))
+            // The ManagedResources' Secrets and the migration's state Secret; the seed Secret
+            // of a restored SVM.
+            .rule(resource_rule(
+                "",
+                "secrets",
+                &write(&["get", "create", "patch", "delete"]),
+            )),
+    )
+}
+
+fn same_namespace<K: Resource>(
+    changed: &K,
+    extensions: &SharedCache<Extension>,
+) -> Vec<ObjectRef<Extension>> {
+    changed
+        .meta()
+        .namespace
+        .as_deref()
+        .map(|ns| in_namespace(ns, extensions))
+        .unwrap_or_default()
+}
+
+fn in_namespace(namespace: &str, extensions: &SharedCache<Extension>) -> Vec<ObjectRef<Extension>> {
+    extensions
+        .store()
+        .state()
+        .iter()
+        .filter(|e| e.namespace().as_deref() == Some(namespace))
+        .map(|e| ObjectRef::from_obj(&**e))
+        .collect()
+}
+
+pub struct ExtensionReconciler {
+    pub(super) kube: Client,
+    pub(super) clusters: SharedCache<Cluster>,
+    pub(super) ontap_clusters: SharedCache<OntapCluster>,
+    pub(super) svms: SharedCache<StorageVirtualMachine>,
+    pub(super) secrets: SharedCache<Secret>,
+    pub(super) managed_resources: SharedCache<ManagedResource>,
+    pub(super) connections: ClusterConnections,
+    pub(super) settings: ExtensionSettings,
+}
+
+impl Reconciler for ExtensionReconciler {
+    type Resource = Extension;
+    type Step = ExtensionStep;
+    const FINALIZER: Option<&'static str> = Some(FINALIZER);
+    const MANAGES_STATUS: bool = false;
+
+    fn admits(&self, ext: &Extension) -> bool {
+        let class_shoot = ext.spec.class.as_deref().is_none_or(|c| c == "shoot");
+        ext.spec.type_ == self.settings.extension_type
+            && class_shoot
+            && filter::annotation_action(ext) != AnnotationAction::Skip
+            && !should_skip_operation(ext, compute_operation(ext))
+            && !self.shoot(ext).is_some_and(|s| s.is_failed())
+    }
+
+    async fn reconcile(
+        &self,
+        ext: &Extension,
+        _status: &mut ExtensionStatus,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let op = compute_operation(ext);
+        let mut report = PassReport {
+            op,
+            operation: filter::admits_create(ext),
+            hibernated: self.shoot(ext).is_some_and(|s| s.hibernation_enabled()),
+            cluster: None,
+        };
+        steps
+            .step(ExtensionStep::OperationAccepted, || {
+                self.accept_operation(ext)
+            })
+            .await?;
+        let result = match op {
+            LastOperationType::Migrate => self.migrate(ext, steps).await,
+            _ => self.deliver(ext, op, &mut report, steps).await,
+        };
+        self.report(ext, &report, steps).await;
+        result?;
+        match op {
+            LastOperationType::Migrate => {
+                // Gardener's migrate(): every finalizer goes, so the old seed's namespace can
+                // be deleted; admits() keeps the engine from adding ours back.
+                self.finish(ext, r#"{"metadata":{"finalizers":null}}"#)
+                    .await;
+                self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
+            }
+            LastOperationType::Restore => {
+                self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn cleanup(
+        &self,
+        ext: &Extension,
+        _status: &mut ExtensionStatus,
+        steps: &mut StepRunner<ExtensionStep>,
+    ) -> Result<(), Halt> {
+        let report = PassReport {
+            op: LastOperationType::Delete,
+            operation: true,
+            hibernated: false,
+            cluster: None,
+        };
+        let force = self.shoot(ext).is_some_and(|s| s.needs_force_deletion());
+        let result = self.delete(ext, force, steps).await;
+        self.report(ext, &report, steps).await;
+        result
+    }
+}
+
+impl ExtensionReconciler {
+    pub(super) fn shoot(&self, ext: &Extension) -> Option<ShootView> {
+        let cluster = self.clusters.get(&ObjectRef::new(&namespace_of(ext)))?;
+        cluster.shoot().ok()
+    }
+
+    /// Step `OperationAccepted`: a `reconcile` request is removed before it is acted on.
+    async fn accept_operation(&self, ext: &Extension) -> Result<Outcome, StepError> {
+        if filter::annotation_action(ext) != AnnotationAction::RemoveThenReconcile {
+            return Ok(Outcome::unchanged());
+        }
+        self.patch_extension(ext, REMOVE_OPERATION_ANNOTATION_PATCH)
+            .await
+            .map_err(kube_error(Failed::AnnotationRemove))?;
+        Ok(Outcome::changed())
+    }
+
+    async fn patch_extension(&self, ext: &Extension, patch: &str) -> Result<(), kube::Error> {
+        let patch: Value = serde_json::from_str(patch).map_err(kube::Error::SerdeError)?;
+        Api::<Extension>::namespaced(self.kube.clone(), &namespace_of(ext))
+            .patch(
+                &ext.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// A metadata write after a successful operation; a failure leaves the annotation, so the
+    /// operation runs again (and succeeds again).
+    async fn finish(&self, ext: &Extension, patch: &str) {
+        if let Err(error) = self.patch_extension(ext, patch).await {
+            tracing::warn!(%error, "finishing the Extension's operation failed");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ontap::connections::ClientSettings;
+    use crate::ontap::svm::AdoptionGrant;
+    use reconcile_engine::Identity;
+    use reconcile_engine::feature::Offline;
+
+    /// The Extension and the StorageVirtualMachine controller share the seed Secrets' cache
+    /// whichever registers first: the manager refuses a second cache of one kind with other
+    /// selectors.
+    #[test]
+    fn registers_before_or_after_the_svm_controller() {
+        let offline = Offline::new(Identity::new("test"));
+        for extension_first in [true, false] {
+            let declared = offline.read(None, |manager, client| {
+                let connections = ClusterConnections::new(client, ClientSettings::default());
+                let svm = |manager: &mut Manager| {
+                    crate::ontap::svm::reconcile::register(
+                        manager,
+                        connections.clone(),
+                        AdoptionGrant::default(),
+                    )
+                };
+                if extension_first {
+                    register(manager, connections.clone(), ExtensionSettings::default())?;
+                    svm(manager)
+                } else {
+                    svm(manager)?;
+                    register(manager, connections.clone(), ExtensionSettings::default())
+                }
+            });
+            assert!(declared.is_ok(), "extension first: {extension_first}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The StorageVirtualMachine object of a shoot: declared from its configuration, owned by its
+//! Extension, and removed (retained or orphaned in ONTAP) when the Extension goes.
+
+use std::collections::BTreeMap;
+
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+use reconcile_engine::{Outcome, StepError};
+use serde_json::{Value, json};
+
+use crate::api::{
+    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineSpec,
+    SvmMode,
+};
+use crate::extension::api::Extension;
+use crate::extension::config::{ExtensionConfig, Lif, Protocol, SvmSharing};
+
+use super::plan::Plan;
+use super::reasons::{
+    Coded, Failed, Transient, Waiting, delete_ignoring_missing, is_not_found, kube_error, rejected,
+};
+use super::{ExtensionReconciler, namespace_of};
+
+/// The spec of an SVM object from the shoot's configuration: cluster, SVM name, aggregates,
+/// protocols and LIFs, plus `extra` fields.
+pub(super) fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> Value {
+    let lif = |l: &Lif| {
+        let mut lif = json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
+        if l.vip {
+            lif["vip"] = json!(true);
+        }
+        lif
+    };
+    let mut spec = json!({
+        "clusterRef": {"name": plan.cluster},
+        "svmName": plan.svm_name,
+        "aggregates": config.aggregates,
+        "protocols": {
+            "nvme": config.protocols.contains(&Protocol::Nvme),
+            "iscsi": config.protocols.contains(&Protocol::Iscsi),
+            "nfs": config.protocols.contains(&Protocol::Nfs),
+        },
+        "managementLif": lif(&config.management_lif),
+        "dataLifs": config.data_lifs.iter().map(lif).collect::<Vec<_>>(),
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    spec
+}
+
+/// Sets (a uuid) or removes (`null`) the object `name`'s request to adopt an SVM by uuid.
+pub(super) async fn set_adoption(
+    api: &Api<StorageVirtualMachine>,
+    name: &str,
+    uuid: Value,
+) -> Result<Outcome, StepError> {
+    let patch = json!({"metadata": {"annotations": {ADOPT_SVM_UUID_ANNOTATION: uuid}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(kube_error(Failed::SvmPatch))?;
+    Ok(Outcome::changed())
+}
+
+/// Whether `ext` controls `svm`: only its own object is changed or deleted.
+fn owned_by_extension(svm: &StorageVirtualMachine, ext: &Extension) -> bool {
+    svm.owner_references()
+        .iter()
+        .any(|o| Some(&o.uid) == ext.uid().as_ref())
+}
+
+impl ExtensionReconciler {
+    /// The shoot's StorageVirtualMachine as its configuration makes it, owned by the Extension;
+    /// `adopt`: the uuid of an SVM in ONTAP it takes over.
+    pub(super) fn desired_svm(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        adopt: Option<&str>,
+    ) -> Result<StorageVirtualMachine, StepError> {
+        // A shoot sharing its project's SVM makes only its account on it: deleting the shoot
+        // deletes the account, never the SVM.
+        let mode = match config.sharing {
+            SvmSharing::PerProject => SvmMode::AccountOnly,
+            SvmSharing::PerShoot => SvmMode::Owned,
+        };
+        let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
+            config,
+            plan,
+            json!({
+                "mode": mode,
+                "account": {"name": plan.account},
+                "secretName": plan.secret,
+                "deletionPolicy": config.deletion_policy,
+            }),
+        ))
+        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+        let owner = ext
+            .controller_owner_ref(&())
+            .ok_or_else(|| Transient::ExtensionUnstored.error("the Extension has no uid yet"))?;
+        let mut svm = StorageVirtualMachine::new(&plan.object, spec);
+        svm.metadata.namespace = Some(namespace_of(ext));
+        svm.metadata.owner_references = Some(vec![owner]);
+        if let Some(uuid) = adopt {
+            svm.metadata.annotations = Some(BTreeMap::from([(
+                ADOPT_SVM_UUID_ANNOTATION.to_string(),
+                uuid.to_string(),
+            )]));
+        }
+        Ok(svm)
+    }
+
+    /// Step `SvmDeclared`: the StorageVirtualMachine object exists with the desired spec.
+    pub(super) async fn declare_svm(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+        adopt: Option<&str>,
+    ) -> Result<Outcome<StorageVirtualMachine>, StepError> {
+        let desired = self.desired_svm(ext, config, plan, adopt)?;
+        let namespace = namespace_of(ext);
+        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
+        let current = self.svm_object(&namespace, &plan.object).await?;
+        let Some(current) = current else {
+            let created = api
+                .create(&PostParams::default(), &desired)
+                .await
+                .map_err(|e| rejected(Failed::SvmCreate, e))?;
+            return Ok(Outcome::Changed(created));
+        };
+        if !owned_by_extension(&current, ext) {
+            return Err(Coded::Configuration.invalid(format!(
+                "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
+                plan.object
+            )));
+        }
+        if current.spec == desired.spec {
+            return Ok(Outcome::Unchanged(current));
+        }
+        let patched = api
+            .patch(
+                &plan.object,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": desired.spec})),
+            )
+            .await
+            .map_err(|e| rejected(Failed::SvmPatch, e))?;
+        Ok(Outcome::Changed(patched))
+    }
+
+    /// The StorageVirtualMachine `namespace/name`: from the cache, else (just created, not
+    /// cached yet) from the API server.
+    pub(super) async fn svm_object(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<StorageVirtualMachine>, StepError> {
+        if let Some(cached) = self.svms.get(&ObjectRef::new(name).within(namespace)) {
+            return Ok(Some((*cached).clone()));
+        }
+        Api::<StorageVirtualMachine>::namespaced(self.kube.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(kube_error(Failed::SvmRead))
+    }
+
+    /// Deletes the StorageVirtualMachine object. `retain` first sets `deletionPolicy: Retain`
+    /// (a migration: ONTAP must stay as it is); `orphan` removes its finalizer instead of waiting
+    /// for ONTAP (force-deletion).
+    pub(super) async fn remove_svm(
+        &self,
+        ext: &Extension,
+        retain: bool,
+        orphan: bool,
+    ) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
+        let name = ext.name_any();
+        let Some(svm) = api
+            .get_opt(&name)
+            .await
+            .map_err(kube_error(Failed::SvmRead))?
+        else {
+            return Ok(Outcome::unchanged());
+        };
+        if !owned_by_extension(&svm, ext) {
+            return Ok(Outcome::unchanged());
+        }
+        if retain && svm.spec.deletion_policy != DeletionPolicy::Retain {
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"deletionPolicy": "Retain"}})),
+            )
+            .await
+            .map_err(kube_error(Failed::SvmPatch))?;
+        }
+        if svm.metadata.deletion_timestamp.is_none() {
+            delete_ignoring_missing(&api, &name).await?;
+        }
+        if orphan {
+            return orphan_svm(&api, &name).await;
+        }
+        Ok(Waiting::SvmDeleting
+            .outcome(format!("the StorageVirtualMachine {name} is being deleted")))
+    }
+}
+
+/// Force-deletion: the object's finalizer goes without its controller, leaving ONTAP as it is.
+async fn orphan_svm(api: &Api<StorageVirtualMachine>, name: &str) -> Result<Outcome, StepError> {
+    match api
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+    {
+        Err(e) if !is_not_found(&e) => Err(kube_error(Failed::SvmFinalizerRemove)(e)),
+        _ => Ok(Outcome::changed()),
+    }
+}

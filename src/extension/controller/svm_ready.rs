@@ -1,0 +1,135 @@
+//! Step `SvmReady`: what the OntapCluster and StorageVirtualMachine controllers report, read as
+//! the failures gardenlet reads codes from.
+
+use kube::runtime::reflector::ObjectRef;
+use reconcile_engine::{Outcome, StepError, StepName};
+
+use crate::api::conditions::{
+    CLUSTER_UNAUTHENTICATED, ClusterStep, FALSE, READY, SvmInvalid, SvmStep, SvmWaiting, TRUE,
+};
+use crate::api::{StorageVirtualMachine, SvmPhase};
+
+use super::ExtensionReconciler;
+use super::plan::Plan;
+use super::reasons::{Coded, Transient, Waiting};
+
+impl ExtensionReconciler {
+    /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
+    /// Failures of the OntapCluster or the SVM become the failures gardenlet reads codes from.
+    pub(super) async fn svm_ready(
+        &self,
+        namespace: &str,
+        plan: &Plan,
+    ) -> Result<Outcome, StepError> {
+        self.cluster_connected(plan)?;
+        let Some(svm) = self
+            .svms
+            .get(&ObjectRef::new(&plan.object).within(namespace))
+        else {
+            return Ok(Waiting::SvmNotCached.outcome("the StorageVirtualMachine was just created"));
+        };
+        svm_verified(&svm, plan)
+    }
+
+    /// The plan's OntapCluster exists and has not lost its connection to ONTAP.
+    fn cluster_connected(&self, plan: &Plan) -> Result<(), StepError> {
+        let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
+            return Err(Coded::Configuration
+                .invalid(format!("the OntapCluster {} does not exist", plan.cluster)));
+        };
+        let conditions = cluster
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let connected = conditions
+            .iter()
+            .find(|c| c.type_ == ClusterStep::Connected.as_str());
+        if let Some(c) = connected.filter(|c| c.status == FALSE) {
+            let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
+            return Err(if c.reason == CLUSTER_UNAUTHENTICATED {
+                Coded::OntapUnauthenticated.transient(detail)
+            } else {
+                Coded::OntapUnreachable.transient(detail)
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Done when `svm` is Ready with a verified Secret at its generation; a failure when its
+/// controller keeps failing or gave up; else a wait.
+fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, StepError> {
+    let generation = svm.metadata.generation;
+    let status = svm.status.clone().unwrap_or_default();
+    let condition = |type_: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_ && c.observed_generation == generation)
+            .cloned()
+    };
+    let ready = condition(READY);
+    let secret_ready = condition(SvmStep::SecretReady.as_str());
+    if status.observed_generation == generation
+        && ready.as_ref().is_some_and(|c| c.status == TRUE)
+        && secret_ready.as_ref().is_some_and(|c| c.status == TRUE)
+    {
+        return Ok(Outcome::unchanged());
+    }
+    let why = ready
+        .map(|c| format!("{}: {}", c.reason, c.message))
+        .unwrap_or_else(|| "not reconciled at its generation yet".to_string());
+    let message = format!("StorageVirtualMachine {}: {why}", plan.object);
+    if let Some(halted) = status.halted.as_ref().filter(|h| h.attempts > 0) {
+        return Err(classify_svm_failure(&halted.reason, &message));
+    }
+    if status.phase == Some(SvmPhase::Failed) {
+        return Err(Coded::Configuration.invalid(message));
+    }
+    Ok(Waiting::SvmNotReady.outcome(message))
+}
+
+/// What an SVM that keeps failing says, as the failure gardenlet reads codes from.
+fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
+    if ontap_client::mentions_depletion(message) {
+        return Coded::ResourcesDepleted.transient(message);
+    }
+    if CONFIGURATION_REASONS.contains(&svm_reason) {
+        return Coded::Configuration.invalid(message);
+    }
+    Transient::SvmFailing.error(message)
+}
+
+/// The SVM's reasons that only a change of the shoot's configuration fixes, named through the
+/// SVM controller's typed reasons so a renamed one cannot silently fall through to
+/// `SVMFailing`. ONTAP refusing a name (`SVMNameConflict`) is not among them: the SVM
+/// controller retries it.
+const CONFIGURATION_REASONS: [&str; 7] = [
+    SvmInvalid::Spec.as_str(),
+    SvmInvalid::SvmNameInUse.as_str(),
+    SvmInvalid::AdoptionNotAllowed.as_str(),
+    SvmInvalid::SecretNameInUse.as_str(),
+    SvmInvalid::AccountRoleMismatch.as_str(),
+    SvmInvalid::SvmNameChanged.as_str(),
+    SvmWaiting::AggregateNotFound.as_str(),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_svms_map_to_gardener_codes() {
+        let code = |reason: &str, message: &str| {
+            classify_svm_failure(reason, message).reason().to_string()
+        };
+        assert_eq!(
+            code("SVMCreateFailed", "aggregate aggr1: insufficient space"),
+            Coded::ResourcesDepleted.as_str()
+        );
+        assert_eq!(code("SVMNameInUse", "taken"), Coded::Configuration.as_str());
+        assert_eq!(code("SVMNameConflict", "duplicate"), "SVMFailing");
+        assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
+    }
+}
