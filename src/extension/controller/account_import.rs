@@ -6,7 +6,8 @@ use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use ontap_client::CredentialCheck;
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::flow::settle;
+use reconcile_engine::{Outcome, StepError, StepFlow};
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -45,6 +46,15 @@ impl ExtensionReconciler {
         config: &ExtensionConfig,
         plan: &Plan,
     ) -> Result<Outcome, StepError> {
+        settle(self.import_flow(ext, config, plan).await)
+    }
+
+    async fn import_flow(
+        &self,
+        ext: &Extension,
+        config: &ExtensionConfig,
+        plan: &Plan,
+    ) -> StepFlow<Outcome> {
         let namespace = namespace_of(ext);
         let current = self.svm_object(&namespace, &plan.object).await?;
         // Declared without an import: its controller owns the password from then on.
@@ -61,29 +71,23 @@ impl ExtensionReconciler {
         {
             return Ok(Outcome::unchanged());
         }
-        let imported = match self.metal_stack_credentials(plan).await? {
-            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
-            Outcome::Unchanged(found) | Outcome::Changed(found) => found,
-        };
+        let imported = self.metal_stack_credentials(plan).await?.into_flow()?;
         let Some(imported) = imported else {
             // Nothing to keep: an object that was waiting for an import gives it up, and its
             // controller sets a new password the usual way.
             if current.is_some() {
                 let svms: Api<StorageVirtualMachine> =
                     Api::namespaced(self.kube.clone(), &namespace);
-                return set_adoption(&svms, &plan.object, Value::Null).await;
+                return Ok(set_adoption(&svms, &plan.object, Value::Null).await?);
             }
             return Ok(Outcome::unchanged());
         };
         let svm = match current {
             Some(svm) => svm,
-            None => match self
+            None => self
                 .create_importing_svm(ext, config, plan, &imported)
                 .await?
-            {
-                Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
-                Outcome::Unchanged(svm) | Outcome::Changed(svm) => svm,
-            },
+                .into_flow()?,
         };
         let fields = SeedFields {
             username: plan.account.clone(),
@@ -94,7 +98,7 @@ impl ExtensionReconciler {
             // A password ONTAP holds already, not one that might still be in flight.
             password_set_at: None,
         };
-        prefill_seed_secret(&seed_secrets, &svm, &fields).await
+        Ok(prefill_seed_secret(&seed_secrets, &svm, &fields).await?)
     }
 
     /// Whether the shoot's seed Secret exists: cached, or (written just now) in the API server.

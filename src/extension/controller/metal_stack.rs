@@ -9,7 +9,8 @@ use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use ontap_client::OntapClient;
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::flow::settle;
+use reconcile_engine::{Outcome, StepError, StepFlow};
 use serde_json::json;
 
 use crate::api::{
@@ -44,10 +45,10 @@ impl ExtensionReconciler {
         object: &str,
     ) -> Result<Outcome, StepError> {
         let namespace = &self.settings.project_namespace;
-        match self.svm_object(namespace, object).await? {
+        settle(match self.svm_object(namespace, object).await? {
             Some(existing) => self.keep_project_svm(plan, object, &existing).await,
             None => self.create_project_svm(config, plan, object).await,
-        }
+        })
     }
 
     /// The project's object exists: later shoots of the project take the SVM as the first one
@@ -57,7 +58,7 @@ impl ExtensionReconciler {
         plan: &Plan,
         object: &str,
         existing: &StorageVirtualMachine,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let namespace = &self.settings.project_namespace;
         // Deleting, it keeps the SVM while accounts are on it, and shares it: possibly for
         // as long as shoots of the project run on other seeds. A shoot arriving meanwhile
@@ -70,10 +71,12 @@ impl ExtensionReconciler {
             && existing.spec.svm_name.as_deref() == Some(plan.svm_name.as_str())
             && existing.spec.cluster_ref.name == plan.cluster;
         if !provisions {
-            return Err(Coded::Configuration.invalid(format!(
-                "the StorageVirtualMachine {namespace}/{object} exists but does not provision the project's SVM {} on cluster {}",
-                plan.svm_name, plan.cluster
-            )));
+            return Err(Coded::Configuration
+                .invalid(format!(
+                    "the StorageVirtualMachine {namespace}/{object} exists but does not provision the project's SVM {} on cluster {}",
+                    plan.svm_name, plan.cluster
+                ))
+                .into());
         }
         let provisioned = existing.status.as_ref().is_some_and(|s| s.uuid.is_some());
         if provisioned
@@ -85,15 +88,12 @@ impl ExtensionReconciler {
         }
         // Declared before ONTAP could be asked (or by a release that did not adopt): the
         // SVM metal-stack's extension made is adopted now rather than refused.
-        let uuid = match self.unmarked_project_svm(plan).await? {
-            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
-            Outcome::Unchanged(uuid) | Outcome::Changed(uuid) => uuid,
-        };
+        let uuid = self.unmarked_project_svm(plan).await?.into_flow()?;
         let Some(uuid) = uuid else {
             return Ok(Outcome::unchanged());
         };
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
-        set_adoption(&api, object, json!(uuid)).await
+        Ok(set_adoption(&api, object, json!(uuid)).await?)
     }
 
     /// Creates the project's object, adopting metal-stack's SVM if ONTAP holds one.
@@ -102,18 +102,12 @@ impl ExtensionReconciler {
         config: &ExtensionConfig,
         plan: &Plan,
         object: &str,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let namespace = &self.settings.project_namespace;
-        let adopt = match self.unmarked_project_svm(plan).await? {
-            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
-            Outcome::Unchanged(uuid) | Outcome::Changed(uuid) => uuid,
-        };
+        let adopt = self.unmarked_project_svm(plan).await?.into_flow()?;
         // Decided once, as the SVM is declared: peering a cluster with BGP later is an admin's
         // act, and LIFs changing form behind it would cut the data path of every shoot.
-        let config = match self.metal_stack_routing(config, plan).await? {
-            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
-            Outcome::Unchanged(config) | Outcome::Changed(config) => config,
-        };
+        let config = self.metal_stack_routing(config, plan).await?.into_flow()?;
         let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
             &config,
             plan,
@@ -135,7 +129,7 @@ impl ExtensionReconciler {
             Ok(_) => Ok(Outcome::changed()),
             // Another shoot of the project declared it first.
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(Outcome::unchanged()),
-            Err(e) => Err(rejected(Failed::SvmCreate, e)),
+            Err(e) => Err(rejected(Failed::SvmCreate, e).into()),
         }
     }
 

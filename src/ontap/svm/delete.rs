@@ -156,21 +156,15 @@ impl SvmReconciler {
             .await?;
         let worker = steps.worker();
         steps
-            .step(SvmStep::SVMDeleted, || async {
-                let _slot = match self
+            .step_flow(SvmStep::SVMDeleted, || async {
+                let _slot = self
                     .connections
                     .job_slot(&svm.spec.cluster_ref.name, &worker)
-                    .await
-                {
-                    Ok(slot) => slot,
-                    Err(wait) => return Ok(Outcome::Waiting(wait)),
-                };
-                Ok(
-                    match job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
-                        Some(wait) => Outcome::Waiting(wait),
-                        None => Outcome::changed(),
-                    },
-                )
+                    .await?;
+                if let Some(wait) = job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
+                    return Err(wait.into());
+                }
+                Ok(Outcome::changed())
             })
             .await
     }

@@ -15,11 +15,14 @@ use super::reconcile::{
 use super::tenancy;
 use super::{DesiredError, Ownership, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
+use crate::ontap::connections::ClusterConnections;
 use ontap_client::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Protocol, ProtocolState, Svm,
     SvmCreate, SvmPatch, SvmState, SvmTargetState,
 };
-use reconcile_engine::{Outcome, StepError, Worker};
+use reconcile_engine::flow::settle;
+use reconcile_engine::{Outcome, StepError, StepFlow, Worker};
+use tokio::sync::OwnedSemaphorePermit;
 
 impl SvmReconciler {
     /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and the object
@@ -173,97 +176,155 @@ impl SvmReconciler {
         client: &OntapClient,
         worker: &Worker,
     ) -> Result<Outcome<Svm>, StepError> {
+        settle(self.svm_flow(svm, names, recorded, client, worker).await)
+    }
+
+    async fn svm_flow(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        recorded: Option<&str>,
+        client: &OntapClient,
+        worker: &Worker,
+    ) -> StepFlow<Outcome<Svm>> {
         // The engine added the finalizer before this pass, so deleting the object always cleans
         // up what this step creates.
-        let mut changed = false;
-        let cluster = &svm.spec.cluster_ref.name;
+        let mut slot = JobSlot {
+            connections: &self.connections,
+            cluster: &svm.spec.cluster_ref.name,
+            worker,
+            held: None,
+        };
         // Never provisioned: the pass is about to start a job. Its slot is taken before the
         // lookup, so that the lookup is fresh however long the wait, and a pass that waits
         // costs ONTAP nothing.
-        let mut slot = None;
         if recorded.is_none() {
-            match self.connections.job_slot(cluster, worker).await {
-                Ok(permit) => slot = Some(permit),
-                Err(wait) => return Ok(Outcome::Waiting(wait)),
-            }
+            slot.take().await?;
         }
-        macro_rules! job_slot {
-            () => {
-                if slot.is_none() {
-                    match self.connections.job_slot(cluster, worker).await {
-                        Ok(permit) => slot = Some(permit),
-                        Err(wait) => return Ok(Outcome::Waiting(wait)),
-                    }
-                }
-                // Held until the step returns, whichever way.
-                debug_assert!(slot.is_some());
-            };
-        }
-        let found = match lookup_svm(client, &names.svm).await? {
-            Some(found) => found,
-            None => {
-                // The SVM recorded in the status still exists under another name (renamed in
-                // ONTAP): creating a second one would only fight it for the LIF addresses.
-                if let Some(uuid) = recorded {
-                    match client.svm(uuid).await {
-                        Ok(renamed) => {
-                            return Err(Invalid::SvmRenamedInOntap.error(format!(
-                                "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
-                                names.svm, renamed.name
-                            )));
-                        }
-                        Err(e) if is_entry_not_found(&e) => {}
-                        Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
-                    }
-                }
-                let mut body =
-                    svm_create(svm, &names.svm).map_err(|e| Invalid::Spec.error(e.to_string()))?;
-                job_slot!();
-                // Only where there is something to create: the steady state does not pay for it.
-                let aggregates = self
-                    .connections
-                    .aggregates(cluster, client)
-                    .await
-                    .map_err(|e| ontap_error(Failed::AggregateLookup, e))?;
-                if body.aggregates.is_empty() {
-                    body.aggregates = aggregates
-                        .iter()
-                        .map(|a| OntapRef::by_name(&a.name))
-                        .collect();
-                } else if let Some(absent) = svm
-                    .spec
-                    .aggregates
-                    .iter()
-                    .find(|wanted| !aggregates.iter().any(|a| &a.name == *wanted))
-                {
-                    return Ok(Outcome::Waiting(Waiting::AggregateNotFound.missing(
-                        format!(
-                            "the aggregate {absent} named in spec.aggregates does not exist in ONTAP"
-                        ),
-                    )));
-                }
-                changed = true;
-                match client.create_svm(&body).await {
-                    Ok(created) => created,
-                    Err(e) => {
-                        if let Some(wait) = ontap_busy(&e) {
-                            return Ok(Outcome::Waiting(wait));
-                        }
-                        // The POST may have been applied, or a previous attempt's job may be
-                        // running: never create twice, look again by name.
-                        if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
-                            // An aggregate named in the body may be gone: list them afresh.
-                            self.connections.forget_aggregates(cluster);
-                            return Err(ontap_error(Failed::SvmCreate, e));
-                        }
-                        match lookup_svm(client, &names.svm).await? {
-                            Some(found) => found,
-                            None => return Err(ontap_error(Failed::SvmCreate, e)),
-                        }
-                    }
-                }
-            }
+        let (found, created) = match lookup_svm(client, &names.svm).await? {
+            Some(found) => (found, false),
+            None => (
+                self.create_svm(svm, names, recorded, client, &mut slot)
+                    .await?,
+                true,
+            ),
         };
+        let adopted = self
+            .take_over(svm, names, recorded, client, &found, &mut slot)
+            .await?;
+        start_if_stopped(client, &found, &mut slot).await?;
+        // A protocol is switched on its service, which is no job: no job slot is needed.
+        let changes = protocol_changes(&svm.spec.protocols, &found);
+        for (protocol, enabled) in &changes {
+            client
+                .set_protocol(&found.uuid, *protocol, *enabled)
+                .await
+                .map_err(|e| ontap_error(Failed::SvmProtocols, e))?;
+        }
+        Ok(if created || adopted || !changes.is_empty() {
+            Outcome::Changed(found)
+        } else {
+            Outcome::Unchanged(found)
+        })
+    }
+
+    /// Creates the SVM of `names`, once: after an ambiguous failure it looks again by name
+    /// instead of posting again. An SVM recorded in the status that ONTAP now names otherwise
+    /// is not created anew: the second one would only fight it for the LIF addresses.
+    async fn create_svm(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        recorded: Option<&str>,
+        client: &OntapClient,
+        slot: &mut JobSlot<'_>,
+    ) -> StepFlow<Svm> {
+        if let Some(uuid) = recorded {
+            match client.svm(uuid).await {
+                Ok(renamed) => {
+                    return Err(Invalid::SvmRenamedInOntap
+                        .error(format!(
+                            "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
+                            names.svm, renamed.name
+                        ))
+                        .into());
+                }
+                Err(e) if is_entry_not_found(&e) => {}
+                Err(e) => return Err(ontap_error(Failed::SvmLookup, e).into()),
+            }
+        }
+        let mut body =
+            svm_create(svm, &names.svm).map_err(|e| Invalid::Spec.error(e.to_string()))?;
+        slot.take().await?;
+        body.aggregates = self.create_aggregates(svm, client, body.aggregates).await?;
+        let cluster = &svm.spec.cluster_ref.name;
+        match client.create_svm(&body).await {
+            Ok(created) => Ok(created),
+            Err(e) => {
+                if let Some(wait) = ontap_busy(&e) {
+                    return Err(wait.into());
+                }
+                // The POST may have been applied, or a previous attempt's job may be running:
+                // never create twice, look again by name.
+                if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
+                    // An aggregate named in the body may be gone: list them afresh.
+                    self.connections.forget_aggregates(cluster);
+                    return Err(ontap_error(Failed::SvmCreate, e).into());
+                }
+                match lookup_svm(client, &names.svm).await? {
+                    Some(found) => Ok(found),
+                    None => Err(ontap_error(Failed::SvmCreate, e).into()),
+                }
+            }
+        }
+    }
+
+    /// The aggregates of a create body: all the cluster's where the spec names none, else the
+    /// spec's once each exists. Listed only where there is something to create: the steady
+    /// state does not pay for it.
+    async fn create_aggregates(
+        &self,
+        svm: &StorageVirtualMachine,
+        client: &OntapClient,
+        named: Vec<OntapRef>,
+    ) -> StepFlow<Vec<OntapRef>> {
+        let aggregates = self
+            .connections
+            .aggregates(&svm.spec.cluster_ref.name, client)
+            .await
+            .map_err(|e| ontap_error(Failed::AggregateLookup, e))?;
+        if named.is_empty() {
+            return Ok(aggregates
+                .iter()
+                .map(|a| OntapRef::by_name(&a.name))
+                .collect());
+        }
+        if let Some(absent) = svm
+            .spec
+            .aggregates
+            .iter()
+            .find(|wanted| !aggregates.iter().any(|a| &a.name == *wanted))
+        {
+            return Err(Waiting::AggregateNotFound
+                .missing(format!(
+                    "the aggregate {absent} named in spec.aggregates does not exist in ONTAP"
+                ))
+                .into());
+        }
+        Ok(named)
+    }
+
+    /// Decides whether `found` is this object's to keep, adopt or leave, and marks an adopted
+    /// one; `true` when it marked it.
+    async fn take_over(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        recorded: Option<&str>,
+        client: &OntapClient,
+        found: &Svm,
+        slot: &mut JobSlot<'_>,
+    ) -> StepFlow<bool> {
         let asks = asks_to_adopt(
             svm.annotations()
                 .get(ADOPT_SVM_UUID_ANNOTATION)
@@ -284,11 +345,11 @@ impl SvmReconciler {
             }
         };
         match decision {
-            Takeover::Keep => {}
+            Takeover::Keep => Ok(false),
             Takeover::Adopt => {
                 // An existing account's password is kept, not rotated: `AccountReady` waits
                 // for the seed Secret that carries it (see `ensure_account`).
-                job_slot!();
+                slot.take().await?;
                 let mark = SvmPatch {
                     comment: Some(super::ownership_comment(
                         &names.uid,
@@ -301,62 +362,77 @@ impl SvmReconciler {
                     .patch_svm(&found.uuid, &mark)
                     .await
                     .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
-                changed = true;
+                Ok(true)
             }
-            Takeover::ServeElsewhere => {
-                return Ok(Waiting::SvmServedElsewhere.outcome(
+            Takeover::ServeElsewhere => Err(Waiting::SvmServedElsewhere
+                .wait(
                     format!(
                         "the SVM {} is provisioned by a StorageVirtualMachine this operator does not see (another seed's, for shoots there); this object shares it with its namespaces and leaves it alone. It takes the SVM over only when asked to by uuid ({ADOPT_SVM_UUID_ANNOTATION}), once that object is gone",
                         names.svm
                     ),
                     SERVED_ELSEWHERE_RECHECK,
-                ));
+                )
+                .into()),
+            Takeover::Refuse(refusal) => {
+                Err(refusal.error(&names.svm, &names.namespace).into())
             }
-            Takeover::Refuse(refusal) => return Err(refusal.error(&names.svm, &names.namespace)),
         }
-        match found.state {
-            Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
-                return Ok(Waiting::SvmSettling.outcome(
+    }
+}
+
+/// A cluster's job slot for one step: taken at the step's first job, held until it returns.
+struct JobSlot<'a> {
+    connections: &'a ClusterConnections,
+    cluster: &'a str,
+    worker: &'a Worker,
+    held: Option<OwnedSemaphorePermit>,
+}
+
+impl JobSlot<'_> {
+    /// Takes the slot unless held already; waits (as the step's outcome) while none is free.
+    async fn take(&mut self) -> StepFlow<()> {
+        if self.held.is_none() {
+            self.held = Some(self.connections.job_slot(self.cluster, self.worker).await?);
+        }
+        Ok(())
+    }
+}
+
+/// Waits while ONTAP settles the SVM's state, and starts a stopped one.
+async fn start_if_stopped(
+    client: &OntapClient,
+    found: &Svm,
+    slot: &mut JobSlot<'_>,
+) -> StepFlow<()> {
+    match found.state {
+        Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
+            Err(Waiting::SvmSettling
+                .wait(
                     format!("ONTAP reports the SVM as {:?}", found.state),
                     ONTAP_SETTLING,
-                ));
-            }
-            Some(SvmState::Deleting) => {
-                return Ok(
-                    Waiting::SvmDeleting.outcome("ONTAP is deleting the SVM", ONTAP_SETTLING)
-                );
-            }
-            Some(SvmState::Stopped) => {
-                job_slot!();
-                let start = SvmPatch {
-                    state: Some(SvmTargetState::Running),
-                    ..SvmPatch::default()
-                };
-                if let Some(wait) = job(
-                    client.patch_svm(&found.uuid, &start).await,
-                    Failed::SvmStart,
-                )? {
-                    return Ok(Outcome::Waiting(wait));
-                }
-                return Ok(Waiting::SvmStarting
-                    .outcome("the SVM was stopped; it is being started", ONTAP_SETTLING));
-            }
-            _ => {}
+                )
+                .into())
         }
-        // A protocol is switched on its service, which is no job: no job slot is needed.
-        for (protocol, enabled) in protocol_changes(&svm.spec.protocols, &found) {
-            client
-                .set_protocol(&found.uuid, protocol, enabled)
-                .await
-                .map_err(|e| ontap_error(Failed::SvmProtocols, e))?;
-            changed = true;
+        Some(SvmState::Deleting) => Err(Waiting::SvmDeleting
+            .wait("ONTAP is deleting the SVM", ONTAP_SETTLING)
+            .into()),
+        Some(SvmState::Stopped) => {
+            slot.take().await?;
+            let start = SvmPatch {
+                state: Some(SvmTargetState::Running),
+                ..SvmPatch::default()
+            };
+            if let Some(wait) = job(
+                client.patch_svm(&found.uuid, &start).await,
+                Failed::SvmStart,
+            )? {
+                return Err(wait.into());
+            }
+            Err(Waiting::SvmStarting
+                .wait("the SVM was stopped; it is being started", ONTAP_SETTLING)
+                .into())
         }
-        drop(slot);
-        Ok(if changed {
-            Outcome::Changed(found)
-        } else {
-            Outcome::Unchanged(found)
-        })
+        _ => Ok(()),
     }
 }
 
