@@ -146,7 +146,10 @@ async fn new_svms_have_a_locked_vsadmin_account() {
         .await;
     assert_eq!(status, StatusCode::OK);
     let (_, vsadmin) = mock.get(&path).await;
-    assert_eq!(vsadmin["locked"], true, "a password makes the lock state visible");
+    assert_eq!(
+        vsadmin["locked"], true,
+        "a password makes the lock state visible"
+    );
     let (status, _) = mock
         .as_user("vsadmin", "Unlocked123", "/api/svm/svms")
         .await;
@@ -391,7 +394,11 @@ async fn interface_lifecycle_and_errors() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(error_code(&body), "1967130", "a named home port that does not exist");
+    assert_eq!(
+        error_code(&body),
+        "1967130",
+        "a named home port that does not exist"
+    );
 
     let path = format!("/api/network/ip/interfaces/{uuid}");
     let (status, one) = mock.get(&path).await;

@@ -6,7 +6,9 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{Pairs, created, ok_empty, parse_body, refuse_unsettable, require_admin, wants_records};
+use super::{
+    Pairs, created, ok_empty, parse_body, refuse_unsettable, require_admin, wants_records,
+};
 use crate::{
     error::ApiResult,
     model::{InterfaceCreate, InterfacePatch, Principal, Row},

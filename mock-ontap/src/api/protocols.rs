@@ -38,7 +38,8 @@ pub fn routes(protocol: Protocol) -> Router<MockState> {
     Router::new()
         .route(
             collection,
-            get(move |s, w, q| list(protocol, s, w, q)).post(move |s, w, q, b| create(protocol, s, w, q, b)),
+            get(move |s, w, q| list(protocol, s, w, q))
+                .post(move |s, w, q, b| create(protocol, s, w, q, b)),
         )
         .route(
             &instance,

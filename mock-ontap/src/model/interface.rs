@@ -443,7 +443,10 @@ impl Model {
     /// interface lives on the node's VIP port.
     fn place(&self, location: &Location, vip: bool) -> ApiResult<(String, String)> {
         if let Some(domain) = &location.broadcast_domain
-            && domain.name.as_deref().is_some_and(|n| n != BROADCAST_DOMAIN)
+            && domain
+                .name
+                .as_deref()
+                .is_some_and(|n| n != BROADCAST_DOMAIN)
         {
             return Err(ApiError::invalid_value(
                 "location.broadcast_domain.name",
@@ -629,7 +632,9 @@ fn validate_netmask(netmask: &str, ipv4: bool) -> ApiResult<()> {
         }
         return Err(ApiError::bad_request(
             codes::PREFIX_OUT_OF_RANGE,
-            format!("Invalid prefix length {prefix}: the prefix length must be between 0 and {max}."),
+            format!(
+                "Invalid prefix length {prefix}: the prefix length must be between 0 and {max}."
+            ),
         )
         .with_target("ip.netmask"));
     }

@@ -139,7 +139,12 @@ impl Model {
     }
 
     /// The services of this protocol the principal may see, in SVM uuid order.
-    pub fn service_rows(&self, protocol: Protocol, who: &Principal, q: &ListQuery) -> Vec<ServiceRow> {
+    pub fn service_rows(
+        &self,
+        protocol: Protocol,
+        who: &Principal,
+        q: &ListQuery,
+    ) -> Vec<ServiceRow> {
         let start = q.cursor("svm.uuid").unwrap_or_default();
         self.svms
             .starting_at(start)
@@ -148,7 +153,12 @@ impl Model {
             .collect()
     }
 
-    pub fn service_json(&self, protocol: Protocol, who: &Principal, svm_uuid: &str) -> ApiResult<Value> {
+    pub fn service_json(
+        &self,
+        protocol: Protocol,
+        who: &Principal,
+        svm_uuid: &str,
+    ) -> ApiResult<Value> {
         self.svms
             .get(svm_uuid)
             .filter(|s| s.creating.is_none() && who.may_see(&s.uuid))
@@ -158,7 +168,11 @@ impl Model {
     }
 
     /// Creates the service of an SVM that has none; enabled unless `enabled: false`.
-    pub fn create_service(&mut self, protocol: Protocol, req: ServiceCreate) -> ApiResult<(String, Value)> {
+    pub fn create_service(
+        &mut self,
+        protocol: Protocol,
+        req: ServiceCreate,
+    ) -> ApiResult<(String, Value)> {
         let svm_ref = req.svm.ok_or_else(|| ApiError::missing_field("svm"))?;
         let svm = self.usable_svm(svm_ref.uuid.as_deref(), svm_ref.name.as_deref())?;
         if svm.protocol(protocol).service.is_some() {
@@ -173,8 +187,9 @@ impl Model {
         }
         let uuid = svm.uuid.clone();
         let enabled = req.enabled.unwrap_or(true);
-        self.svms
-            .update(&uuid, |svm| svm.protocol_mut(protocol).service = Some(enabled));
+        self.svms.update(&uuid, |svm| {
+            svm.protocol_mut(protocol).service = Some(enabled)
+        });
         let record = self
             .svms
             .get(&uuid)
@@ -200,13 +215,19 @@ impl Model {
     ) -> ApiResult<()> {
         self.service_json(protocol, who, svm_uuid)?;
         if let Some(enabled) = patch.enabled {
-            self.svms
-                .update(svm_uuid, |svm| svm.protocol_mut(protocol).service = Some(enabled));
+            self.svms.update(svm_uuid, |svm| {
+                svm.protocol_mut(protocol).service = Some(enabled)
+            });
         }
         Ok(())
     }
 
-    pub fn delete_service(&mut self, protocol: Protocol, who: &Principal, svm_uuid: &str) -> ApiResult<()> {
+    pub fn delete_service(
+        &mut self,
+        protocol: Protocol,
+        who: &Principal,
+        svm_uuid: &str,
+    ) -> ApiResult<()> {
         self.service_json(protocol, who, svm_uuid)?;
         self.svms
             .update(svm_uuid, |svm| svm.protocol_mut(protocol).service = None);

@@ -86,6 +86,10 @@ impl SvmPatch {
     /// Readable fields ONTAP sets only at creation: netapp-ontap's `SvmNfs`, `SvmIscsi` and
     /// `SvmNvme` list `enabled` in `postable_fields` but not in `patchable_fields`. The protocol
     /// is switched on its service (`/api/protocols/...`).
-    pub const NOT_PATCHABLE: &'static [&'static str] =
-        &["nfs.enabled", "iscsi.enabled", "nvme.enabled", "fcp.enabled"];
+    pub const NOT_PATCHABLE: &'static [&'static str] = &[
+        "nfs.enabled",
+        "iscsi.enabled",
+        "nvme.enabled",
+        "fcp.enabled",
+    ];
 }

@@ -43,7 +43,7 @@ impl Schema {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub fn to_json(self) -> Value {
         json!({ "path": self.path, "modelled": self.modelled, "ontap": self.ontap })
     }
 }
@@ -297,7 +297,10 @@ mod tests {
         assert!(INTERFACES.knows("ip"));
         assert!(INTERFACES.knows("location.home_node"));
         assert!(INTERFACES.knows("svm._links"));
-        assert!(!INTERFACES.knows("ip.adress"), "a typo below a modelled field");
+        assert!(
+            !INTERFACES.knows("ip.adress"),
+            "a typo below a modelled field"
+        );
         assert!(INTERFACES.knows("ddns_enabled"), "real, not modelled");
         assert!(!INTERFACES.knows("bogus"));
         assert!(AGGREGATES.knows("volume-count"));

@@ -231,14 +231,7 @@ pub const CLUSTER: &[&str] = &[
 ];
 
 /// `netapp_ontap.resources.BgpPeerGroup` (9.19.1.0): every top-level field.
-pub const BGP_PEER_GROUPS: &[&str] = &[
-    "ipspace",
-    "local",
-    "name",
-    "peer",
-    "state",
-    "uuid",
-];
+pub const BGP_PEER_GROUPS: &[&str] = &["ipspace", "local", "name", "peer", "state", "uuid"];
 
 /// `netapp_ontap.resources.NfsService` (9.19.1.0): every top-level field.
 pub const NFS_SERVICES: &[&str] = &[
@@ -267,21 +260,10 @@ pub const NFS_SERVICES: &[&str] = &[
 ];
 
 /// `netapp_ontap.resources.IscsiService` (9.19.1.0): every top-level field.
-pub const ISCSI_SERVICES: &[&str] = &[
-    "enabled",
-    "metric",
-    "statistics",
-    "svm",
-    "target",
-];
+pub const ISCSI_SERVICES: &[&str] = &["enabled", "metric", "statistics", "svm", "target"];
 
 /// `netapp_ontap.resources.NvmeService` (9.19.1.0): every top-level field.
-pub const NVME_SERVICES: &[&str] = &[
-    "enabled",
-    "metric",
-    "statistics",
-    "svm",
-];
+pub const NVME_SERVICES: &[&str] = &["enabled", "metric", "statistics", "svm"];
 
 /// `netapp_ontap.resources.SvmPeer` (9.19.1.0): every top-level field.
 pub const SVM_PEERS: &[&str] = &[
@@ -293,4 +275,3 @@ pub const SVM_PEERS: &[&str] = &[
     "svm",
     "uuid",
 ];
-
