@@ -7,6 +7,7 @@ API, not TLS); every test starts from `POST /_mock/reset`.
 """
 
 import os
+import sys
 import pathlib
 import subprocess
 import tempfile
@@ -17,6 +18,7 @@ import requests
 from netapp_ontap import HostConnection, config
 from netapp_ontap.error import NetAppRestError
 
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ADMIN = ("admin", "Netapp1!")
 
