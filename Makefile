@@ -56,9 +56,14 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control planes
+## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control
+## planes; then tests/conformance (pytest): mock-ontap driven by NetApp's netapp-ontap client.
+## Both run; either failing fails `make test`.
 test: deps lint
-	$(CARGO) test --workspace --no-fail-fast
+	@rc=0; $(CARGO) test --workspace --no-fail-fast || rc=$$?; \
+	source hack/lib.sh; source hack/versions.env; venv=$$(conformance_venv); \
+	PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \
+	exit $$rc
 
 ## bench: benchmarks that print their figures (tests/bench_svm.rs: 1,000 SVMs at once, BENCH_SVMS=n
 ## for another count; tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and

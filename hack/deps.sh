@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make run` / `make test` need on a fresh machine and is a no-op once it is there:
-# Debian packages for the scripts, then the Go-built binaries (cached outside the repository).
+# Debian packages for the scripts, then the Go-built binaries and the Python client of
+# tests/conformance (cached outside the repository).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -15,6 +16,8 @@ need setsid util-linux
 need ps procps
 need go golang-go
 need git git
+need python3 python3
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "hack/deps.sh: installing ${missing[*]} from Debian's packages" >&2
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -27,3 +30,8 @@ command -v cargo >/dev/null 2>&1 || { echo "hack/deps.sh: Rust (cargo) is requir
 "$here/tools.sh" helm >/dev/null
 "$here/tools.sh" gardener >/dev/null
 "$here/tools.sh" gardener-crds >/dev/null
+# shellcheck source=hack/lib.sh
+source "$here/lib.sh"
+# shellcheck source=hack/versions.env
+source "$here/versions.env"
+conformance_venv >/dev/null

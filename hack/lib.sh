@@ -86,3 +86,26 @@ attempt_failed() {
   log "attempt $1 failed; last log lines:"; tail -n 5 "$2" >&2 || true
   stop_pids "$3"
 }
+
+# conformance_venv: prints the path of the virtualenv with the Python client of tests/conformance
+# (netapp-ontap and pytest at hack/versions.env's pins), creating or updating it once in
+# ~/.cache/ontap-operator/venv; later calls only compare the pins. Needs hack/versions.env sourced.
+conformance_venv() {
+  local cache="${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator"
+  local venv="$cache/venv"
+  local pins="netapp-ontap==${NETAPP_ONTAP_VERSION:?} pytest==${PYTEST_VERSION:?}"
+  mkdir -p "$cache"
+  (
+    flock 9
+    if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.pins" 2>/dev/null)" = "$pins" ]; then
+      exit 0
+    fi
+    log "installing $pins into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2 || exit 1
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check $pins >&2 || exit 1
+    echo "$pins" >"$venv/.pins"
+  ) 9>"$cache/venv.lock" || die "could not install $pins into $venv"
+  echo "$venv"
+}

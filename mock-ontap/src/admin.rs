@@ -25,6 +25,13 @@ pub fn routes() -> Router<MockState> {
         .route("/_mock/requests", get(requests).delete(clear_requests))
         .route("/_mock/requests/counts", get(request_counts))
         .route("/_mock/config", get(config).put(update_config))
+        .route("/_mock/schema", get(schema))
+}
+
+/// The field names each collection accepts in `fields=` and as filters.
+async fn schema() -> Json<Value> {
+    let collections: Vec<Value> = crate::schema::ALL.iter().map(|s| s.to_json()).collect();
+    Json(json!({ "collections": collections }))
 }
 
 fn bad_request(message: impl Into<String>) -> Response {

@@ -15,6 +15,7 @@ pub mod codes {
     pub const NOT_FOUND: &str = "4";
     pub const NOT_AUTHORIZED: &str = "6";
     pub const UNEXPECTED_ARGUMENT: &str = "262179";
+    pub const FIELD_CANNOT_BE_SET: &str = "262196";
     pub const INVALID_FIELD_VALUE: &str = "262197";
     pub const SVM_JOB_LIMIT: &str = "13434894";
     pub const SVM_NAME_IN_USE: &str = "13434908";
@@ -27,7 +28,16 @@ pub mod codes {
     pub const SVM_NOT_FOUND: &str = "2621462";
     pub const DUPLICATE_IP: &str = "1376963";
     pub const LIF_NAME_EXISTS: &str = "1966140";
+    /// ONTAP had to pick a home port (none named) and found none.
     pub const NO_SUITABLE_PORT: &str = "1967153";
+    pub const HOME_PORT_NOT_FOUND: &str = "1967130";
+    pub const PREFIX_OUT_OF_RANGE: &str = "1966269";
+    pub const SVM_NAME_NOT_FOUND: &str = "1967146";
+    pub const SVM_UUID_NOT_FOUND: &str = "1967147";
+    pub const VIP_WITH_HOME_PORT: &str = "1967383";
+    pub const VIP_WITHOUT_BGP: &str = "1967384";
+    pub const VIP_NOT_HOST_MASK: &str = "1967385";
+    pub const PASSWORD_SAME_AS_CURRENT: &str = "7077925";
     pub const PASSWORD_CONTAINS_USERNAME: &str = "7077918";
     pub const PASSWORD_TOO_SHORT: &str = "7077919";
     pub const PASSWORD_NEEDS_ALNUM: &str = "7077920";
@@ -98,6 +108,15 @@ impl ApiError {
         Self::bad_request(
             codes::UNEXPECTED_ARGUMENT,
             format!("Unexpected argument \"{path}\"."),
+        )
+        .with_target(path)
+    }
+
+    /// A field ONTAP reads but this operation may not set.
+    pub fn cannot_set(path: &str) -> Self {
+        Self::bad_request(
+            codes::FIELD_CANNOT_BE_SET,
+            format!("Field \"{path}\" cannot be set in this operation."),
         )
         .with_target(path)
     }

@@ -29,6 +29,7 @@ mod middleware;
 mod model;
 mod query;
 mod requests;
+mod schema;
 mod server;
 mod state;
 pub mod tls;

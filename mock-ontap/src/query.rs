@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, codes};
+use crate::schema::Schema;
 
 /// Parameters that steer the request rather than filter records.
 const CONTROL_PARAMS: &[&str] = &[
@@ -15,7 +16,6 @@ const CONTROL_PARAMS: &[&str] = &[
     "return_records",
     "return_timeout",
     "order_by",
-    "ignore_unknown_fields",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,9 @@ impl ListQuery {
         }
     }
 
-    pub fn parse(pairs: Vec<(String, String)>) -> ApiResult<Self> {
+    /// Parses a collection query, refusing what `schema` does not know as ONTAP does: an unknown
+    /// `fields=` name with 262197, an unknown parameter with 262179.
+    pub fn parse(pairs: Vec<(String, String)>, schema: &Schema) -> ApiResult<Self> {
         let mut query = ListQuery {
             filters: Vec::new(),
             fields: Fields::Default,
@@ -76,7 +78,7 @@ impl ListQuery {
                 continue;
             }
             match key.as_str() {
-                "fields" => query.fields = parse_fields(&value),
+                "fields" => query.fields = parse_fields(&value, schema)?,
                 "max_records" => {
                     let n: usize = value
                         .parse()
@@ -85,6 +87,7 @@ impl ListQuery {
                 }
                 "return_records" => query.return_records = value == "true",
                 k if CONTROL_PARAMS.contains(&k) => {}
+                k if !schema.knows(k) => return Err(ApiError::unexpected_argument(k)),
                 _ => query.filters.push(Filter {
                     path: key.clone(),
                     pattern: value.clone(),
@@ -179,14 +182,35 @@ impl ListQuery {
     }
 }
 
-/// A single record's `fields=` handling: by-key GETs default to every field.
+/// Checks a by-key GET's query as ONTAP does: `fields=` names `schema` knows and no other
+/// parameter than the control ones.
+pub fn check_single(pairs: &[(String, String)], schema: &Schema) -> ApiResult<()> {
+    for (key, value) in pairs {
+        match key.as_str() {
+            "fields" => {
+                parse_fields(value, schema)?;
+            }
+            k if CONTROL_PARAMS.contains(&k) => {}
+            k => return Err(ApiError::unexpected_argument(k)),
+        }
+    }
+    Ok(())
+}
+
+/// A single record's `fields=` handling: by-key GETs default to every field. The query must
+/// have passed [`check_single`].
 pub fn project_single(
     pairs: &[(String, String)],
     record: &Value,
     default_fields: &[&str],
 ) -> Value {
-    match pairs.iter().rev().find(|(k, _)| k == "fields") {
-        Some((_, value)) => project(record, &parse_fields(value), default_fields),
+    let fields = pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "fields")
+        .map(|(_, v)| parse_fields_unchecked(v));
+    match fields {
+        Some(fields) => project(record, &fields, default_fields),
         None => record.clone(),
     }
 }
@@ -201,7 +225,22 @@ pub fn href(base: &str, params: &[(String, String)]) -> String {
     format!("{base}?{query}")
 }
 
-fn parse_fields(value: &str) -> Fields {
+/// `fields=a,b.c`, each name known to `schema` (else 262197, as ONTAP answers).
+fn parse_fields(value: &str, schema: &Schema) -> ApiResult<Fields> {
+    let fields = parse_fields_unchecked(value);
+    if let Fields::Some(list) = &fields
+        && let Some(unknown) = list.iter().find(|f| !schema.knows(f))
+    {
+        return Err(ApiError::bad_request(
+            codes::INVALID_FIELD_VALUE,
+            format!("The value \"{unknown}\" is invalid for field \"fields\" (<field,...>)."),
+        )
+        .with_target("fields"));
+    }
+    Ok(fields)
+}
+
+fn parse_fields_unchecked(value: &str) -> Fields {
     let list: Vec<String> = value
         .split(',')
         .map(str::trim)
@@ -342,7 +381,12 @@ mod tests {
 
     fn q(s: &str) -> ListQuery {
         let pairs = form_urlencoded::parse(s.as_bytes()).into_owned().collect();
-        ListQuery::parse(pairs).unwrap()
+        let schema = crate::schema::Schema {
+            path: "/api/x",
+            modelled: &["uuid", "name", "aggregates.name", "nfs.enabled"],
+            ontap: &["missing"],
+        };
+        ListQuery::parse(pairs, &schema).unwrap()
     }
 
     #[test]

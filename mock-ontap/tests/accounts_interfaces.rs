@@ -110,7 +110,10 @@ async fn new_svms_have_a_locked_vsadmin_account() {
         .get(&format!("/api/security/accounts/{svm}/vsadmin"))
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(vsadmin["locked"], true);
+    assert!(
+        vsadmin.get("locked").is_none(),
+        "ONTAP omits `locked` for an account without a password: {vsadmin}"
+    );
     let (status, body) = mock
         .post(
             "/api/security/accounts",
@@ -119,12 +122,40 @@ async fn new_svms_have_a_locked_vsadmin_account() {
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(error_code(&body), "1");
+    let path = format!("/api/security/accounts/{svm}/vsadmin");
+    // The lock state of an account without a password cannot change, not even in the PATCH
+    // that sets the password: first the password, then the lock state.
+    for body in [
+        json!({ "locked": false }),
+        json!({ "password": "Unlocked123", "locked": false }),
+    ] {
+        let (status, refused) = mock.call(Method::PATCH, &path, Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+        assert_eq!(refused["error"]["target"], "locked");
+    }
+    let (status, _) = mock
+        .as_user("vsadmin", "Unlocked123", "/api/svm/svms")
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "nothing was applied");
     let (status, _) = mock
         .call(
             Method::PATCH,
-            &format!("/api/security/accounts/{svm}/vsadmin"),
-            Some(json!({ "password": "Unlocked123", "locked": false })),
+            &path,
+            Some(json!({ "password": "Unlocked123" })),
         )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, vsadmin) = mock.get(&path).await;
+    assert_eq!(
+        vsadmin["locked"], true,
+        "a password makes the lock state visible"
+    );
+    let (status, _) = mock
+        .as_user("vsadmin", "Unlocked123", "/api/svm/svms")
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "still locked");
+    let (status, _) = mock
+        .call(Method::PATCH, &path, Some(json!({ "locked": false })))
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = mock
@@ -363,7 +394,11 @@ async fn interface_lifecycle_and_errors() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(error_code(&body), "1967153");
+    assert_eq!(
+        error_code(&body),
+        "1967130",
+        "a named home port that does not exist"
+    );
 
     let path = format!("/api/network/ip/interfaces/{uuid}");
     let (status, one) = mock.get(&path).await;
@@ -554,7 +589,7 @@ async fn vip_interfaces_need_bgp_a_host_mask_and_a_home_node() {
         .post("/api/network/ip/interfaces", vip("32", on_node.clone()))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "no BGP peer group yet");
-    assert_eq!(error_code(&body), "1967153");
+    assert_eq!(error_code(&body), "1967384");
 
     mock.post(
         "/api/network/ip/bgp/peer-groups",
@@ -566,6 +601,7 @@ async fn vip_interfaces_need_bgp_a_host_mask_and_a_home_node() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["error"]["target"], "ip.netmask");
+    assert_eq!(error_code(&body), "1967385");
     let (status, body) = mock
         .post("/api/network/ip/interfaces", vip("32", json!({})))
         .await;
@@ -582,6 +618,7 @@ async fn vip_interfaces_need_bgp_a_host_mask_and_a_home_node() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["error"]["target"], "location.home_port");
+    assert_eq!(error_code(&body), "1967383");
 
     let (status, body) = mock
         .post("/api/network/ip/interfaces", vip("32", on_node))

@@ -364,7 +364,7 @@ async fn patch_and_delete_are_jobs() {
         .call(
             Method::PATCH,
             &path,
-            Some(json!({ "state": "stopped", "comment": "c", "nfs": { "enabled": true } })),
+            Some(json!({ "state": "stopped", "comment": "c", "nfs": { "allowed": false } })),
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
@@ -373,7 +373,7 @@ async fn patch_and_delete_are_jobs() {
     let (_, svm) = mock.get(&path).await;
     assert_eq!(svm["state"], "stopped");
     assert_eq!(svm["comment"], "c");
-    assert_eq!(svm["nfs"]["enabled"], true);
+    assert_eq!(svm["nfs"], json!({ "enabled": false, "allowed": false }));
 
     let (status, body) = mock
         .call(Method::PATCH, &path, Some(json!({ "state": "exploded" })))
@@ -436,7 +436,7 @@ async fn mock_state_shows_records_in_full_shape_and_reset_clears() {
         state,
         json!({
             "svms": [], "accounts": [], "interfaces": [], "bgp_peer_groups": [], "jobs": [],
-            "job_stats": {"peak_in_flight": 0, "refused": 0}
+            "job_stats": {"peak_in_flight": 0, "refused": 0}, "ems_application_logs": []
         })
     );
     assert!(mock.requests("").await.is_empty());

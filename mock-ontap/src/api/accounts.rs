@@ -13,7 +13,8 @@ use super::{Pairs, created, ok_empty, parse_body, wants_records};
 use crate::{
     error::ApiResult,
     model::{AccountCreate, AccountPatch, Principal, Row},
-    query::{ListQuery, project_single},
+    query::{ListQuery, check_single, project_single},
+    schema,
     state::MockState,
 };
 
@@ -25,7 +26,7 @@ pub async fn list(
     Extension(who): Extension<Principal>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::ACCOUNTS)?;
     let rows = state.model().0.account_rows(&who, &q);
     Ok(Json(q.collection(
         "/api/security/accounts",
@@ -41,6 +42,7 @@ pub async fn get(
     Path((owner, name)): Path<(String, String)>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
+    check_single(&query, &schema::ACCOUNTS)?;
     let (model, _) = state.model();
     let account = model.account_json(&who, &owner, &name)?;
     Ok(Json(project_single(&query, &account, DEFAULT_FIELDS)))

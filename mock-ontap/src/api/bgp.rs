@@ -12,7 +12,8 @@ use super::{Pairs, created, ok_empty, parse_body, require_admin, wants_records};
 use crate::{
     error::ApiResult,
     model::{PeerGroupCreate, Principal, Row},
-    query::{ListQuery, project_single},
+    query::{ListQuery, check_single, project_single},
+    schema,
     state::MockState,
 };
 
@@ -26,7 +27,7 @@ pub async fn list(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::BGP_PEER_GROUPS)?;
     let rows = state.model().0.peer_group_rows(&q);
     Ok(Json(q.collection(
         PATH,
@@ -43,6 +44,7 @@ pub async fn get(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
+    check_single(&query, &schema::BGP_PEER_GROUPS)?;
     let group = state.model().0.peer_group_json(&uuid)?;
     Ok(Json(project_single(&query, &group, DEFAULT_FIELDS)))
 }

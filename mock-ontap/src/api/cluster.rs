@@ -11,17 +11,22 @@ use super::{Pairs, require_admin};
 use crate::{
     error::{ApiError, ApiResult},
     model::Principal,
-    query::{ListQuery, project_single},
+    query::{ListQuery, check_single, project_single},
+    schema,
     state::MockState,
 };
 
-pub async fn cluster(State(state): State<MockState>, Query(query): Query<Pairs>) -> Json<Value> {
+pub async fn cluster(
+    State(state): State<MockState>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    check_single(&query, &schema::CLUSTER)?;
     let (model, _) = state.model();
-    Json(project_single(
+    Ok(Json(project_single(
         &query,
         &model.cluster.to_json(),
         &["name", "uuid"],
-    ))
+    )))
 }
 
 pub async fn nodes(
@@ -30,7 +35,7 @@ pub async fn nodes(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::NODES)?;
     let (model, _) = state.model();
     let cluster = &model.cluster;
     let mut records: Vec<Value> = cluster.nodes.iter().map(|n| n.to_json(cluster)).collect();
@@ -50,6 +55,7 @@ pub async fn node(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
+    check_single(&query, &schema::NODES)?;
     let (model, _) = state.model();
     let cluster = &model.cluster;
     let node = cluster
@@ -68,7 +74,7 @@ pub async fn aggregates(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::AGGREGATES)?;
     let (model, _) = state.model();
     let mut records: Vec<Value> = model
         .cluster
@@ -92,6 +98,7 @@ pub async fn aggregate(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
+    check_single(&query, &schema::AGGREGATES)?;
     let (model, _) = state.model();
     let aggregate = model
         .cluster
@@ -110,7 +117,7 @@ pub async fn ports(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     require_admin(&who)?;
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::PORTS)?;
     let (model, _) = state.model();
     let mut records: Vec<Value> = model.cluster.ports.iter().map(|p| p.to_json()).collect();
     sort_by_uuid(&mut records);

@@ -6,11 +6,14 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{Pairs, created, ok_empty, parse_body, require_admin, wants_records};
+use super::{
+    Pairs, created, ok_empty, parse_body, refuse_unsettable, require_admin, wants_records,
+};
 use crate::{
     error::ApiResult,
-    model::{InterfaceCreate, Principal, Row},
-    query::{ListQuery, project_single},
+    model::{InterfaceCreate, InterfacePatch, Principal, Row},
+    query::{ListQuery, check_single, project_single},
+    schema,
     state::MockState,
 };
 
@@ -22,7 +25,7 @@ pub async fn list(
     Extension(who): Extension<Principal>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::INTERFACES)?;
     let rows = state.model().0.interface_rows(&who, &q);
     Ok(Json(q.collection(
         "/api/network/ip/interfaces",
@@ -38,6 +41,7 @@ pub async fn get(
     Path(uuid): Path<String>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
+    check_single(&query, &schema::INTERFACES)?;
     let (model, _) = state.model();
     let interface = model.interface_json(&who, &uuid)?;
     Ok(Json(project_single(&query, &interface, DEFAULT_FIELDS)))
@@ -68,5 +72,18 @@ pub async fn delete(
     require_admin(&who)?;
     let (mut model, _) = state.model();
     model.delete_interface(&who, &uuid)?;
+    Ok(ok_empty())
+}
+
+pub async fn patch(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path(uuid): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    require_admin(&who)?;
+    refuse_unsettable(&body, InterfacePatch::NOT_PATCHABLE)?;
+    let patch: InterfacePatch = parse_body(&body, InterfacePatch::FIELDS)?;
+    state.model().0.patch_interface(&uuid, patch)?;
     Ok(ok_empty())
 }

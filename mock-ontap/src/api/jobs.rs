@@ -8,7 +8,8 @@ use super::Pairs;
 use crate::{
     error::ApiResult,
     model::Row,
-    query::{ListQuery, project_single},
+    query::{ListQuery, check_single, project_single},
+    schema,
     state::MockState,
 };
 
@@ -18,7 +19,7 @@ pub async fn list(
     State(state): State<MockState>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::JOBS)?;
     let rows = {
         let (model, now) = state.model();
         model.job_rows(&q, now)
@@ -36,6 +37,7 @@ pub async fn get(
     Path(uuid): Path<String>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
+    check_single(&query, &schema::JOBS)?;
     let (model, now) = state.model();
     let job = model.job_json(&uuid, now)?;
     Ok(Json(project_single(&query, &job, KEYS)))

@@ -6,6 +6,8 @@ mod bgp;
 mod cluster;
 mod interfaces;
 mod jobs;
+mod protocols;
+mod support;
 mod svms;
 
 use axum::{
@@ -14,7 +16,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     middleware,
     response::{IntoResponse, Response},
-    routing::{any, get},
+    routing::{any, get, post},
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -22,7 +24,7 @@ use serde_json::{Value, json};
 use crate::{
     error::{ApiError, ApiResult, codes},
     middleware::{auth, inject},
-    model::{Job, Principal},
+    model::{Job, Principal, Protocol},
     state::MockState,
 };
 
@@ -47,7 +49,9 @@ pub fn routes(state: MockState) -> Router<MockState> {
         )
         .route(
             "/api/network/ip/interfaces/{uuid}",
-            get(interfaces::get).delete(interfaces::delete),
+            get(interfaces::get)
+                .patch(interfaces::patch)
+                .delete(interfaces::delete),
         )
         .route(
             "/api/network/ip/bgp/peer-groups",
@@ -67,6 +71,14 @@ pub fn routes(state: MockState) -> Router<MockState> {
                 .patch(accounts::patch)
                 .delete(accounts::delete),
         )
+        .route("/api/svm/peers", get(support::svm_peers))
+        .route(
+            "/api/support/ems/application-logs",
+            post(support::ems_application_log),
+        )
+        .merge(protocols::routes(Protocol::Nfs))
+        .merge(protocols::routes(Protocol::Iscsi))
+        .merge(protocols::routes(Protocol::Nvme))
         .route("/api", any(api_not_found))
         .route("/api/{*rest}", any(api_not_found))
         .method_not_allowed_fallback(method_not_allowed)
@@ -119,6 +131,22 @@ fn parse_body<T: DeserializeOwned>(body: &Bytes, allowed: &[&str]) -> ApiResult<
     serde_json::from_value(value).map_err(|e| {
         ApiError::bad_request(codes::INVALID_FIELD_VALUE, format!("Invalid value: {e}"))
     })
+}
+
+/// Refuses a body that sets a field ONTAP reads but does not let this operation set: 400
+/// `262196` `Field "x" cannot be set in this operation.` (ONTAP's generic code for it).
+fn refuse_unsettable(body: &Bytes, unsettable: &[&str]) -> ApiResult<()> {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Ok(()); // parse_body reports the malformed JSON
+    };
+    match unsettable.iter().find(|path| {
+        path.split('.')
+            .try_fold(&value, |v, key| v.get(key))
+            .is_some()
+    }) {
+        Some(path) => Err(ApiError::cannot_set(path)),
+        None => Ok(()),
+    }
 }
 
 fn check_fields(value: &Value, prefix: &str, allowed: &[&str]) -> ApiResult<()> {

@@ -6,11 +6,14 @@ use axum::{
 };
 use serde_json::Value;
 
-use super::{Pairs, accepted, parse_body, require_admin, wants_records, with_location};
+use super::{
+    Pairs, accepted, parse_body, refuse_unsettable, require_admin, wants_records, with_location,
+};
 use crate::{
     error::ApiResult,
     model::{InjectedFailure, Principal, Row, SvmCreate, SvmPatch},
-    query::{ListQuery, project_single},
+    query::{ListQuery, check_single, project_single},
+    schema,
     state::MockState,
 };
 
@@ -22,7 +25,7 @@ pub async fn list(
     Extension(who): Extension<Principal>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    let q = ListQuery::parse(query)?;
+    let q = ListQuery::parse(query, &schema::SVMS)?;
     let rows = {
         let (model, now) = state.model();
         model.svm_rows(&who, &q, now)
@@ -41,6 +44,7 @@ pub async fn get(
     Path(uuid): Path<String>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
+    check_single(&query, &schema::SVMS)?;
     let (model, now) = state.model();
     let svm = model.svm_json(&who, &uuid, now)?;
     Ok(Json(project_single(&query, &svm, DEFAULT_FIELDS)))
@@ -73,6 +77,7 @@ pub async fn patch(
     body: Bytes,
 ) -> ApiResult<Response> {
     require_admin(&who)?;
+    refuse_unsettable(&body, SvmPatch::NOT_PATCHABLE)?;
     let patch: SvmPatch = parse_body(&body, SvmPatch::FIELDS)?;
     let (mut model, now) = state.model();
     let job = model.patch_svm(&uuid, patch, failure.map(|Extension(f)| f), now)?;

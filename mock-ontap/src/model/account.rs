@@ -164,23 +164,27 @@ pub struct AccountRow {
     name: String,
     role: String,
     applications: Vec<Application>,
-    locked: bool,
+    /// `None` for an account without a password: ONTAP does not report `locked` for it.
+    locked: Option<bool>,
     comment: String,
 }
 
 impl Row for AccountRow {
     fn to_json(&self) -> Value {
-        json!({
+        let mut account = json!({
             "owner": { "uuid": self.owner_uuid, "name": self.owner_name,
                 "_links": { "self": { "href": format!("/api/svm/svms/{}", self.owner_uuid) } } },
             "name": self.name,
             "role": { "name": self.role },
             "applications": self.applications,
-            "locked": self.locked,
             "comment": self.comment,
             "scope": "svm",
             "_links": { "self": { "href": format!("/api/security/accounts/{}/{}", self.owner_uuid, self.name) } },
-        })
+        });
+        if let (Some(locked), Some(obj)) = (self.locked, account.as_object_mut()) {
+            obj.insert("locked".into(), json!(locked));
+        }
+        account
     }
 }
 
@@ -217,7 +221,7 @@ impl Model {
             name: account.name.clone(),
             role: account.role.clone(),
             applications: account.applications.clone(),
-            locked: account.locked,
+            locked: account.password.is_some().then_some(account.locked),
             comment: account.comment.clone(),
         }
     }
@@ -350,7 +354,24 @@ impl Model {
         if let Some(applications) = &patch.applications {
             validate_applications(applications)?;
         }
+        if patch.locked.is_some() && account.password.is_none() {
+            // Even with a password in the same PATCH: the password first, then the lock state.
+            return Err(ApiError::bad_request(
+                codes::INVALID_FIELD,
+                format!(
+                    "Cannot lock or unlock user \"{name}\": the account has no password. Set a password first."
+                ),
+            )
+            .with_target("locked"));
+        }
         if let Some(password) = &patch.password {
+            if account.password.as_deref() == Some(password.as_str()) {
+                return Err(ApiError::bad_request(
+                    codes::PASSWORD_SAME_AS_CURRENT,
+                    "The new password must be different from the current password.",
+                )
+                .with_target("password"));
+            }
             let mut recent: Vec<&str> = account.history.iter().map(String::as_str).collect();
             recent.extend(account.password.as_deref());
             let skip = recent.len().saturating_sub(history_len);

@@ -170,7 +170,7 @@ impl Aggregate {
             "name": self.name,
             "node": self.node.reference(),
             "state": "online",
-            "volume_count": 0,
+            "volume-count": 0,
             "space": { "block_storage": {
                 "size": self.size_bytes, "available": self.size_bytes, "used": 0,
             } },

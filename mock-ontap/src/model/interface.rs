@@ -15,13 +15,35 @@ use super::{
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
 
-const SERVICE_POLICIES: &[&str] = &[
-    "default-data-files",
-    "default-data-blocks",
-    "default-data-iscsi",
-    "default-data-nvme-tcp",
-    "default-management",
+/// The built-in service policies of a data SVM the mock knows, with the `services` ONTAP derives
+/// from each (REST spells services with underscores: `data_nfs`, CLI `data-nfs`).
+/// `default-data-files` is as netapp-ontap's `IpServicePolicy` example shows it; the others keep
+/// `data_core` plus the one data service their name stands for, as far as NetApp's material shows
+/// it (see README, "not confirmed").
+const SERVICE_POLICIES: &[(&str, &[&str])] = &[
+    (
+        "default-data-files",
+        &["data_core", "data_nfs", "data_cifs", "data_flexcache"],
+    ),
+    ("default-data-blocks", &["data_core", "data_iscsi"]),
+    ("default-data-iscsi", &["data_core", "data_iscsi"]),
+    ("default-data-nvme-tcp", &["data_core", "data_nvme_tcp"]),
+    (
+        "default-management",
+        &["data_core", "management_https", "management_ssh"],
+    ),
 ];
+
+/// The services of a known service policy.
+fn services_of(policy: &str) -> Option<&'static [&'static str]> {
+    SERVICE_POLICIES
+        .iter()
+        .find(|(name, _)| *name == policy)
+        .map(|(_, services)| *services)
+}
+
+/// The broadcast domain every port of the mock is in.
+const BROADCAST_DOMAIN: &str = "Default";
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct IpSpec {
@@ -38,6 +60,10 @@ pub struct PortRef {
 pub struct Location {
     pub home_node: Option<NameRef>,
     pub home_port: Option<PortRef>,
+    pub broadcast_domain: Option<NameRef>,
+    pub auto_revert: Option<bool>,
+    // `is_home: true` (revert to the home port) is accepted and changes nothing: the mock's
+    // interfaces never leave home.
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -64,10 +90,48 @@ impl InterfaceCreate {
         "location.home_node.name",
         "location.home_port.name",
         "location.home_port.node.name",
+        "location.broadcast_domain.name",
+        "location.broadcast_domain.uuid",
         "location.auto_revert",
         "service_policy.name",
         "ipspace.name",
         "vip",
+    ];
+}
+
+/// Body of `PATCH /api/network/ip/interfaces/{uuid}`: what netapp-ontap's `IpInterface` lists as
+/// patchable and the mock models.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct InterfacePatch {
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    pub ip: Option<IpSpec>,
+    pub location: Option<Location>,
+    pub service_policy: Option<NameRef>,
+}
+
+impl InterfacePatch {
+    pub const FIELDS: &'static [&'static str] = &[
+        "name",
+        "enabled",
+        "ip.address",
+        "ip.netmask",
+        "location.home_node.uuid",
+        "location.home_node.name",
+        "location.home_port.name",
+        "location.home_port.node.name",
+        "location.auto_revert",
+        "location.is_home",
+        "service_policy.name",
+    ];
+
+    /// Readable, but set only at creation (netapp-ontap: postable, not patchable).
+    pub const NOT_PATCHABLE: &'static [&'static str] = &[
+        "svm",
+        "vip",
+        "scope",
+        "ipspace",
+        "location.broadcast_domain",
     ];
 }
 
@@ -82,6 +146,7 @@ pub struct Interface {
     pub port: String,
     pub service_policy: String,
     pub enabled: bool,
+    pub auto_revert: bool,
     /// Announced through BGP from a VIP port rather than homed on an ethernet port.
     pub vip: bool,
 }
@@ -180,7 +245,7 @@ impl Interface {
         } else {
             "ipv4"
         };
-        json!({
+        let mut interface = json!({
             "uuid": self.uuid,
             "name": self.name,
             "enabled": self.enabled,
@@ -192,12 +257,21 @@ impl Interface {
             "location": {
                 "home_node": node, "home_port": port,
                 "node": node, "port": port,
-                "is_home": true, "auto_revert": false,
+                "is_home": true, "auto_revert": self.auto_revert,
+                "broadcast_domain": { "name": BROADCAST_DOMAIN },
             },
             "service_policy": { "name": self.service_policy },
+            "services": services_of(&self.service_policy).unwrap_or_default(),
             "vip": self.vip,
             "_links": { "self": { "href": format!("/api/network/ip/interfaces/{}", self.uuid) } },
-        })
+        });
+        // A VIP port is in no broadcast domain.
+        if let (true, Some(location)) = (self.vip, interface.get_mut("location"))
+            && let Some(obj) = location.as_object_mut()
+        {
+            obj.remove("broadcast_domain");
+        }
+        interface
     }
 }
 
@@ -259,10 +333,7 @@ impl Model {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::missing_field("name"))?;
         let svm_ref = req.svm.ok_or_else(|| ApiError::missing_field("svm"))?;
-        let svm_uuid = self
-            .usable_svm(svm_ref.uuid.as_deref(), svm_ref.name.as_deref())?
-            .uuid
-            .clone();
+        let svm_uuid = self.interface_svm(&svm_ref)?;
         let ip = req.ip.unwrap_or_default();
         let address = ip
             .address
@@ -279,32 +350,15 @@ impl Model {
         if vip {
             self.check_vip(&netmask, parsed, &location)?;
         }
-        let (node_uuid, port) = self.place(location, vip)?;
+        let auto_revert = location.auto_revert.unwrap_or(true);
+        let (node_uuid, port) = self.place(&location, vip)?;
         let service_policy = req
             .service_policy
             .and_then(|p| p.name)
             .unwrap_or_else(|| "default-data-files".into());
-        if !SERVICE_POLICIES.contains(&service_policy.as_str()) {
-            return Err(ApiError::invalid_value(
-                "service_policy.name",
-                &service_policy,
-            ));
-        }
+        validate_service_policy(&service_policy)?;
         let canonical_ip = parsed.to_string();
-        if self.interfaces.by_ip.contains_key(&canonical_ip) {
-            return Err(ApiError::conflict(
-                codes::DUPLICATE_IP,
-                format!("Duplicate IP address {canonical_ip}."),
-            )
-            .with_target("ip.address"));
-        }
-        if self.interfaces.of_svm(&svm_uuid).any(|i| i.name == name) {
-            return Err(ApiError::conflict(
-                codes::LIF_NAME_EXISTS,
-                format!("An interface with the name \"{name}\" already exists in this SVM."),
-            )
-            .with_target("name"));
-        }
+        self.check_unique(&svm_uuid, &canonical_ip, &name, None)?;
         let uuid = Uuid::new_v4().to_string();
         let interface = Interface {
             uuid: uuid.clone(),
@@ -316,16 +370,90 @@ impl Model {
             port,
             service_policy,
             enabled: req.enabled.unwrap_or(true),
+            auto_revert,
             vip,
         };
         self.interfaces.insert(interface);
         Ok((uuid, name))
     }
 
-    /// The home node and port of a new interface: the ones named, else the first node and its
-    /// first port; a VIP interface lives on the node's VIP port.
-    fn place(&self, location: Location, vip: bool) -> ApiResult<(String, String)> {
-        let node = match location.home_node {
+    /// The SVM a new interface names: ONTAP answers an unknown `svm.name` with 1967146 and an
+    /// unknown `svm.uuid` with 1967147 (the codes of its service-policy and interface POSTs).
+    fn interface_svm(&self, svm: &NameRef) -> ApiResult<String> {
+        if let Some(name) = &svm.name
+            && self.svms.uuid_of(name).is_none()
+        {
+            return Err(ApiError::bad_request(
+                codes::SVM_NAME_NOT_FOUND,
+                format!("Svm.name \"{name}\" does not exist."),
+            )
+            .with_target("svm.name"));
+        }
+        if let Some(uuid) = &svm.uuid
+            && self.svms.get(uuid).is_none()
+        {
+            return Err(ApiError::bad_request(
+                codes::SVM_UUID_NOT_FOUND,
+                format!("Svm.uuid \"{uuid}\" does not exist."),
+            )
+            .with_target("svm.uuid"));
+        }
+        Ok(self
+            .usable_svm(svm.uuid.as_deref(), svm.name.as_deref())?
+            .uuid
+            .clone())
+    }
+
+    /// IP addresses are unique cluster-wide (one IPspace), names per SVM.
+    fn check_unique(
+        &self,
+        svm_uuid: &str,
+        ip: &str,
+        name: &str,
+        except: Option<&str>,
+    ) -> ApiResult<()> {
+        if self
+            .interfaces
+            .by_ip
+            .get(ip)
+            .is_some_and(|u| Some(u.as_str()) != except)
+        {
+            return Err(ApiError::conflict(
+                codes::DUPLICATE_IP,
+                format!("Duplicate IP address {ip}."),
+            )
+            .with_target("ip.address"));
+        }
+        if self
+            .interfaces
+            .of_svm(svm_uuid)
+            .any(|i| i.name == name && Some(i.uuid.as_str()) != except)
+        {
+            return Err(ApiError::conflict(
+                codes::LIF_NAME_EXISTS,
+                format!("An interface with the name \"{name}\" already exists in this SVM."),
+            )
+            .with_target("name"));
+        }
+        Ok(())
+    }
+
+    /// The home node and port of an interface: the ones named, else (ONTAP picks) the first
+    /// port of the named node or, with only a broadcast domain, of the first node; a VIP
+    /// interface lives on the node's VIP port.
+    fn place(&self, location: &Location, vip: bool) -> ApiResult<(String, String)> {
+        if let Some(domain) = &location.broadcast_domain
+            && domain
+                .name
+                .as_deref()
+                .is_some_and(|n| n != BROADCAST_DOMAIN)
+        {
+            return Err(ApiError::invalid_value(
+                "location.broadcast_domain.name",
+                domain.name.as_deref().unwrap_or_default(),
+            ));
+        }
+        let node = match &location.home_node {
             Some(r) => self
                 .cluster
                 .node_by(r.uuid.as_deref(), r.name.as_deref())
@@ -340,10 +468,11 @@ impl Model {
             // ONTAP picks the node's VIP port, which is in no broadcast domain of the mock.
             VIP_PORT.to_string()
         } else {
-            match location.home_port.and_then(|p| p.name) {
-                Some(port) => self.cluster.port(&node.uuid, &port).ok_or_else(|| {
-                    no_port(&format!("port {port} does not exist on node {}", node.name))
-                })?,
+            match location.home_port.as_ref().and_then(|p| p.name.as_deref()) {
+                Some(port) => self
+                    .cluster
+                    .port(&node.uuid, port)
+                    .ok_or_else(|| no_such_port(port, &node.name))?,
                 None => self
                     .cluster
                     .ports
@@ -357,6 +486,64 @@ impl Model {
         Ok((node.uuid.clone(), port))
     }
 
+    /// `PATCH /api/network/ip/interfaces/{uuid}`: synchronous in ONTAP.
+    pub fn patch_interface(&mut self, uuid: &str, patch: InterfacePatch) -> ApiResult<()> {
+        let current = self
+            .interfaces
+            .by_uuid
+            .get(uuid)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found("uuid"))?;
+        let mut next = current.clone();
+        if let Some(name) = patch.name {
+            if name.is_empty() {
+                return Err(ApiError::invalid_value("name", "empty"));
+            }
+            next.name = name;
+        }
+        if let Some(enabled) = patch.enabled {
+            next.enabled = enabled;
+        }
+        if let Some(ip) = patch.ip {
+            let address = ip.address.unwrap_or_else(|| current.ip.clone());
+            let parsed: IpAddr = address
+                .parse()
+                .map_err(|_| ApiError::invalid_value("ip.address", &address))?;
+            let netmask = ip.netmask.unwrap_or_else(|| current.netmask.clone());
+            validate_netmask(&netmask, parsed.is_ipv4())?;
+            next.ip = parsed.to_string();
+            next.netmask = netmask;
+        }
+        if let Some(policy) = patch.service_policy.and_then(|p| p.name) {
+            validate_service_policy(&policy)?;
+            next.service_policy = policy;
+        }
+        if let Some(location) = patch.location {
+            if let Some(auto_revert) = location.auto_revert {
+                next.auto_revert = auto_revert;
+            }
+            if location.home_node.is_some() || location.home_port.is_some() {
+                if current.vip && location.home_port.is_some() {
+                    return Err(vip_home_port());
+                }
+                let mut target = location.clone();
+                if target.home_node.is_none() {
+                    target.home_node = Some(NameRef {
+                        uuid: Some(current.node_uuid.clone()),
+                        name: None,
+                    });
+                }
+                let (node_uuid, port) = self.place(&target, current.vip)?;
+                next.node_uuid = node_uuid;
+                next.port = port;
+            }
+        }
+        self.check_unique(&current.svm_uuid, &next.ip, &next.name, Some(uuid))?;
+        self.interfaces.remove(uuid);
+        self.interfaces.insert(next);
+        Ok(())
+    }
+
     pub fn delete_interface(&mut self, who: &Principal, uuid: &str) -> ApiResult<()> {
         match self.interfaces.by_uuid.get(uuid) {
             Some(i) if who.may_see(&i.svm_uuid) => {
@@ -367,32 +554,33 @@ impl Model {
         }
     }
 
-    /// What ONTAP asks of a VIP interface: it is in no subnet, so its mask covers the address
-    /// alone and ONTAP cannot place it by subnet (a home node is named); it lives on a VIP port,
-    /// never an ethernet one; and only a BGP peer group makes that port reachable.
+    /// What ONTAP asks of a VIP interface: it lives on a VIP port, never an ethernet one
+    /// (1967383); it is in no subnet, so its mask covers the address alone (1967385) and ONTAP
+    /// cannot place it by subnet (a home node is named); and only BGP sessions make that port
+    /// reachable (1967384).
     fn check_vip(&self, netmask: &str, address: IpAddr, location: &Location) -> ApiResult<()> {
+        if location.home_port.is_some() {
+            return Err(vip_home_port());
+        }
         let full = if address.is_ipv4() { 32 } else { 128 };
         let host_route = netmask.parse::<u8>() == Ok(full)
             || (address.is_ipv4() && netmask == "255.255.255.255");
         if !host_route {
-            return Err(ApiError::invalid_value(
-                "ip.netmask",
-                format!("a VIP interface is in no subnet: its netmask must be /{full}"),
-            ));
-        }
-        if location.home_port.is_some() {
-            return Err(ApiError::invalid_value(
-                "location.home_port",
-                "a VIP interface is homed on a VIP port, not an ethernet port",
-            ));
+            return Err(ApiError::bad_request(
+                codes::VIP_NOT_HOST_MASK,
+                format!("The netmask of a VIP interface must be /{full}: a VIP is in no subnet."),
+            )
+            .with_target("ip.netmask"));
         }
         if location.home_node.is_none() {
             return Err(ApiError::missing_field("location.home_node"));
         }
         if self.peer_groups.is_empty() {
-            return Err(no_port(
-                "no BGP peer group announces VIP interfaces in this IPspace",
-            ));
+            return Err(ApiError::bad_request(
+                codes::VIP_WITHOUT_BGP,
+                "A VIP interface needs BGP sessions: no BGP peer group announces VIP interfaces in this IPspace.",
+            )
+            .with_target("vip"));
         }
         Ok(())
     }
@@ -401,6 +589,15 @@ impl Model {
 /// The VIP port ONTAP creates on a node for its IPspace.
 const VIP_PORT: &str = "v0a";
 
+fn vip_home_port() -> ApiError {
+    ApiError::bad_request(
+        codes::VIP_WITH_HOME_PORT,
+        "A VIP interface cannot have a home port: it is homed on the node's VIP port.",
+    )
+    .with_target("location.home_port")
+}
+
+/// ONTAP had to pick a port and found none.
 fn no_port(detail: &str) -> ApiError {
     ApiError::bad_request(
         codes::NO_SUITABLE_PORT,
@@ -409,19 +606,44 @@ fn no_port(detail: &str) -> ApiError {
     .with_target("location.home_port")
 }
 
-/// Accepts a prefix length (`24`) or, for IPv4, a dotted mask (`255.255.255.0`).
+/// The named home port does not exist on the home node.
+fn no_such_port(port: &str, node: &str) -> ApiError {
+    ApiError::bad_request(
+        codes::HOME_PORT_NOT_FOUND,
+        format!("Port \"{port}\" does not exist on node \"{node}\"."),
+    )
+    .with_target("location.home_port.name")
+}
+
+fn validate_service_policy(policy: &str) -> ApiResult<()> {
+    match services_of(policy) {
+        Some(_) => Ok(()),
+        None => Err(ApiError::invalid_value("service_policy.name", policy)),
+    }
+}
+
+/// Accepts a prefix length (`24`) or, for IPv4, a dotted mask (`255.255.255.0`). A prefix
+/// length beyond the family's is 1966269; anything else unreadable is an invalid value.
 fn validate_netmask(netmask: &str, ipv4: bool) -> ApiResult<()> {
-    let max = if ipv4 { 32 } else { 128 };
-    let ok = match netmask.parse::<u8>() {
-        Ok(prefix) => prefix <= max,
-        Err(_) => {
-            ipv4 && netmask.parse::<std::net::Ipv4Addr>().is_ok_and(|m| {
-                let bits = u32::from(m);
-                bits.leading_ones() + bits.trailing_zeros() == 32
-            })
+    let max: u32 = if ipv4 { 32 } else { 128 };
+    if let Ok(prefix) = netmask.parse::<u32>() {
+        if prefix <= max {
+            return Ok(());
         }
-    };
-    if ok {
+        return Err(ApiError::bad_request(
+            codes::PREFIX_OUT_OF_RANGE,
+            format!(
+                "Invalid prefix length {prefix}: the prefix length must be between 0 and {max}."
+            ),
+        )
+        .with_target("ip.netmask"));
+    }
+    let dotted = ipv4
+        && netmask.parse::<std::net::Ipv4Addr>().is_ok_and(|m| {
+            let bits = u32::from(m);
+            bits.leading_ones() + bits.trailing_zeros() == 32
+        });
+    if dotted {
         Ok(())
     } else {
         Err(ApiError::invalid_value("ip.netmask", netmask))

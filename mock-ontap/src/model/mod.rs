@@ -14,6 +14,7 @@ mod bgp;
 pub mod cluster;
 mod interface;
 mod job;
+mod protocol;
 mod svm;
 mod svm_request;
 
@@ -27,8 +28,9 @@ use serde_json::{Value, json};
 
 pub use account::{AccountCreate, AccountPatch};
 pub use bgp::PeerGroupCreate;
-pub use interface::InterfaceCreate;
+pub use interface::{InterfaceCreate, InterfacePatch};
 pub use job::{InjectedFailure, Job};
+pub use protocol::{Protocol, ServiceCreate, ServicePatch};
 pub use svm_request::{SvmCreate, SvmPatch};
 
 use crate::config::{MockConfig, Settings};
@@ -120,8 +122,13 @@ pub struct Model {
     interfaces: interface::Interfaces,
     peer_groups: bgp::PeerGroups,
     jobs: job::Jobs,
+    /// `POST /api/support/ems/application-logs` bodies, newest last (at most [`EMS_LOGS`]).
+    ems_logs: std::collections::VecDeque<Value>,
     clock: Clock,
 }
+
+/// How many EMS application logs the model keeps for `/_mock/state`.
+pub const EMS_LOGS: usize = 100;
 
 impl Model {
     pub fn new(config: &MockConfig) -> anyhow::Result<Self> {
@@ -133,6 +140,7 @@ impl Model {
             interfaces: interface::Interfaces::default(),
             peer_groups: bgp::PeerGroups::default(),
             jobs: job::Jobs::default(),
+            ems_logs: std::collections::VecDeque::new(),
             clock: Clock::new(),
         })
     }
@@ -145,6 +153,14 @@ impl Model {
         }
         self.jobs
             .expire(now, Duration::from_millis(self.settings.job_expiry_ms));
+    }
+
+    /// Records an EMS application log as ONTAP would raise its `app.log.*` event.
+    pub fn log_ems(&mut self, log: Value) {
+        if self.ems_logs.len() == EMS_LOGS {
+            self.ems_logs.pop_front();
+        }
+        self.ems_logs.push_back(log);
     }
 
     /// Everything, as `GET …?fields=**` would show it to the admin; for `/_mock/state`.
@@ -160,6 +176,7 @@ impl Model {
             bgp_peer_groups: self.peer_group_rows(&everything),
             jobs: self.job_rows(&everything, now),
             job_stats: self.jobs.stats(),
+            ems_application_logs: self.ems_logs.iter().cloned().collect(),
         }
     }
 }
@@ -172,6 +189,7 @@ pub struct Snapshot {
     bgp_peer_groups: Vec<bgp::PeerGroupRow>,
     jobs: Vec<job::JobRow>,
     job_stats: Value,
+    ems_application_logs: Vec<Value>,
 }
 
 impl Snapshot {
@@ -186,6 +204,7 @@ impl Snapshot {
             "bgp_peer_groups": all(&self.bgp_peer_groups),
             "jobs": all(&self.jobs),
             "job_stats": self.job_stats,
+            "ems_application_logs": self.ems_application_logs,
         })
     }
 }

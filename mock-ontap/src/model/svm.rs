@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::job::{InjectedFailure, Job, SvmEffect};
-use super::svm_request::{NameRef, SvmCreate, SvmPatch, Toggle};
+use super::protocol::{Protocol, ProtocolState};
+use super::svm_request::{DnsSpec, NameRef, SvmCreate, SvmPatch, Toggle};
 use super::{Model, Principal, Row, cluster::Cluster, narrowest, single};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
@@ -31,9 +32,12 @@ pub struct Svm {
     pub language: String,
     pub state: String,
     pub aggregates: Vec<(String, String)>,
-    pub nfs: bool,
-    pub iscsi: bool,
-    pub nvme: bool,
+    pub nfs: ProtocolState,
+    pub iscsi: ProtocolState,
+    pub nvme: ProtocolState,
+    /// `dns` as given at creation; ONTAP's DNS configuration (`/api/name-services/dns`) is not
+    /// modelled beyond it.
+    pub dns: Option<DnsSpec>,
     pub creating: Option<Pending>,
     pub deleting: Option<Pending>,
 }
@@ -42,6 +46,22 @@ impl Svm {
     pub fn reference(&self) -> Value {
         json!({ "name": self.name, "uuid": self.uuid,
             "_links": { "self": { "href": format!("/api/svm/svms/{}", self.uuid) } } })
+    }
+
+    pub fn protocol(&self, protocol: Protocol) -> &ProtocolState {
+        match protocol {
+            Protocol::Nfs => &self.nfs,
+            Protocol::Iscsi => &self.iscsi,
+            Protocol::Nvme => &self.nvme,
+        }
+    }
+
+    pub fn protocol_mut(&mut self, protocol: Protocol) -> &mut ProtocolState {
+        match protocol {
+            Protocol::Nfs => &mut self.nfs,
+            Protocol::Iscsi => &mut self.iscsi,
+            Protocol::Nvme => &mut self.nvme,
+        }
     }
 
     fn state_at(&self, now: Instant) -> &str {
@@ -83,7 +103,7 @@ impl Svms {
     }
 
     /// Changes an SVM in place; a changed name moves in the index.
-    fn update(&mut self, uuid: &str, change: impl FnOnce(&mut Svm)) {
+    pub(super) fn update(&mut self, uuid: &str, change: impl FnOnce(&mut Svm)) {
         let Some(svm) = self.by_uuid.get_mut(uuid) else {
             return;
         };
@@ -96,7 +116,7 @@ impl Svms {
     }
 
     /// SVMs in uuid order, from the paging cursor on.
-    fn starting_at(&self, start: &str) -> impl Iterator<Item = &Svm> {
+    pub(super) fn starting_at(&self, start: &str) -> impl Iterator<Item = &Svm> {
         self.by_uuid.range(start.to_owned()..).map(|(_, svm)| svm)
     }
 }
@@ -117,13 +137,15 @@ impl Row for SvmRow {
 
 impl Svm {
     fn to_json(&self, cluster: &Cluster, now: Instant) -> Value {
-        let protocol = |enabled: bool| json!({ "enabled": enabled, "allowed": true });
+        // `enabled` is the protocol's service as `/api/protocols/...` shows it: false while no
+        // service exists.
+        let protocol = |p: &ProtocolState| json!({ "enabled": p.enabled(), "allowed": p.allowed });
         let aggregates: Vec<Value> = self
             .aggregates
             .iter()
             .map(|(uuid, name)| json!({ "name": name, "uuid": uuid }))
             .collect();
-        json!({
+        let mut svm = json!({
             "uuid": self.uuid,
             "name": self.name,
             "subtype": "default",
@@ -132,13 +154,20 @@ impl Svm {
             "language": self.language,
             "ipspace": cluster.ipspace_json(),
             "aggregates": aggregates,
-            "nfs": protocol(self.nfs),
-            "iscsi": protocol(self.iscsi),
-            "nvme": protocol(self.nvme),
+            "nfs": protocol(&self.nfs),
+            "iscsi": protocol(&self.iscsi),
+            "nvme": protocol(&self.nvme),
             "cifs": { "enabled": false, "allowed": true },
             "fcp": { "enabled": false, "allowed": true },
             "_links": { "self": { "href": format!("/api/svm/svms/{}", self.uuid) } },
-        })
+        });
+        if let (Some(dns), Some(obj)) = (&self.dns, svm.as_object_mut()) {
+            obj.insert(
+                "dns".into(),
+                json!({ "domains": dns.domains, "servers": dns.servers }),
+            );
+        }
+        svm
     }
 }
 
@@ -279,7 +308,7 @@ impl Model {
             failure,
             now,
         );
-        let enabled = |t: &Option<Toggle>| t.as_ref().and_then(|t| t.enabled).unwrap_or(false);
+        let protocol = |t: &Option<Toggle>| ProtocolState::at_create(t.as_ref());
         let svm = Svm {
             uuid: uuid.clone(),
             name: name.clone(),
@@ -287,9 +316,10 @@ impl Model {
             language: req.language.unwrap_or_else(|| "c.utf_8".into()),
             state: "running".into(),
             aggregates,
-            nfs: enabled(&req.nfs),
-            iscsi: enabled(&req.iscsi),
-            nvme: enabled(&req.nvme),
+            nfs: protocol(&req.nfs),
+            iscsi: protocol(&req.iscsi),
+            nvme: protocol(&req.nvme),
+            dns: req.dns,
             creating: Some(Pending {
                 start_at: job.start_at,
             }),
@@ -426,9 +456,9 @@ impl Svm {
         if let Some(aggregates) = aggregates {
             svm.aggregates = aggregates;
         }
-        let set = |flag: &mut bool, toggle: &Option<Toggle>| {
-            if let Some(enabled) = toggle.as_ref().and_then(|t| t.enabled) {
-                *flag = enabled;
+        let set = |state: &mut ProtocolState, toggle: &Option<Toggle>| {
+            if let Some(allowed) = toggle.as_ref().and_then(|t| t.allowed) {
+                state.allowed = allowed;
             }
         };
         set(&mut svm.nfs, &patch.nfs);

@@ -13,6 +13,16 @@ pub struct NameRef {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Toggle {
     pub enabled: Option<bool>,
+    pub allowed: Option<bool>,
+}
+
+/// `dns` of an SVM POST: the SVM's DNS domains and name servers.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DnsSpec {
+    #[serde(default)]
+    pub domains: Vec<String>,
+    #[serde(default)]
+    pub servers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -25,6 +35,7 @@ pub struct SvmCreate {
     pub nfs: Option<Toggle>,
     pub iscsi: Option<Toggle>,
     pub nvme: Option<Toggle>,
+    pub dns: Option<DnsSpec>,
 }
 
 impl SvmCreate {
@@ -42,6 +53,8 @@ impl SvmCreate {
         "iscsi.allowed",
         "nvme.enabled",
         "nvme.allowed",
+        "dns.domains",
+        "dns.servers",
     ];
 }
 
@@ -65,8 +78,18 @@ impl SvmPatch {
         "language",
         "aggregates.name",
         "aggregates.uuid",
+        "nfs.allowed",
+        "iscsi.allowed",
+        "nvme.allowed",
+    ];
+
+    /// Readable fields ONTAP sets only at creation: netapp-ontap's `SvmNfs`, `SvmIscsi` and
+    /// `SvmNvme` list `enabled` in `postable_fields` but not in `patchable_fields`. The protocol
+    /// is switched on its service (`/api/protocols/...`).
+    pub const NOT_PATCHABLE: &'static [&'static str] = &[
         "nfs.enabled",
         "iscsi.enabled",
         "nvme.enabled",
+        "fcp.enabled",
     ];
 }

@@ -1,0 +1,277 @@
+//! Top-level field names of ONTAP's REST schemas, as netapp-ontap 9.19.1.0 (generated from
+//! ONTAP's REST specification) lists them in `netapp_ontap/resources/*.py`. The mock accepts these
+//! in `fields=` and as filters even where it does not model them (it then returns nothing for
+//! them), so a client that asks for a real field is not refused; anything else is unknown.
+//! tests/conformance/test_schema.py checks this file against the installed netapp-ontap.
+
+/// `netapp_ontap.resources.Svm` (9.19.1.0): every top-level field.
+pub const SVMS: &[&str] = &[
+    "aggregates",
+    "aggregates_delegated",
+    "anti_ransomware",
+    "anti_ransomware_auto_switch_duration_without_new_file_extension",
+    "anti_ransomware_auto_switch_from_learning_to_enabled",
+    "anti_ransomware_auto_switch_minimum_file_count",
+    "anti_ransomware_auto_switch_minimum_file_extension",
+    "anti_ransomware_auto_switch_minimum_incoming_data",
+    "anti_ransomware_auto_switch_minimum_learning_period",
+    "anti_ransomware_default_volume_state",
+    "anti_ransomware_incoming_write_threshold",
+    "anti_ransomware_incoming_write_threshold_percent",
+    "auto_enable_activity_tracking",
+    "auto_enable_analytics",
+    "certificate",
+    "cifs",
+    "comment",
+    "dns",
+    "fc_interfaces",
+    "fcp",
+    "ip_interfaces",
+    "ipspace",
+    "is_space_enforcement_logical",
+    "is_space_reporting_logical",
+    "iscsi",
+    "language",
+    "ldap",
+    "max_volumes",
+    "name",
+    "ndmp",
+    "nfs",
+    "nis",
+    "nsswitch",
+    "number_of_volumes_in_recovery_queue",
+    "nvme",
+    "qos_adaptive_policy_group_template",
+    "qos_policy",
+    "qos_policy_group_template",
+    "routes",
+    "s3",
+    "san_multipathing",
+    "snapmirror",
+    "snapshot_autodelete_enabled",
+    "snapshot_policy",
+    "snapshot_reserve_percent",
+    "state",
+    "storage",
+    "subtype",
+    "total_volume_size_in_recovery_queue",
+    "uuid",
+];
+
+/// `netapp_ontap.resources.IpInterface` (9.19.1.0): every top-level field.
+pub const INTERFACES: &[&str] = &[
+    "ddns_enabled",
+    "dns_zone",
+    "enabled",
+    "fail_if_subnet_conflicts",
+    "ip",
+    "ipspace",
+    "location",
+    "metric",
+    "name",
+    "probe_port",
+    "rdma_protocols",
+    "scope",
+    "service_policy",
+    "services",
+    "state",
+    "statistics",
+    "subnet",
+    "svm",
+    "uuid",
+    "vip",
+];
+
+/// `netapp_ontap.resources.Account` (9.19.1.0): every top-level field.
+pub const ACCOUNTS: &[&str] = &[
+    "applications",
+    "comment",
+    "locked",
+    "name",
+    "owner",
+    "password",
+    "password_hash_algorithm",
+    "role",
+    "scope",
+];
+
+/// `netapp_ontap.resources.Aggregate` (9.19.1.0): every top-level field.
+pub const AGGREGATES: &[&str] = &[
+    "_tags",
+    "block_storage",
+    "cloud_storage",
+    "create_time",
+    "data_encryption",
+    "dr_home_node",
+    "home_node",
+    "inactive_data_reporting",
+    "inode_attributes",
+    "is_spare_low",
+    "metric",
+    "name",
+    "node",
+    "sidl_enabled",
+    "snaplock_type",
+    "snapshot",
+    "space",
+    "state",
+    "statistics",
+    "uuid",
+    "volume-count",
+];
+
+/// `netapp_ontap.resources.Node` (9.19.1.0): every top-level field.
+pub const NODES: &[&str] = &[
+    "anti_ransomware_version",
+    "cluster_interface",
+    "cluster_interfaces",
+    "controller",
+    "date",
+    "external_cache",
+    "external_cache_bypass",
+    "ha",
+    "hw_assist",
+    "is_spares_low",
+    "location",
+    "management_interface",
+    "management_interfaces",
+    "membership",
+    "metric",
+    "metrocluster",
+    "model",
+    "name",
+    "nvlog",
+    "nvram",
+    "owner",
+    "serial_number",
+    "service_processor",
+    "snaplock",
+    "state",
+    "statistics",
+    "storage_availability_zones",
+    "storage_configuration",
+    "system_aggregate",
+    "system_id",
+    "system_machine_type",
+    "uptime",
+    "uuid",
+    "vendor_serial_number",
+    "version",
+    "vm",
+];
+
+/// `netapp_ontap.resources.Port` (9.19.1.0): every top-level field.
+pub const PORTS: &[&str] = &[
+    "broadcast_domain",
+    "discovered_devices",
+    "enabled",
+    "flowcontrol_admin",
+    "interface_count",
+    "lag",
+    "mac_address",
+    "metric",
+    "mtu",
+    "name",
+    "node",
+    "pfc_queues_admin",
+    "rdma_protocols",
+    "reachability",
+    "reachable_broadcast_domains",
+    "speed",
+    "state",
+    "statistics",
+    "type",
+    "uuid",
+    "vlan",
+];
+
+/// `netapp_ontap.resources.Job` (9.19.1.0): every top-level field.
+pub const JOBS: &[&str] = &[
+    "code",
+    "description",
+    "end_time",
+    "error",
+    "message",
+    "node",
+    "start_time",
+    "state",
+    "svm",
+    "uuid",
+];
+
+/// `netapp_ontap.resources.Cluster` (9.19.1.0): every top-level field.
+pub const CLUSTER: &[&str] = &[
+    "_tags",
+    "active_directory",
+    "auto_enable_activity_tracking",
+    "auto_enable_analytics",
+    "certificate",
+    "cluster_network_overlay_enabled",
+    "configuration_backup",
+    "contact",
+    "disaggregated",
+    "dns_domains",
+    "ha",
+    "license",
+    "location",
+    "management_interface",
+    "management_interfaces",
+    "metric",
+    "name",
+    "name_servers",
+    "nodes",
+    "ntp_servers",
+    "password",
+    "peering_policy",
+    "san_optimized",
+    "statistics",
+    "timezone",
+    "uuid",
+    "version",
+];
+
+/// `netapp_ontap.resources.BgpPeerGroup` (9.19.1.0): every top-level field.
+pub const BGP_PEER_GROUPS: &[&str] = &["ipspace", "local", "name", "peer", "state", "uuid"];
+
+/// `netapp_ontap.resources.NfsService` (9.19.1.0): every top-level field.
+pub const NFS_SERVICES: &[&str] = &[
+    "access_cache_config",
+    "auth_sys_extended_groups_enabled",
+    "credential_cache",
+    "enabled",
+    "exports",
+    "extended_groups_limit",
+    "file_session_io_grouping_count",
+    "file_session_io_grouping_duration",
+    "metric",
+    "protocol",
+    "protocol_access_rules",
+    "qtree",
+    "root",
+    "rquota_enabled",
+    "security",
+    "showmount_enabled",
+    "state",
+    "statistics",
+    "svm",
+    "transport",
+    "vstorage_enabled",
+    "windows",
+];
+
+/// `netapp_ontap.resources.IscsiService` (9.19.1.0): every top-level field.
+pub const ISCSI_SERVICES: &[&str] = &["enabled", "metric", "statistics", "svm", "target"];
+
+/// `netapp_ontap.resources.NvmeService` (9.19.1.0): every top-level field.
+pub const NVME_SERVICES: &[&str] = &["enabled", "metric", "statistics", "svm"];
+
+/// `netapp_ontap.resources.SvmPeer` (9.19.1.0): every top-level field.
+pub const SVM_PEERS: &[&str] = &[
+    "applications",
+    "force",
+    "name",
+    "peer",
+    "state",
+    "svm",
+    "uuid",
+];
