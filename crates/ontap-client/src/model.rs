@@ -310,8 +310,8 @@ impl AccountCreate {
 }
 
 /// Body of `PATCH /api/security/accounts/{owner.uuid}/{name}`; unset fields are left alone.
-/// ONTAP creates every SVM with a locked `vsadmin` without password: set both `password` and
-/// `locked: Some(false)` to take it over.
+/// ONTAP creates every SVM with a `vsadmin` without password, and refuses to lock or unlock an
+/// account without one: to take it over, set its `password` first, then `locked: Some(false)`.
 #[derive(Clone, Debug, Default)]
 pub struct AccountPatch {
     pub password: Option<SecretString>,

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use ontap_client::{AccountCreate, AccountPatch, CredentialCheck, OntapMetrics};
+use ontap_client::{AccountCreate, CredentialCheck, OntapMetrics};
 use secrecy::SecretString;
 use serde_json::json;
 use test_support::ontap::*;
@@ -54,17 +54,7 @@ async fn no_password_in_logs_spans_errors_or_metrics() {
     let svm = env.create_svm("svm1").await;
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
     let mut errors = Vec::new();
-    c.patch_account(
-        &svm.uuid,
-        "vsadmin",
-        &AccountPatch {
-            password: Some(pw.clone()),
-            locked: Some(false),
-            comment: None,
-        },
-    )
-    .await
-    .unwrap();
+    take_over_vsadmin(c, &svm.uuid, &pw).await;
     c.create_account(&AccountCreate {
         name: "opadmin".into(),
         owner_uuid: svm.uuid.clone(),

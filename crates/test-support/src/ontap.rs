@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use mock_ontap::MockConfig;
 use ontap_client::{
-    Credentials, IpInfo, IpInterfaceCreate, ObjectRef, OntapClient, OntapConfig, ProtocolState,
-    Svm, SvmCreate,
+    AccountPatch, Credentials, IpInfo, IpInterfaceCreate, ObjectRef, OntapClient, OntapConfig,
+    ProtocolState, Svm, SvmCreate,
 };
 use reqwest::Url;
+use secrecy::SecretString;
 
 use super::mock::Mock;
 
@@ -88,4 +89,21 @@ pub fn lif(svm_uuid: &str, name: &str, address: &str) -> IpInterfaceCreate {
         service_policy: Some(ObjectRef::by_name("default-data-files")),
         vip: false,
     }
+}
+
+/// Takes over an SVM's built-in `vsadmin` as ONTAP requires: the password first (ONTAP refuses
+/// to lock or unlock an account without one), then the unlock.
+pub async fn take_over_vsadmin(client: &OntapClient, svm_uuid: &str, password: &SecretString) {
+    client
+        .set_account_password(svm_uuid, "vsadmin", password)
+        .await
+        .unwrap();
+    let unlock = AccountPatch {
+        locked: Some(false),
+        ..AccountPatch::default()
+    };
+    client
+        .patch_account(svm_uuid, "vsadmin", &unlock)
+        .await
+        .unwrap();
 }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ontap_client::{
-    AccountCreate, AccountPatch, CredentialCheck, DeleteOutcome, ErrorClass, OntapClient,
-    OntapError, ProtocolState, SvmPatch, SvmState, SvmTargetState, TlsVerification,
+    AccountCreate, CredentialCheck, DeleteOutcome, ErrorClass, OntapClient, OntapError, Protocol,
+    ProtocolState, SvmPatch, SvmState, SvmTargetState, TlsVerification,
 };
 use secrecy::SecretString;
 use serde_json::json;
@@ -70,12 +70,15 @@ async fn svm_lifecycle() {
         &svm.uuid,
         &SvmPatch {
             state: Some(SvmTargetState::Running),
-            iscsi: Some(ProtocolState { enabled: true }),
             ..Default::default()
         },
     )
     .await
     .unwrap();
+    // A protocol is switched on its service, not on the SVM.
+    c.set_protocol(&svm.uuid, Protocol::Iscsi, true)
+        .await
+        .unwrap();
     let running = c.svm(&svm.uuid).await.unwrap();
     assert_eq!(running.state, Some(SvmState::Running));
     assert_eq!(running.iscsi, Some(ProtocolState { enabled: true }));
@@ -151,24 +154,15 @@ async fn accounts_and_credential_verification() {
     let other = env.create_svm("svm2").await;
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
 
-    // ONTAP's built-in vsadmin exists locked; taking it over needs password and unlock.
+    // ONTAP's built-in vsadmin exists without a password, so ONTAP reports no `locked` for it;
+    // taking it over needs the password first, then the unlock.
     let vsadmin = c.account(&svm.uuid, "vsadmin").await.unwrap().unwrap();
-    assert_eq!(vsadmin.locked, Some(true));
+    assert_eq!(vsadmin.locked, None);
     assert_eq!(
         c.verify_credentials("vsadmin", &pw, "svm1").await.unwrap(),
         CredentialCheck::Rejected
     );
-    c.patch_account(
-        &svm.uuid,
-        "vsadmin",
-        &AccountPatch {
-            password: Some(pw.clone()),
-            locked: Some(false),
-            comment: None,
-        },
-    )
-    .await
-    .unwrap();
+    take_over_vsadmin(c, &svm.uuid, &pw).await;
     assert_eq!(
         c.verify_credentials("vsadmin", &pw, "svm1").await.unwrap(),
         CredentialCheck::Valid {
@@ -237,13 +231,14 @@ async fn accounts_and_credential_verification() {
         c.verify_credentials("opadmin", &pw, "svm1").await.unwrap(),
         CredentialCheck::Rejected
     );
-    // Reusing it is invalid, not transient, and the message does not carry it.
+    // Setting the current password again is invalid (7077925; 7077924 is "used recently"), not
+    // transient, and the message does not carry it.
     let reuse = c
         .set_account_password(&svm.uuid, "opadmin", &new_pw)
         .await
         .unwrap_err();
     assert_eq!(reuse.class(), ErrorClass::Invalid, "{reuse}");
-    assert_eq!(reuse.ontap_code(), Some("7077924"));
+    assert_eq!(reuse.ontap_code(), Some("7077925"));
     assert!(!format!("{reuse} {reuse:?}").contains("RotatedSecret2024zz"));
     let short = c
         .set_account_password(&svm.uuid, "opadmin", &SecretString::from("a1".to_owned()))
@@ -606,18 +601,7 @@ async fn password_change_with_lost_answer_is_not_retried() {
     let env = Env::start().await;
     let svm = env.create_svm("svm1").await;
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
-    env.client
-        .patch_account(
-            &svm.uuid,
-            "vsadmin",
-            &AccountPatch {
-                password: Some(pw.clone()),
-                locked: Some(false),
-                comment: None,
-            },
-        )
-        .await
-        .unwrap();
+    take_over_vsadmin(&env.client, &svm.uuid, &pw).await;
     let path = format!("/api/security/accounts/{}/vsadmin", svm.uuid);
     env.mock
         .fault_json(json!({"method":"PATCH","path":path,"times":1,
@@ -629,7 +613,11 @@ async fn password_change_with_lost_answer_is_not_retried() {
         .await
         .unwrap_err();
     assert!(err.is_ambiguous(), "{err:?}");
-    assert_eq!(env.requests("PATCH", &path).await.len(), 2, "unlock + one");
+    assert_eq!(
+        env.requests("PATCH", &path).await.len(),
+        3,
+        "password, unlock + one"
+    );
     // The caller settles it by trying the new password.
     assert!(
         env.client
@@ -685,18 +673,7 @@ async fn over_tls_trusting_the_mock_certificate() {
         .await
         .unwrap();
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
-    client
-        .patch_account(
-            &svm.uuid,
-            "vsadmin",
-            &AccountPatch {
-                password: Some(pw.clone()),
-                locked: Some(false),
-                comment: None,
-            },
-        )
-        .await
-        .unwrap();
+    take_over_vsadmin(&client, &svm.uuid, &pw).await;
     assert!(
         client
             .verify_credentials("vsadmin", &pw, "tls1")
