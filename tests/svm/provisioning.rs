@@ -120,3 +120,57 @@ async fn an_aggregate_ontap_does_not_have_is_a_condition_not_a_retry_storm() {
         "{during} ONTAP requests in 5 s while waiting for an aggregate"
     );
 }
+
+/// A change of `spec.protocols` reaches ONTAP through the protocol services, since ONTAP sets
+/// an SVM's protocols on the SVM itself only at create: nfs, then nfs and nvme, then nvme alone.
+#[tokio::test]
+async fn a_protocol_change_switches_the_services_in_ontap() {
+    let world = SvmWorld::start().await;
+    world
+        .svms()
+        .create(&Default::default(), &world.svm("proto", 0).nfs().build())
+        .await
+        .unwrap();
+    let svm = world.wait_ready("proto", READY_WITHIN).await;
+    let svm_name = svm.status.unwrap().svm_name.unwrap();
+    let enabled = |protocol: &str| {
+        let state = world.state();
+        let svm = state["svms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == svm_name.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{svm_name} not in ONTAP: {state}"));
+        svm[protocol]["enabled"] == true
+    };
+    assert!(enabled("nfs") && !enabled("nvme"));
+    for (nfs, nvme) in [(true, true), (false, true)] {
+        let patch = serde_json::json!({"spec": {"protocols": {"nfs": nfs, "nvme": nvme}}});
+        world
+            .svms()
+            .patch(
+                "proto",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .unwrap();
+        world.wait_ready("proto", READY_WITHIN).await;
+        assert_eq!(
+            (enabled("nfs"), enabled("nvme")),
+            (nfs, nvme),
+            "ONTAP's protocols after asking for nfs={nfs} nvme={nvme}"
+        );
+    }
+    let requests = world.requests().await;
+    // ONTAP (and the mock) refuse protocol fields in an SVM PATCH with a 400.
+    let refused: Vec<_> = requests.iter().filter(|r| r["status"] == 400).collect();
+    assert!(refused.is_empty(), "refused requests: {refused:?}");
+    assert!(
+        requests.iter().any(|r| r["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("/api/protocols/nvme/services"))),
+        "the NVMe service was never asked for"
+    );
+}
