@@ -440,28 +440,7 @@ pub fn metal_stack_storage_classes() -> Vec<StorageClassConfig> {
 
 fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
     let svm = config.svm;
-    let lif = |field: &str, l: &LifConfig| -> Result<Lif, ConfigError> {
-        let ip = parse_ip(&format!("{field}.ip"), &l.ip)?;
-        let max = full_prefix(ip);
-        if !(1..=max).contains(&l.prefix_length) {
-            return Err(invalid(
-                format!("{field}.prefixLength"),
-                format!("must be 1 to {max} for {ip}"),
-            ));
-        }
-        if l.vip && l.prefix_length != max {
-            return Err(invalid(
-                format!("{field}.prefixLength"),
-                format!("must be {max} for the VIP LIF {ip}: a VIP LIF is in no subnet"),
-            ));
-        }
-        Ok(Lif {
-            ip,
-            prefix_length: l.prefix_length,
-            vip: l.vip,
-        })
-    };
-    let management_lif = lif("svm.managementLif", &svm.management_lif)?;
+    let management_lif = resolve_lif("svm.managementLif", &svm.management_lif)?;
     if svm.data_lifs.is_empty() {
         return Err(invalid("svm.dataLifs", "at least one data LIF is required"));
     }
@@ -469,12 +448,70 @@ fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
         .data_lifs
         .iter()
         .enumerate()
-        .map(|(i, l)| lif(&format!("svm.dataLifs[{i}]"), l))
+        .map(|(i, l)| resolve_lif(&format!("svm.dataLifs[{i}]"), l))
         .collect::<Result<Vec<_>, _>>()?;
     check_lifs("svm.dataLifs", &management_lif, &data_lifs)?;
+    check_aggregates(&svm.aggregates)?;
+    let protocols = resolve_protocols(&svm.protocols)?;
+    let storage_classes = match config.storage_classes {
+        Some(classes) => classes,
+        None if protocols[0].is_san() => metal_stack_storage_classes(),
+        None => vec![StorageClassConfig::named("ontap-nas", false)],
+    };
+    check_storage_classes(&storage_classes, &protocols)?;
+    if let Some(cluster) = &config.cluster {
+        check_dns_subdomain("cluster", cluster)?;
+    }
+    if let Some(image) = &config.trident.operator_image
+        && (image.is_empty() || image.chars().any(char::is_whitespace))
+    {
+        return Err(invalid(
+            "trident.operatorImage",
+            format!("{image:?} is not an image reference"),
+        ));
+    }
+    Ok(ExtensionConfig {
+        source: ConfigSource::Ontap,
+        cluster: config.cluster,
+        sharing: svm.sharing,
+        management_lif,
+        data_lifs,
+        aggregates: svm.aggregates,
+        protocols,
+        storage_classes,
+        trident_operator_image: config.trident.operator_image,
+        deletion_policy: svm.deletion_policy,
+    })
+}
 
+/// A LIF of the providerConfig: an address, a prefix length that fits it, and /32 or /128 for
+/// a VIP LIF, which is in no subnet.
+fn resolve_lif(field: &str, l: &LifConfig) -> Result<Lif, ConfigError> {
+    let ip = parse_ip(&format!("{field}.ip"), &l.ip)?;
+    let max = full_prefix(ip);
+    if !(1..=max).contains(&l.prefix_length) {
+        return Err(invalid(
+            format!("{field}.prefixLength"),
+            format!("must be 1 to {max} for {ip}"),
+        ));
+    }
+    if l.vip && l.prefix_length != max {
+        return Err(invalid(
+            format!("{field}.prefixLength"),
+            format!("must be {max} for the VIP LIF {ip}: a VIP LIF is in no subnet"),
+        ));
+    }
+    Ok(Lif {
+        ip,
+        prefix_length: l.prefix_length,
+        vip: l.vip,
+    })
+}
+
+/// Aggregate names as ONTAP takes them, each listed once.
+fn check_aggregates(aggregates: &[String]) -> Result<(), ConfigError> {
     let mut seen = BTreeSet::new();
-    for (i, aggregate) in svm.aggregates.iter().enumerate() {
+    for (i, aggregate) in aggregates.iter().enumerate() {
         let field = format!("svm.aggregates[{i}]");
         let valid = aggregate
             .chars()
@@ -494,11 +531,15 @@ fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
             return Err(invalid(field, format!("{aggregate:?} is listed twice")));
         }
     }
+    Ok(())
+}
 
-    let protocols = if svm.protocols.is_empty() {
+/// The protocols asked for, NVMe when none is, each listed once.
+fn resolve_protocols(asked: &[Protocol]) -> Result<Vec<Protocol>, ConfigError> {
+    let protocols = if asked.is_empty() {
         vec![Protocol::Nvme]
     } else {
-        svm.protocols.clone()
+        asked.to_vec()
     };
     let mut seen = BTreeSet::new();
     for (i, p) in protocols.iter().enumerate() {
@@ -509,38 +550,7 @@ fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
             ));
         }
     }
-
-    let storage_classes = match config.storage_classes {
-        Some(classes) => classes,
-        None if protocols[0].is_san() => metal_stack_storage_classes(),
-        None => vec![StorageClassConfig::named("ontap-nas", false)],
-    };
-    check_storage_classes(&storage_classes, &protocols)?;
-
-    if let Some(cluster) = &config.cluster {
-        check_dns_subdomain("cluster", cluster)?;
-    }
-    if let Some(image) = &config.trident.operator_image
-        && (image.is_empty() || image.chars().any(char::is_whitespace))
-    {
-        return Err(invalid(
-            "trident.operatorImage",
-            format!("{image:?} is not an image reference"),
-        ));
-    }
-
-    Ok(ExtensionConfig {
-        source: ConfigSource::Ontap,
-        cluster: config.cluster,
-        sharing: svm.sharing,
-        management_lif,
-        data_lifs,
-        aggregates: svm.aggregates,
-        protocols,
-        storage_classes,
-        trident_operator_image: config.trident.operator_image,
-        deletion_policy: svm.deletion_policy,
-    })
+    Ok(protocols)
 }
 
 fn parse_ip(field: &str, text: &str) -> Result<IpAddr, ConfigError> {
