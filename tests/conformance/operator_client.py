@@ -1,5 +1,5 @@
 """What crates/ontap-client sends, read from its source so the suite follows it: the `fields=`
-constants of model.rs and the path/query of every `self.url(...)` call in ops.rs and client.rs.
+constants of model.rs and the path/query of every `self.url(...)` call in its source files.
 """
 
 import pathlib
@@ -18,8 +18,8 @@ def url_calls() -> list:
     """[(path segments, [(query key, value or const name)])] for every `self.url(&[…], &[…])`."""
     consts = constants()
     calls = []
-    for name in ("ops.rs", "client.rs"):
-        text = (SRC / name).read_text()
+    for source in sorted(SRC.rglob("*.rs")):
+        text = source.read_text()
         for segs, query in re.findall(r"self\.url\(\s*&\[(.*?)\],\s*&\[(.*?)\],?\s*\)", text, re.S):
             path = [s.strip() for s in segs.split(",") if s.strip()]
             pairs = []

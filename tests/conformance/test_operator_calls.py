@@ -70,8 +70,9 @@ def test_svm_lifecycle(admin):
 
 
 def test_operator_svm_patch_with_protocols_is_refused_as_ontap_does(mock, admin):
-    """ops.rs `patch_svm` sends `SvmPatch { nfs, iscsi, nvme }`. netapp-ontap never sends that
-    (`SvmNfs.patchable_fields` is `["allowed"]`), and ONTAP refuses it: 262196."""
+    """An SVM PATCH with `nfs|iscsi|nvme.enabled` (what the operator once sent to switch a
+    protocol): netapp-ontap never sends that (`SvmNfs.patchable_fields` is `["allowed"]`), and
+    ONTAP refuses it with 262196. The operator's client switches the protocol's service."""
     from netapp_ontap.models.svm_nfs import SvmNfsSchema
 
     assert SvmNfsSchema.patchable_fields == ["allowed"]
@@ -133,7 +134,7 @@ def test_accounts_and_the_vsadmin_takeover(mock, admin):
     vsadmin = Account(owner={"uuid": svm.uuid}, name="vsadmin")
     vsadmin.get(fields=fields)
     assert "locked" not in vsadmin.to_dict(), "no password: ONTAP omits `locked`"
-    # ops.rs documents `{password, locked: false}` in one PATCH; ONTAP wants two.
+    # `{password, locked: false}` in one PATCH is refused; ONTAP wants two (the password first).
     both = Account(owner={"uuid": svm.uuid}, name="vsadmin")
     both.password = "Takeover123x"
     both.locked = False
