@@ -38,11 +38,11 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::DeletionPolicy;
-use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
+use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
 
 /// metal-stack's providerConfig group/version.
 pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
@@ -253,83 +253,12 @@ impl Default for ConfigDefaults {
     }
 }
 
-/// metal-stack's `TridentConfig`. Decoded leniently, as metal-stack's extension decodes it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TridentConfig {
-    #[serde(default)]
-    svm_ipaddresses: SvmIpAddresses,
-}
+mod metal_stack;
+mod own;
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SvmIpAddresses {
-    #[serde(default)]
-    management_lif: String,
-    /// Earlier releases of metal-stack's extension called it `dataLif`, as one address or a list.
-    #[serde(default, alias = "dataLif", deserialize_with = "one_or_many")]
-    data_lifs: Vec<String>,
-}
-
-fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match OneOrMany::deserialize(d)? {
-        OneOrMany::One(s) => vec![s],
-        OneOrMany::Many(v) => v,
-    })
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct OntapConfig {
-    #[allow(dead_code)]
-    api_version: String,
-    #[allow(dead_code)]
-    kind: String,
-    #[serde(default)]
-    cluster: Option<String>,
-    svm: SvmConfig,
-    #[serde(default)]
-    storage_classes: Option<Vec<StorageClassConfig>>,
-    #[serde(default)]
-    trident: TridentSettings,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SvmConfig {
-    #[serde(default)]
-    sharing: SvmSharing,
-    management_lif: LifConfig,
-    data_lifs: Vec<LifConfig>,
-    #[serde(default)]
-    aggregates: Vec<String>,
-    #[serde(default)]
-    protocols: Vec<Protocol>,
-    #[serde(default)]
-    deletion_policy: DeletionPolicy,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct LifConfig {
-    ip: String,
-    prefix_length: u8,
-    #[serde(default)]
-    vip: bool,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct TridentSettings {
-    #[serde(default)]
-    operator_image: Option<String>,
-}
+pub use metal_stack::metal_stack_storage_classes;
+use metal_stack::{TridentConfig, resolve_metal_stack};
+use own::{OntapConfig, resolve_ontap};
 
 /// Parses and checks `Extension.spec.providerConfig`.
 pub fn parse_provider_config(
@@ -372,185 +301,6 @@ fn decode<T: for<'de> Deserialize<'de>>(raw: &Value) -> Result<T, ConfigError> {
             message: e.into_inner().to_string(),
         }
     })
-}
-
-fn resolve_metal_stack(
-    config: TridentConfig,
-    defaults: &ConfigDefaults,
-) -> Result<ExtensionConfig, ConfigError> {
-    let addresses = config.svm_ipaddresses;
-    let with_prefix = |ip: IpAddr| Lif {
-        ip,
-        prefix_length: if ip.is_ipv4() {
-            defaults.metal_stack_prefix_length_v4
-        } else {
-            defaults.metal_stack_prefix_length_v6
-        },
-        vip: false,
-    };
-    if addresses.management_lif.is_empty() {
-        return Err(invalid(
-            "svmIpaddresses.managementLif",
-            "the SVM's management LIF address is required",
-        ));
-    }
-    let management_lif = with_prefix(parse_ip(
-        "svmIpaddresses.managementLif",
-        &addresses.management_lif,
-    )?);
-    if addresses.data_lifs.is_empty() {
-        return Err(invalid(
-            "svmIpaddresses.dataLifs",
-            "at least one data LIF address is required",
-        ));
-    }
-    let data_lifs = addresses
-        .data_lifs
-        .iter()
-        .enumerate()
-        .map(|(i, ip)| {
-            Ok(with_prefix(parse_ip(
-                &format!("svmIpaddresses.dataLifs[{i}]"),
-                ip,
-            )?))
-        })
-        .collect::<Result<Vec<_>, ConfigError>>()?;
-    check_lifs("svmIpaddresses.dataLifs", &management_lif, &data_lifs)?;
-    Ok(ExtensionConfig {
-        source: ConfigSource::MetalStack,
-        cluster: None,
-        sharing: SvmSharing::PerProject,
-        management_lif,
-        data_lifs,
-        aggregates: Vec::new(),
-        protocols: vec![Protocol::Nvme],
-        storage_classes: metal_stack_storage_classes(),
-        trident_operator_image: None,
-        deletion_policy: DeletionPolicy::Retain,
-    })
-}
-
-/// metal-stack's two classes: plain and LUKS-encrypted, on the NVMe backend, neither the default.
-pub fn metal_stack_storage_classes() -> Vec<StorageClassConfig> {
-    vec![
-        StorageClassConfig::named("ontap-gold", false),
-        StorageClassConfig::named("ontap-encrypted", true),
-    ]
-}
-
-fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
-    let svm = config.svm;
-    let management_lif = resolve_lif("svm.managementLif", &svm.management_lif)?;
-    if svm.data_lifs.is_empty() {
-        return Err(invalid("svm.dataLifs", "at least one data LIF is required"));
-    }
-    let data_lifs = svm
-        .data_lifs
-        .iter()
-        .enumerate()
-        .map(|(i, l)| resolve_lif(&format!("svm.dataLifs[{i}]"), l))
-        .collect::<Result<Vec<_>, _>>()?;
-    check_lifs("svm.dataLifs", &management_lif, &data_lifs)?;
-    check_aggregates(&svm.aggregates)?;
-    let protocols = resolve_protocols(&svm.protocols)?;
-    let storage_classes = match config.storage_classes {
-        Some(classes) => classes,
-        None if protocols[0].is_san() => metal_stack_storage_classes(),
-        None => vec![StorageClassConfig::named("ontap-nas", false)],
-    };
-    check_storage_classes(&storage_classes, &protocols)?;
-    if let Some(cluster) = &config.cluster {
-        check_dns_subdomain("cluster", cluster)?;
-    }
-    if let Some(image) = &config.trident.operator_image
-        && (image.is_empty() || image.chars().any(char::is_whitespace))
-    {
-        return Err(invalid(
-            "trident.operatorImage",
-            format!("{image:?} is not an image reference"),
-        ));
-    }
-    Ok(ExtensionConfig {
-        source: ConfigSource::Ontap,
-        cluster: config.cluster,
-        sharing: svm.sharing,
-        management_lif,
-        data_lifs,
-        aggregates: svm.aggregates,
-        protocols,
-        storage_classes,
-        trident_operator_image: config.trident.operator_image,
-        deletion_policy: svm.deletion_policy,
-    })
-}
-
-/// A LIF of the providerConfig: an address, a prefix length that fits it, and /32 or /128 for
-/// a VIP LIF, which is in no subnet.
-fn resolve_lif(field: &str, l: &LifConfig) -> Result<Lif, ConfigError> {
-    let ip = parse_ip(&format!("{field}.ip"), &l.ip)?;
-    let max = full_prefix(ip);
-    if !(1..=max).contains(&l.prefix_length) {
-        return Err(invalid(
-            format!("{field}.prefixLength"),
-            format!("must be 1 to {max} for {ip}"),
-        ));
-    }
-    if l.vip && l.prefix_length != max {
-        return Err(invalid(
-            format!("{field}.prefixLength"),
-            format!("must be {max} for the VIP LIF {ip}: a VIP LIF is in no subnet"),
-        ));
-    }
-    Ok(Lif {
-        ip,
-        prefix_length: l.prefix_length,
-        vip: l.vip,
-    })
-}
-
-/// Aggregate names as ONTAP takes them, each listed once.
-fn check_aggregates(aggregates: &[String]) -> Result<(), ConfigError> {
-    let mut seen = BTreeSet::new();
-    for (i, aggregate) in aggregates.iter().enumerate() {
-        let field = format!("svm.aggregates[{i}]");
-        let valid = aggregate
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && aggregate.len() <= 255
-            && aggregate
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(invalid(
-                field,
-                format!("{aggregate:?}: {AGGREGATE_NAMES_MESSAGE}"),
-            ));
-        }
-        if !seen.insert(aggregate.as_str()) {
-            return Err(invalid(field, format!("{aggregate:?} is listed twice")));
-        }
-    }
-    Ok(())
-}
-
-/// The protocols asked for, NVMe when none is, each listed once.
-fn resolve_protocols(asked: &[Protocol]) -> Result<Vec<Protocol>, ConfigError> {
-    let protocols = if asked.is_empty() {
-        vec![Protocol::Nvme]
-    } else {
-        asked.to_vec()
-    };
-    let mut seen = BTreeSet::new();
-    for (i, p) in protocols.iter().enumerate() {
-        if !seen.insert(*p) {
-            return Err(invalid(
-                format!("svm.protocols[{i}]"),
-                format!("{} is listed twice", p.as_str()),
-            ));
-        }
-    }
-    Ok(protocols)
 }
 
 fn parse_ip(field: &str, text: &str) -> Result<IpAddr, ConfigError> {

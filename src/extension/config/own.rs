@@ -1,0 +1,172 @@
+//! This project's `OntapConfig`: every field checked, unknown fields refused.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+use crate::api::DeletionPolicy;
+use crate::api::rules::AGGREGATE_NAMES_MESSAGE;
+
+use super::*;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct OntapConfig {
+    #[allow(dead_code)]
+    api_version: String,
+    #[allow(dead_code)]
+    kind: String,
+    #[serde(default)]
+    cluster: Option<String>,
+    svm: SvmConfig,
+    #[serde(default)]
+    storage_classes: Option<Vec<StorageClassConfig>>,
+    #[serde(default)]
+    trident: TridentSettings,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct SvmConfig {
+    #[serde(default)]
+    sharing: SvmSharing,
+    management_lif: LifConfig,
+    data_lifs: Vec<LifConfig>,
+    #[serde(default)]
+    aggregates: Vec<String>,
+    #[serde(default)]
+    protocols: Vec<Protocol>,
+    #[serde(default)]
+    deletion_policy: DeletionPolicy,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct LifConfig {
+    ip: String,
+    prefix_length: u8,
+    #[serde(default)]
+    vip: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct TridentSettings {
+    #[serde(default)]
+    operator_image: Option<String>,
+}
+
+pub(super) fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
+    let svm = config.svm;
+    let management_lif = resolve_lif("svm.managementLif", &svm.management_lif)?;
+    if svm.data_lifs.is_empty() {
+        return Err(invalid("svm.dataLifs", "at least one data LIF is required"));
+    }
+    let data_lifs = svm
+        .data_lifs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| resolve_lif(&format!("svm.dataLifs[{i}]"), l))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_lifs("svm.dataLifs", &management_lif, &data_lifs)?;
+    check_aggregates(&svm.aggregates)?;
+    let protocols = resolve_protocols(&svm.protocols)?;
+    let storage_classes = match config.storage_classes {
+        Some(classes) => classes,
+        None if protocols[0].is_san() => metal_stack_storage_classes(),
+        None => vec![StorageClassConfig::named("ontap-nas", false)],
+    };
+    check_storage_classes(&storage_classes, &protocols)?;
+    if let Some(cluster) = &config.cluster {
+        check_dns_subdomain("cluster", cluster)?;
+    }
+    if let Some(image) = &config.trident.operator_image
+        && (image.is_empty() || image.chars().any(char::is_whitespace))
+    {
+        return Err(invalid(
+            "trident.operatorImage",
+            format!("{image:?} is not an image reference"),
+        ));
+    }
+    Ok(ExtensionConfig {
+        source: ConfigSource::Ontap,
+        cluster: config.cluster,
+        sharing: svm.sharing,
+        management_lif,
+        data_lifs,
+        aggregates: svm.aggregates,
+        protocols,
+        storage_classes,
+        trident_operator_image: config.trident.operator_image,
+        deletion_policy: svm.deletion_policy,
+    })
+}
+
+/// A LIF of the providerConfig: an address, a prefix length that fits it, and /32 or /128 for
+/// a VIP LIF, which is in no subnet.
+pub(super) fn resolve_lif(field: &str, l: &LifConfig) -> Result<Lif, ConfigError> {
+    let ip = parse_ip(&format!("{field}.ip"), &l.ip)?;
+    let max = full_prefix(ip);
+    if !(1..=max).contains(&l.prefix_length) {
+        return Err(invalid(
+            format!("{field}.prefixLength"),
+            format!("must be 1 to {max} for {ip}"),
+        ));
+    }
+    if l.vip && l.prefix_length != max {
+        return Err(invalid(
+            format!("{field}.prefixLength"),
+            format!("must be {max} for the VIP LIF {ip}: a VIP LIF is in no subnet"),
+        ));
+    }
+    Ok(Lif {
+        ip,
+        prefix_length: l.prefix_length,
+        vip: l.vip,
+    })
+}
+
+/// Aggregate names as ONTAP takes them, each listed once.
+pub(super) fn check_aggregates(aggregates: &[String]) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
+    for (i, aggregate) in aggregates.iter().enumerate() {
+        let field = format!("svm.aggregates[{i}]");
+        let valid = aggregate
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && aggregate.len() <= 255
+            && aggregate
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(invalid(
+                field,
+                format!("{aggregate:?}: {AGGREGATE_NAMES_MESSAGE}"),
+            ));
+        }
+        if !seen.insert(aggregate.as_str()) {
+            return Err(invalid(field, format!("{aggregate:?} is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// The protocols asked for, NVMe when none is, each listed once.
+pub(super) fn resolve_protocols(asked: &[Protocol]) -> Result<Vec<Protocol>, ConfigError> {
+    let protocols = if asked.is_empty() {
+        vec![Protocol::Nvme]
+    } else {
+        asked.to_vec()
+    };
+    let mut seen = BTreeSet::new();
+    for (i, p) in protocols.iter().enumerate() {
+        if !seen.insert(*p) {
+            return Err(invalid(
+                format!("svm.protocols[{i}]"),
+                format!("{} is listed twice", p.as_str()),
+            ));
+        }
+    }
+    Ok(protocols)
+}
