@@ -15,6 +15,7 @@ pub mod cluster;
 mod interface;
 mod job;
 mod protocol;
+mod service;
 mod svm;
 mod svm_request;
 
