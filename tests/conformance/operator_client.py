@@ -30,8 +30,10 @@ def url_calls() -> list:
                     pairs.append((key, consts.get(value, value)))
             calls.append((path, pairs))
     # The job poll builds its URL from the job link, not with self.url: its fields literal.
-    text = (SRC / "client.rs").read_text()
-    for fields in re.findall(r'\[\("fields", "([^"]+)"\)\]', text):
+    text = (SRC / "jobs.rs").read_text()
+    job_fields = re.findall(r'\[\("fields", "([^"]+)"\)\]', text)
+    assert job_fields, "the job poll's fields literal moved: follow it here"
+    for fields in job_fields:
         calls.append((['"api"', '"cluster"', '"jobs"', "uuid"], [("fields", fields)]))
     return calls
 

@@ -44,9 +44,6 @@ impl Feature for KymaFeature {
     }
 
     fn setup(&self, flags: &clap::ArgMatches, setup: &mut Setup<'_>) -> Result<(), FeatureError> {
-        if !setup.listed.iter().any(|name| name == NAME) {
-            return Ok(());
-        }
         let args: KymaArgs = parse_flags(NAME, flags)?;
         let render_metrics = RenderMetrics::default();
         render_metrics.register(setup.registry);

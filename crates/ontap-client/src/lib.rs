@@ -9,6 +9,7 @@
 mod client;
 mod config;
 mod error;
+mod jobs;
 mod metrics;
 mod model;
 mod ops;

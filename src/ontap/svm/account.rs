@@ -5,7 +5,7 @@ use super::SeedSecretState;
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
-use super::svm::adopts;
+use super::takeover::adopts;
 use crate::api::StorageVirtualMachine;
 use ontap_client::{
     Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, OntapClient, Svm,

@@ -22,6 +22,7 @@ pub mod seed_secret;
 // Each step's module is named after what it brings about; the SVM step's is the SVM.
 #[allow(clippy::module_inception)]
 mod svm;
+mod takeover;
 pub mod tenancy;
 
 pub use desired::{DesiredError, Ownership, owned_by, ownership_comment};
