@@ -74,9 +74,6 @@ impl Feature for OntapFeature {
     }
 
     fn setup(&self, flags: &clap::ArgMatches, setup: &mut Setup<'_>) -> Result<(), FeatureError> {
-        if !setup.listed.iter().any(|name| name == NAME) {
-            return Ok(());
-        }
         let args: OntapArgs = parse_flags(NAME, flags)?;
         let metrics = OntapMetrics::new();
         metrics.register(setup.registry);

@@ -74,9 +74,9 @@ pub async fn run(args: RunArgs, flags: clap::ArgMatches) -> anyhow::Result<()> {
 }
 
 async fn run_until_signal(args: RunArgs, flags: clap::ArgMatches) -> anyhow::Result<()> {
-    let process = build(&args, &flags).await?;
+    let (process, manager) = build(&args, &flags).await?;
     let servers = serve(&args, &process).await?;
-    let (outcome, controllers) = lead(&args, &process).await;
+    let (outcome, controllers) = lead(&args, &process, manager).await;
     drain(&args, process, controllers, servers, outcome).await
 }
 
@@ -92,14 +92,13 @@ struct Process {
     health: Health,
     leadership: LeadershipState,
     leader_status: Family<LeaseLabels, Gauge>,
-    manager: std::sync::Mutex<Option<Manager>>,
     /// Stops the admin servers, the probes and the features' background tasks.
     stop: CancellationToken,
 }
 
 /// Builds the client, the metrics, the readiness checks and the manager with every feature set
 /// up, and starts the caches and the features' background tasks.
-async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<Process> {
+async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<(Process, Manager)> {
     let mut registry = Registry::default();
     let engine_metrics = Metrics::new(&mut registry, METRIC_PREFIX);
     let config = load_config(args.kubeconfig.as_deref(), USER_AGENT).await?;
@@ -134,14 +133,12 @@ async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<Proce
         Arc::new(health.clone()),
     );
     let own_namespace = own_namespace();
-    let mut setup = Setup::new(
-        &mut manager,
-        &mut registry,
-        &health,
-        &own_namespace,
-        &args.controllers,
-    );
+    let mut setup = Setup::new(&mut manager, &mut registry, &health, &own_namespace);
+    let asked = |name: &str| args.controllers.iter().any(|listed| listed == name);
     for feature in FEATURES {
+        if feature.listed() && !asked(feature.name()) {
+            continue;
+        }
         feature
             .setup(flags, &mut setup)
             .with_context(|| format!("setting up {}", feature.name()))?;
@@ -149,15 +146,15 @@ async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<Proce
     start_background(setup.into_background(), &stop);
     // Before leadership is known, so that a standby that takes over has warm caches.
     manager.start_caches();
-    Ok(Process {
+    let process = Process {
         client,
         registry: Arc::new(registry),
         health,
         leadership,
         leader_status,
-        manager: std::sync::Mutex::new(Some(manager)),
         stop,
-    })
+    };
+    Ok((process, manager))
 }
 
 /// A wrong kubeconfig should fail here with a clear message; an API server that is merely down
@@ -266,7 +263,11 @@ struct Controllers {
 
 /// Waits for leadership (when elected), runs the controllers, and returns at the first signal or
 /// when leadership is lost.
-async fn lead(args: &RunArgs, process: &Process) -> (anyhow::Result<()>, Controllers) {
+async fn lead(
+    args: &RunArgs,
+    process: &Process,
+    manager: Manager,
+) -> (anyhow::Result<()>, Controllers) {
     let mut controllers = Controllers {
         task: None,
         stop: CancellationToken::new(),
@@ -287,7 +288,7 @@ async fn lead(args: &RunArgs, process: &Process) -> (anyhow::Result<()>, Control
             .get_or_create(&lease_labels(args))
             .set(1);
         tracing::info!("running controllers");
-        controllers.task = start_controllers(process, &controllers.stop);
+        controllers.task = Some(start_controllers(process, manager, &controllers.stop));
         match controllers.election.as_mut() {
             Some(election) => tokio::select! {
                 result = &mut signal => result,
@@ -329,12 +330,11 @@ async fn elect(args: &RunArgs, process: &Process) -> anyhow::Result<Option<Leade
 
 /// Runs the manager's controllers in a task of their own, with a liveness check that fails if
 /// they stop while nobody asked them to.
-fn start_controllers(process: &Process, stop: &CancellationToken) -> Option<JoinHandle<()>> {
-    let manager = process
-        .manager
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .take()?;
+fn start_controllers(
+    process: &Process,
+    manager: Manager,
+    stop: &CancellationToken,
+) -> JoinHandle<()> {
     let running = Arc::new(AtomicBool::new(true));
     process.health.add_liveness("controllers", {
         let running = running.clone();
@@ -348,10 +348,10 @@ fn start_controllers(process: &Process, stop: &CancellationToken) -> Option<Join
         }
     });
     let stop = stop.clone();
-    Some(tokio::spawn(async move {
+    tokio::spawn(async move {
         manager.run(stop.cancelled_owned()).await;
         running.store(false, Ordering::Release);
-    }))
+    })
 }
 
 /// Stops taking work, lets running reconciles finish within `--shutdown-timeout`, then gives the

@@ -60,8 +60,6 @@ pub struct Setup<'a> {
     /// The namespace the process runs in: the default home of what it keeps for itself
     /// (Leases, credentials).
     pub own_namespace: &'a str,
-    /// The controllers the process was asked to run (`--controllers`).
-    pub listed: &'a [String],
     /// Tasks that run on every replica, leader or not, until the process stops.
     background: Vec<Background>,
     /// What features set up earlier in the list offer to those after them.
@@ -78,14 +76,12 @@ impl<'a> Setup<'a> {
         registry: &'a mut Registry,
         health: &'a Health,
         own_namespace: &'a str,
-        listed: &'a [String],
     ) -> Self {
         Setup {
             manager,
             registry,
             health,
             own_namespace,
-            listed,
             background: Vec::new(),
             provided: HashMap::new(),
         }
