@@ -1,0 +1,1 @@
+//! Attacks a shoot owner mounts through the Shoot (its annotations, its providerConfig).

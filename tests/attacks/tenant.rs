@@ -1,0 +1,1 @@
+//! Attacks a tenant mounts with the aggregated `edit` role in a namespace of its own.
