@@ -7,10 +7,12 @@ use clap::Args;
 use reconcile_engine::ManagerError;
 use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
 
+use super::api::{SHOOT_NAMESPACE_ROLE, SHOOT_NAMESPACE_ROLE_LABEL};
 use super::controller::{ExtensionSettings, register};
 use super::heartbeat::{self, HeartbeatConfig};
 use crate::ontap::OntapServices;
 use crate::ontap::connections::{ClientSettings, ClusterConnections};
+use crate::ontap::svm::reconcile::Adopters;
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
 #[derive(Clone, Debug, Args)]
@@ -84,11 +86,18 @@ impl Feature for ExtensionFeature {
             return Ok(());
         };
         let ontap: OntapServices = setup.provided(NAME, crate::ontap::NAME)?;
-        // Switching from metal-stack's extension adopts the SVMs it made: only the project
-        // namespace may ask for that, and only while the Extension runs.
+        // Switching from metal-stack's extension adopts the SVMs it made, and a restore the
+        // accounts on them: only the project namespace may adopt SVMs, only it and the shoot
+        // namespaces gardenlet labels may adopt accounts, and only while the Extension runs.
         ontap
             .adoption
-            .grant(settings.project_namespace.clone())
+            .grant(Adopters {
+                project_namespace: settings.project_namespace.clone(),
+                account_adopters: Some((
+                    SHOOT_NAMESPACE_ROLE_LABEL.to_owned(),
+                    SHOOT_NAMESPACE_ROLE.to_owned(),
+                )),
+            })
             .map_err(|held| FeatureError::Other {
                 feature: NAME,
                 source: format!("adoption is already granted to namespace {held}").into(),

@@ -1,11 +1,14 @@
 //! Step `AccountReady`: the SVM-scoped vsadmin account, unlocked. Its password comes from the
 //! credentials module, which has put it in the seed Secret first.
 
-use super::SeedSecretState;
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
 use super::takeover::adopts;
+use super::{Ownership, SeedSecretState, account_comment, owned_by};
 use crate::api::StorageVirtualMachine;
 use ontap_client::{
     Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, OntapClient, Svm,
@@ -13,12 +16,15 @@ use ontap_client::{
 use reconcile_engine::{Outcome, StepError};
 
 impl SvmReconciler {
-    /// Step `AccountReady`: the SVM-scoped account exists with role vsadmin, unlocked.
+    /// Step `AccountReady`: the SVM-scoped account exists with role vsadmin, unlocked, and is
+    /// this object's: created for it (its comment carries the object's uid), or taken over by an
+    /// adoption from where adoption is granted. Any other account of the name is left alone —
+    /// no unlock, no password, no delete — or a tenant could name another's account and take it.
     ///
     /// When the seed Secret holds the account's credentials, one GET authenticated as the
-    /// account both proves them and reads the account (role; an account that can log in is not
-    /// locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM costs
-    /// ONTAP this GET and the two lookups before it. Otherwise the administrator looks.
+    /// account both proves them and reads the account (role, mark; an account that can log in
+    /// is not locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM
+    /// costs ONTAP this GET and the two lookups before it. Otherwise the administrator looks.
     pub(super) async fn ensure_account(
         &self,
         svm: &StorageVirtualMachine,
@@ -33,19 +39,27 @@ impl SvmReconciler {
                 confirmed_check(client, &ontap_svm.uuid, &names.account, password).await?
         {
             check_role(&account, names)?;
-            return Ok(Outcome::Unchanged(Some(Verified {
+            let verified = Some(Verified {
                 password_set_at: seed.password_set_at,
-            })));
+            });
+            return Ok(match self.claim(svm, names, ontap_svm, &account)? {
+                Claim::Ours => Outcome::Unchanged(verified),
+                Claim::Adopt => {
+                    mark(client, ontap_svm, names).await?;
+                    Outcome::Changed(verified)
+                }
+            });
         }
         let existing = client
             .account(&ontap_svm.uuid, &names.account)
             .await
             .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
         if let Some(account) = existing {
+            let claim = self.claim(svm, names, ontap_svm, &account)?;
             // Taking over an SVM by uuid (a restore, or an installation switching from another
             // extension) keeps the accounts on it working: without the seed Secret that carries
             // the password, `SecretReady` would rotate it and lock out whoever uses it now.
-            if adopts(svm, ontap_svm) && matches!(seed.state, SeedSecretState::Missing) {
+            if claim == Claim::Adopt && matches!(seed.state, SeedSecretState::Missing) {
                 return Ok(Waiting::AdoptionAwaitsSecret.outcome(
                     format!(
                         "the account {} exists on the adopted SVM {}; its password is kept, so this waits for the seed Secret {} that carries it",
@@ -55,7 +69,9 @@ impl SvmReconciler {
                 ));
             }
             check_role(&account, names)?;
-            if unlock_needed(&account) {
+            // An account without a password has no lock state, and ONTAP refuses to unlock it
+            // until one is set: `SecretReady` sets the password, the next pass the lock state.
+            if account.locked == Some(true) {
                 let unlock = AccountPatch {
                     locked: Some(false),
                     ..AccountPatch::default()
@@ -76,7 +92,7 @@ impl SvmReconciler {
             owner_uuid: ontap_svm.uuid.clone(),
             role: "vsadmin".into(),
             password,
-            comment: Some(format!("ontap-operator:uid={}", names.uid)),
+            comment: Some(account_comment(&names.uid)),
         };
         match client.create_account(&create).await {
             Ok(()) => Ok(Outcome::Changed(None)),
@@ -85,6 +101,53 @@ impl SvmReconciler {
             Err(e) => Err(ontap_error(Failed::AccountCreate, e)),
         }
     }
+
+    /// Whether `account` is this object's to manage: marked with its uid, or adopted with the
+    /// SVM this object asks for by uuid ([`adopts`]) from a namespace granted account adoption.
+    fn claim(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        account: &Account,
+    ) -> Result<Claim, StepError> {
+        if owned_by(account.comment.as_deref(), &names.uid) == Ownership::Ours {
+            return Ok(Claim::Ours);
+        }
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&names.namespace))
+            .map(|ns| ns.labels().clone())
+            .unwrap_or_default();
+        if adopts(svm, ontap_svm) && self.adoption.may_adopt_accounts(&names.namespace, &labels) {
+            return Ok(Claim::Adopt);
+        }
+        Err(Invalid::AccountNotOurs.error(format!(
+            "an account {} exists on the SVM {} that was not created for this StorageVirtualMachine; it is left as it is (no unlock, password or delete) — choose another spec.account.name",
+            names.account, names.svm
+        )))
+    }
+}
+
+/// Whose an existing account is, for this object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    /// Created for this object.
+    Ours,
+    /// Taken over by an adoption: marked for this object once its password is proven.
+    Adopt,
+}
+
+/// Marks the account as this object's, so that its cleanup (and only its) deletes it.
+async fn mark(client: &OntapClient, ontap_svm: &Svm, names: &Names) -> Result<(), StepError> {
+    let patch = AccountPatch {
+        comment: Some(account_comment(&names.uid)),
+        ..AccountPatch::default()
+    };
+    client
+        .patch_account(&ontap_svm.uuid, &names.account, &patch)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountMark, e))
 }
 
 /// The account must have role vsadmin; another role is not changed.
@@ -98,27 +161,4 @@ fn check_role(account: &Account, names: &Names) -> Result<(), StepError> {
         )));
     }
     Ok(())
-}
-
-/// Unlocked only when ONTAP says so: a missing `locked` field is not a yes.
-fn unlock_needed(account: &Account) -> bool {
-    account.locked != Some(false)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_account_is_unlocked_only_when_ontap_says_so() {
-        let account = |locked: serde_json::Value| -> Account {
-            serde_json::from_value(serde_json::json!({ "name": "a", "locked": locked })).unwrap()
-        };
-        assert!(unlock_needed(&account(serde_json::json!(true))));
-        assert!(unlock_needed(&account(serde_json::Value::Null)));
-        assert!(!unlock_needed(&account(serde_json::json!(false))));
-        let absent: Account = serde_json::from_value(serde_json::json!({ "name": "a" })).unwrap();
-        assert!(unlock_needed(&absent));
-    }
 }

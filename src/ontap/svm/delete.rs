@@ -89,7 +89,7 @@ impl SvmReconciler {
         if let Some(found) = found {
             steps
                 .step(SvmStep::AccountDeleted, || {
-                    delete_account(&client, &found, &names.account)
+                    delete_account(&client, &found, names)
                 })
                 .await?;
         }
@@ -151,7 +151,7 @@ impl SvmReconciler {
             .await?;
         steps
             .step(SvmStep::AccountDeleted, || {
-                delete_account(&client, &found, &names.account)
+                delete_account(&client, &found, names)
             })
             .await?;
         let worker = steps.worker();
@@ -305,14 +305,31 @@ pub fn foreign_accounts<'a>(names: impl IntoIterator<Item = &'a str>, own: &str)
     others
 }
 
-/// Step `AccountDeleted`: the account is gone from `svm` (already gone counts).
+/// Step `AccountDeleted`: this object's account is gone from `svm` (already gone counts). Only
+/// an account marked with the object's uid is deleted: one it did not create (a name it was
+/// refused, or never admitted for) belongs to someone else, whatever the object names.
 async fn delete_account(
     client: &OntapClient,
     svm: &Svm,
-    account: &str,
+    names: &Names,
 ) -> Result<Outcome, StepError> {
+    let Some(account) = client
+        .account(&svm.uuid, &names.account)
+        .await
+        .map_err(|e| ontap_error(Failed::AccountLookup, e))?
+    else {
+        return Ok(Outcome::unchanged());
+    };
+    if owned_by(account.comment.as_deref(), &names.uid) != Ownership::Ours {
+        tracing::info!(
+            account = %names.account,
+            svm = %svm.name,
+            "the account was not created for this object; cleanup leaves it alone"
+        );
+        return Ok(Outcome::unchanged());
+    }
     client
-        .delete_account(&svm.uuid, account)
+        .delete_account(&svm.uuid, &names.account)
         .await
         .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
     Ok(Outcome::changed())

@@ -31,6 +31,22 @@ pub fn ownership_comment(uid: &str, namespace: &str, name: &str) -> String {
     comment
 }
 
+/// The comment of an account created for the object with `uid`: the marker alone, which is what
+/// lets cleanup, a lock or a new password touch the account at all.
+pub fn account_comment(uid: &str) -> String {
+    format!("{COMMENT_MARKER}{uid}")
+}
+
+/// The namespace of the object an SVM's comment says it was created for (`None` for an
+/// unmarked SVM, or a comment cut before it). Decides where a released SVM may be taken over
+/// from: its previous owner's namespace.
+pub fn marked_namespace(comment: Option<&str>) -> Option<&str> {
+    let (_, rest) = comment?.split_once(COMMENT_MARKER)?;
+    let (_, described) = rest.split_once(" StorageVirtualMachine ")?;
+    let (namespace, name) = described.split_once('/')?;
+    (!namespace.is_empty() && !name.is_empty()).then_some(namespace)
+}
+
 /// Who an existing SVM belongs to, according to its comment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ownership {
@@ -88,6 +104,19 @@ pub enum DesiredError {
 #[allow(clippy::unwrap_used)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn the_namespace_of_a_marked_svm_is_read_from_its_comment() {
+        let comment = ownership_comment("u-1", "team-a", "db");
+        assert_eq!(marked_namespace(Some(&comment)), Some("team-a"));
+        assert_eq!(
+            owned_by(Some(&account_comment("u-1")), "u-1"),
+            Ownership::Ours
+        );
+        assert_eq!(marked_namespace(Some(&account_comment("u-1"))), None);
+        assert_eq!(marked_namespace(Some("made by hand")), None);
+        assert_eq!(marked_namespace(None), None);
+    }
     use crate::api::StorageVirtualMachine;
 
     pub(crate) const UID: &str = "9b2e8c1a-0000-4000-8000-000000000002";

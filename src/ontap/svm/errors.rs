@@ -32,6 +32,7 @@ reasons! {
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
         AccountUnlock => "AccountUnlockFailed",
+        AccountMark => "AccountMarkFailed",
         AccountDelete => "AccountDeleteFailed",
         CredentialCheck => "CredentialCheckFailed",
         PasswordSet => "PasswordSetFailed",
@@ -70,11 +71,15 @@ reasons! {
         SvmNameChanged => "SVMNameChanged",
         /// An SVM of the name exists and is not this object's to take: another spec.svmName.
         SvmNameInUse => "SVMNameInUse",
+        /// `spec.svmName` has the form of another namespace's default names.
+        SvmNameReserved => "SVMNameReserved",
         SvmRenamedInOntap => "SVMRenamedInONTAP",
         SvmNotShared => "SVMNotShared",
         SvmOwnershipChanged => "SVMOwnershipChanged",
         AdoptionNotAllowed => "AdoptionNotAllowed",
         AccountRoleMismatch => "AccountRoleMismatch",
+        /// An account of the name exists that the operator did not create for this object.
+        AccountNotOurs => "AccountNotOurs",
         SecretNameInUse => "SecretNameInUse",
     }
 }

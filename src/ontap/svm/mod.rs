@@ -25,7 +25,9 @@ mod svm;
 mod takeover;
 pub mod tenancy;
 
-pub use desired::{DesiredError, Ownership, owned_by, ownership_comment};
+pub use desired::{
+    DesiredError, Ownership, account_comment, marked_namespace, owned_by, ownership_comment,
+};
 pub use lifs::{
     DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
     desired_lifs, plan_lifs,

@@ -129,22 +129,49 @@ pub struct SvmReconciler {
     pub adoption: AdoptionGrant,
 }
 
-/// The one namespace whose StorageVirtualMachines may adopt SVMs the operator did not create:
-/// none until a feature that needs adoption grants it, once, before the controllers run.
+/// Where StorageVirtualMachines may take over what the operator did not create for them: none
+/// until a feature that needs adoption grants it, once, before the controllers run. Only
+/// namespaces tenants cannot write to, or cannot label, qualify: an adoption is vsadmin access.
 #[derive(Clone, Debug, Default)]
-pub struct AdoptionGrant(Arc<OnceLock<String>>);
+pub struct AdoptionGrant(Arc<OnceLock<Adopters>>);
+
+/// The namespaces an [`AdoptionGrant`] names.
+#[derive(Clone, Debug)]
+pub struct Adopters {
+    /// May adopt SVMs and their accounts: the Gardener Extension's project namespace.
+    pub project_namespace: String,
+    /// Namespaces with this label (key, value) may adopt the accounts on the SVM their objects
+    /// name (a shoot's account on its project's SVM, after a restore or a switch from
+    /// metal-stack), never an SVM: gardenlet labels a seed's shoot namespaces, and a tenant
+    /// cannot label a namespace with only namespaced roles.
+    pub account_adopters: Option<(String, String)>,
+}
 
 impl AdoptionGrant {
-    /// Lets `namespace`'s objects adopt; a second grant is refused with the namespace that holds
-    /// it: adoption belongs to one namespace.
-    pub fn grant(&self, namespace: String) -> Result<(), String> {
-        self.0.set(namespace)?;
-        Ok(())
+    /// Grants adoption to `adopters`; a second grant is refused with the project namespace that
+    /// holds it: adoption belongs to one feature.
+    pub fn grant(&self, adopters: Adopters) -> Result<(), String> {
+        self.0.set(adopters).map_err(|held| held.project_namespace)
     }
 
-    /// The namespace granted adoption, if any.
+    /// The namespace granted adoption of SVMs, if any.
     pub fn namespace(&self) -> Option<&str> {
-        self.0.get().map(String::as_str)
+        self.0.get().map(|a| a.project_namespace.as_str())
+    }
+
+    /// Whether objects of `namespace` (with `labels`) may take over an account the operator did
+    /// not create for them.
+    pub fn may_adopt_accounts(
+        &self,
+        namespace: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> bool {
+        self.0.get().is_some_and(|a| {
+            a.project_namespace == namespace
+                || a.account_adopters
+                    .as_ref()
+                    .is_some_and(|(key, value)| labels.get(key) == Some(value))
+        })
     }
 }
 
