@@ -12,7 +12,7 @@ use super::reconcile::{
 };
 use super::takeover::{Takeover, asks_to_adopt, takeover_marked, takeover_unmarked};
 use super::tenancy;
-use super::{DesiredError, Ownership, owned_by, ownership_comment};
+use super::{DesiredError, Ownership, marked_namespace, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use crate::ontap::connections::ClusterConnections;
 use ontap_client::{
@@ -137,6 +137,18 @@ impl SvmReconciler {
                 && other.spec.cluster_ref == svm.spec.cluster_ref
                 && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
         })
+    }
+
+    /// The namespace of the object `found` is marked for: the live object's, else the one its
+    /// mark records (a `Retain` delete left it).
+    fn previous_owner_namespace(&self, creator: &str, found: &Svm) -> Option<String> {
+        self.svms
+            .store()
+            .state()
+            .iter()
+            .find(|other| other.uid().as_deref() == Some(creator))
+            .and_then(|other| other.namespace())
+            .or_else(|| marked_namespace(found.comment.as_deref()).map(str::to_owned))
     }
 
     /// Whether a StorageVirtualMachine with uid `uid` exists (also while it is being deleted).
@@ -338,6 +350,9 @@ impl SvmReconciler {
                 self.handed_over(svm, &creator, names),
                 self.alive(&creator),
                 self.is_project_namespace(&names.namespace),
+                self.is_project_namespace(&names.namespace)
+                    || self.previous_owner_namespace(&creator, found).as_deref()
+                        == Some(names.namespace.as_str()),
             ),
             Ownership::Unmarked => {
                 takeover_unmarked(asks, self.is_project_namespace(&names.namespace))
@@ -583,38 +598,48 @@ mod tests {
 
     #[test]
     fn marked_svms_change_hands_only_when_their_creator_lets_go() {
-        // (asks by uuid, handed over, creator alive, may stand in)
+        // (asks by uuid, handed over, creator alive, may stand in, from the owner's namespace)
         for stand_in in [false, true] {
             assert_eq!(
-                takeover_marked(true, false, false, stand_in),
+                takeover_marked(true, false, false, stand_in, true),
                 Takeover::Adopt,
                 "a restore: the creator is gone"
             );
             assert_eq!(
-                takeover_marked(false, true, true, stand_in),
+                takeover_marked(false, true, true, stand_in, true),
                 Takeover::Adopt,
                 "a hand-over: the creator became an AccountOnly user"
             );
             assert_eq!(
-                takeover_marked(true, false, true, stand_in),
+                takeover_marked(true, false, true, stand_in, true),
                 Takeover::Refuse(Refusal::CreatorStillExists),
                 "an annotation does not take an SVM from a live object"
             );
             assert_eq!(
-                takeover_marked(false, false, true, stand_in),
+                takeover_marked(false, false, true, stand_in, true),
                 Takeover::Refuse(Refusal::MarkedForAnother),
                 "a live object of this seed keeps its SVM"
             );
         }
         assert_eq!(
-            takeover_marked(false, false, false, false),
+            takeover_marked(false, false, false, false, false),
             Takeover::Refuse(Refusal::MarkedForAnother),
             "a tenant's object never serves an SVM it cannot see the provider of"
         );
         assert_eq!(
-            takeover_marked(false, false, false, true),
+            takeover_marked(false, false, false, true, true),
             Takeover::ServeElsewhere,
             "the project namespace serves another seed's project SVM as it is: no mark moves"
+        );
+        assert_eq!(
+            takeover_marked(true, false, false, false, false),
+            Takeover::Refuse(Refusal::ReleasedElsewhere),
+            "a released SVM is not taken from another namespace by naming its uuid"
+        );
+        assert_eq!(
+            takeover_marked(false, true, true, false, false),
+            Takeover::Refuse(Refusal::ReleasedElsewhere),
+            "nor by naming an SVM another namespace handed over"
         );
         assert_eq!(
             Refusal::CreatorStillExists.error("p1", "ns").category(),

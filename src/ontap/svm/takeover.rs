@@ -50,6 +50,9 @@ pub enum Refusal {
     Unmarked,
     /// Not created by the operator, asked for by uuid from a namespace that may not adopt.
     AdoptionNotAllowed,
+    /// Released by its previous owner (a `Retain` delete, or a hand-over to `AccountOnly`) in
+    /// another namespace: only that namespace (or the project namespace) may take it over.
+    ReleasedElsewhere,
 }
 
 impl Refusal {
@@ -66,6 +69,9 @@ impl Refusal {
             Self::Unmarked => Invalid::SvmNameInUse.error(format!(
                 "an SVM named {svm} exists in ONTAP but was not created by this operator; it is not adopted — set another spec.svmName"
             )),
+            Self::ReleasedElsewhere => Invalid::SvmNameInUse.error(format!(
+                "the SVM {svm} was released by a StorageVirtualMachine of another namespace; only that namespace may take it over — set another spec.svmName"
+            )),
             Self::AdoptionNotAllowed => Invalid::AdoptionNotAllowed.error(format!(
                 "the SVM {svm} was not created by this operator; adopting it ({ADOPT_SVM_UUID_ANNOTATION}) gives vsadmin access to everything on it, which only objects of the operator's project namespace may ask for, not those of {namespace}"
             )),
@@ -74,16 +80,22 @@ impl Refusal {
 }
 
 /// The decision on an SVM marked for another object (`Foreign`): taken over when its creator
-/// handed it over, or when asked for by uuid and the creator is gone; served as it is when
-/// its creator is out of sight and the object may stand in for it (`stand_in`: the extension's
-/// project namespace) — never marked back and forth between seeds.
+/// handed it over, or when asked for by uuid and the creator is gone — either only from where
+/// the previous owner allowed (`from_owner`: its own namespace, or the extension's project
+/// namespace); served as it is when its creator is out of sight and the object may stand in
+/// for it (`stand_in`: the extension's project namespace) — never marked back and forth
+/// between seeds.
 pub fn takeover_marked(
     asks: bool,
     handed_over: bool,
     creator_alive: bool,
     stand_in: bool,
+    from_owner: bool,
 ) -> Takeover {
     match (handed_over, asks, creator_alive, stand_in) {
+        (true, _, _, _) | (false, true, false, _) if !from_owner => {
+            Takeover::Refuse(Refusal::ReleasedElsewhere)
+        }
         (true, _, _, _) => Takeover::Adopt,
         (false, true, false, _) => Takeover::Adopt,
         (false, true, true, _) => Takeover::Refuse(Refusal::CreatorStillExists),
