@@ -5,9 +5,10 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::errors::{Conflict, Invalid, Transient, Waiting};
+use super::naming::reserved_for_another_namespace;
 use super::reconcile::{Names, SvmReconciler, SvmStep};
 use super::tenancy;
-use crate::api::{OntapCluster, StorageVirtualMachine};
+use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode};
 use ontap_client::OntapClient;
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
@@ -35,6 +36,14 @@ impl SvmReconciler {
             return Err(Invalid::NamespaceNotAllowed.error(format!(
                 "the OntapCluster {}'s namespaceSelector does not admit the namespace {namespace}; a cluster administrator can label the namespace or widen the selector",
                 cluster.name_any()
+            )));
+        }
+        if svm.spec.mode == SvmMode::Owned
+            && reserved_for_another_namespace(&names.svm, &namespace, &svm.name_any())
+        {
+            return Err(Invalid::SvmNameReserved.error(format!(
+                "the SVM name {} has the form of another namespace's default names (k8s_<namespace>_<name>), which belong to that namespace; choose a name without the k8s_ prefix, or k8s_{namespace}_…",
+                names.svm
             )));
         }
         let claims = tenancy::Claims::of(svm, names.svm.clone(), names.account.clone());
