@@ -77,31 +77,32 @@ pub async fn apply_object(
 /// A kubeconfig for the operator's ServiceAccount, bound by exactly the RBAC in `deploy/`
 /// (applied here), so a permission the manifests lack fails the test that needs it.
 pub async fn operator_identity(client: &Client) -> PathBuf {
-    apply_deploy_files(client, &["namespace.yaml", "rbac.yaml"]).await;
     let plane: &ControlPlane = control_plane();
     let dir = plane
         .dir
         .as_ref()
         .expect("a service account identity needs the project's own control plane");
+    operator_identity_on(dir, client).await
+}
+
+/// [`operator_identity`] on the control plane in `dir`.
+pub async fn operator_identity_on(dir: &Path, client: &Client) -> PathBuf {
+    apply_deploy_files(client, &["namespace.yaml", "rbac.yaml"]).await;
     let out = dir.join("operator.kubeconfig");
     // Tests of one binary ask at once; the certificate is minted once.
     static MINT: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let minting = MINT.lock().unwrap_or_else(|p| p.into_inner());
     if !out.exists() {
         let user = format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}");
-        let status = Command::new(repo_root().join("hack/control-plane.sh"))
-            .args(["user", "--dir"])
-            .arg(dir)
-            .args(["--name", &user, "--group", "system:serviceaccounts"])
-            .args([
-                "--group",
+        mint_user(
+            dir,
+            &user,
+            &[
+                "system:serviceaccounts",
                 &format!("system:serviceaccounts:{OPERATOR_NAMESPACE}"),
-            ])
-            .arg("--out")
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(status.success());
+            ],
+            &out,
+        );
     }
     drop(minting);
     Api::<Namespace>::all(client.clone())
@@ -109,6 +110,55 @@ pub async fn operator_identity(client: &Client) -> PathBuf {
         .await
         .unwrap();
     out
+}
+
+/// Writes `out`, a kubeconfig of the control plane in `dir` for `user` in `groups`.
+pub fn mint_user(dir: &Path, user: &str, groups: &[&str], out: &Path) {
+    let mut command = Command::new(repo_root().join("hack/control-plane.sh"));
+    command
+        .args(["user", "--dir"])
+        .arg(dir)
+        .args(["--name", user]);
+    for group in groups {
+        command.args(["--group", group]);
+    }
+    let status = command.arg("--out").arg(out).status().unwrap();
+    assert!(status.success(), "minting a kubeconfig for {user}");
+}
+
+/// A client for a tenant of `namespace`: a user bound there to the aggregated `edit` role and
+/// nothing else. The clusterrole-aggregation controller (kube-controller-manager) does not run
+/// here, so the roles `deploy/rbac.yaml` aggregates into `edit` are bound beside it, which is
+/// what aggregation would give.
+pub async fn tenant_client(dir: &Path, admin: &Client, namespace: &str, user: &str) -> Client {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+    let aggregated: Vec<String> = Api::<ClusterRole>::all(admin.clone())
+        .list(
+            &kube::api::ListParams::default()
+                .labels("rbac.authorization.k8s.io/aggregate-to-edit=true"),
+        )
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|role| role.metadata.name)
+        .collect();
+    let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), namespace);
+    for role in std::iter::once("edit".to_owned()).chain(aggregated) {
+        let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{user}-{role}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }))
+        .unwrap();
+        bindings
+            .create(&kube::api::PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+    let out = dir.join(format!("{user}.kubeconfig"));
+    mint_user(dir, user, &[], &out);
+    super::client_for(&out).await
 }
 
 pub struct OperatorProcess {

@@ -2,6 +2,7 @@
 //! (over TLS), an OntapCluster pointing at it, and a real operator process scoped to both and
 //! running as the ServiceAccount identity of deploy/rbac.yaml.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -23,6 +24,9 @@ pub struct SvmWorld {
     pub cluster: String,
     operator_args: Vec<String>,
     operator_envs: Vec<(String, String)>,
+    operator_kubeconfig: PathBuf,
+    /// The control plane of a world with one of its own ([`SvmWorld::tenanted`]).
+    pub plane_dir: Option<PathBuf>,
 }
 
 impl SvmWorld {
@@ -41,6 +45,42 @@ impl SvmWorld {
     pub async fn with_env(mock: MockConfig, extra: &[&str], envs: &[(&str, &str)]) -> Self {
         let env = env().await;
         let kubeconfig = operator_identity(&env.client).await;
+        Self::build(env, kubeconfig, mock, extra, envs, false, None).await
+    }
+
+    /// A world on a control plane of its own, whose operator watches every namespace: tenants
+    /// in several namespaces ([`super::operator::tenant_client`]) meet one operator there, as
+    /// in a real cluster. `env.namespace` is `victim`, which also holds the cluster's Secrets.
+    pub async fn tenanted(mock: MockConfig, extra: &[&str]) -> Self {
+        super::install_crypto_provider();
+        let dir = tokio::task::spawn_blocking(|| super::start_owned_control_plane("tenants"))
+            .await
+            .unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        let client = super::client_for(&kubeconfig).await;
+        for crd in super::project_crds() {
+            super::install_crd(&client, crd).await;
+        }
+        let namespace = "victim".to_owned();
+        super::create_namespace(&client, &namespace, json!({})).await;
+        let env = TestEnv {
+            client,
+            namespace,
+            kubeconfig,
+        };
+        let operator_kubeconfig = super::operator::operator_identity_on(&dir, &env.client).await;
+        Self::build(env, operator_kubeconfig, mock, extra, &[], true, Some(dir)).await
+    }
+
+    async fn build(
+        env: TestEnv,
+        kubeconfig: PathBuf,
+        mock: MockConfig,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+        all_namespaces: bool,
+        plane_dir: Option<PathBuf>,
+    ) -> Self {
         let mock = Mock::start_tls(mock).await;
         let ns = env.namespace.clone();
         let cluster = format!("c-{ns}");
@@ -90,6 +130,7 @@ impl SvmWorld {
         let mut operator_args: Vec<String> = defaults
             .into_iter()
             .filter(|d| !extra.iter().any(|e| flag(e) == flag(d)))
+            .filter(|d| !(all_namespaces && flag(d) == "--namespace"))
             .collect();
         operator_args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = operator_args.iter().map(String::as_str).collect();
@@ -105,6 +146,8 @@ impl SvmWorld {
             cluster,
             operator_args,
             operator_envs,
+            operator_kubeconfig: kubeconfig,
+            plane_dir,
         }
     }
 
@@ -112,11 +155,7 @@ impl SvmWorld {
     pub fn restart_operator(&mut self) {
         self.operator.kill();
         let args: Vec<&str> = self.operator_args.iter().map(String::as_str).collect();
-        let kubeconfig = super::control_plane()
-            .dir
-            .as_ref()
-            .unwrap()
-            .join("operator.kubeconfig");
+        let kubeconfig = self.operator_kubeconfig.clone();
         let envs: Vec<(&str, &str)> = self
             .operator_envs
             .iter()
@@ -127,6 +166,10 @@ impl SvmWorld {
 
     pub fn svms(&self) -> Api<StorageVirtualMachine> {
         Api::namespaced(self.env.client.clone(), &self.env.namespace)
+    }
+
+    pub fn svms_in(&self, namespace: &str) -> Api<StorageVirtualMachine> {
+        Api::namespaced(self.env.client.clone(), namespace)
     }
 
     pub fn secrets(&self) -> Api<Secret> {
@@ -141,6 +184,41 @@ impl SvmWorld {
     /// several SVMs of one test never share an address.
     pub fn svm(&self, name: &str, index: u8) -> SvmFixture {
         svm(name).cluster(&self.cluster).nfs().index(index)
+    }
+
+    /// [`SvmWorld::svm`] with the fields of `spec` (a JSON object) set over its spec.
+    pub fn svm_with(&self, name: &str, index: u8, spec: &Value) -> Value {
+        let mut object = self.svm(name, index).json();
+        for (key, value) in spec.as_object().unwrap() {
+            object["spec"][key] = value.clone();
+        }
+        object
+    }
+
+    /// Waits until the object `name` of `namespace` has condition `type_` False with `reason`,
+    /// and gives its message.
+    pub async fn refused_in(
+        &self,
+        namespace: &str,
+        name: &str,
+        type_: &str,
+        reason: &str,
+    ) -> String {
+        let svms = self.svms_in(namespace);
+        poll(
+            &format!("{name}: {type_} {reason}"),
+            Duration::from_secs(60),
+            async || {
+                let svm = svms.get(name).await.map_err(|e| e.to_string())?;
+                let conditions = svm.status.map(|s| s.conditions).unwrap_or_default();
+                conditions
+                    .iter()
+                    .find(|c| c.type_ == type_ && c.status == "False" && c.reason == reason)
+                    .map(|c| c.message.clone())
+                    .ok_or_else(|| format!("{conditions:?}"))
+            },
+        )
+        .await
     }
 
     pub async fn create_svm(&self, name: &str, index: u8) -> StorageVirtualMachine {

@@ -14,11 +14,8 @@ const WITHIN: Duration = Duration::from_secs(60);
 const SHARED: &str = "project_p1";
 
 async fn create(world: &SvmWorld, name: &str, index: u8, spec: Value) {
-    let mut object = world.svm(name, index).json();
-    for (key, value) in spec.as_object().unwrap() {
-        object["spec"][key] = value.clone();
-    }
-    let svm: StorageVirtualMachine = serde_json::from_value(object).unwrap();
+    let svm: StorageVirtualMachine =
+        serde_json::from_value(world.svm_with(name, index, &spec)).unwrap();
     world
         .svms()
         .create(&PostParams::default(), &svm)

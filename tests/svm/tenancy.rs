@@ -52,16 +52,9 @@ async fn wait_cluster_condition(
 
 /// Waits until the SVM object's condition `type_` is `False` with `reason`.
 async fn wait_svm_refused(world: &SvmWorld, name: &str, type_: &str, reason: &str) -> String {
-    poll(&format!("{name}: {type_} {reason}"), WITHIN, async || {
-        let svm = world.svms().get(name).await.map_err(|e| e.to_string())?;
-        let conditions = svm.status.map(|s| s.conditions).unwrap_or_default();
-        conditions
-            .iter()
-            .find(|c| c.type_ == type_ && c.status == "False" && c.reason == reason)
-            .map(|c| c.message.clone())
-            .ok_or_else(|| format!("{conditions:?}"))
-    })
-    .await
+    world
+        .refused_in(&world.env.namespace, name, type_, reason)
+        .await
 }
 
 fn secret(namespace: &str, name: &str, data: Value) -> Secret {

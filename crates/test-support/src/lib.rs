@@ -207,6 +207,18 @@ pub async fn env() -> TestEnv {
     }
 }
 
+/// Creates the namespace `name` with `labels` (a JSON object).
+pub async fn create_namespace(client: &Client, name: &str, labels: serde_json::Value) {
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": labels},
+    }))
+    .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
 /// What `kubectl get -o wide` asks for: the objects at `path` (an API collection URL) as a
 /// `meta.k8s.io/v1` Table, with every printer column and its priority.
 pub async fn table(client: &Client, path: &str) -> serde_json::Value {
