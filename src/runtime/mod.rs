@@ -354,8 +354,8 @@ fn start_controllers(
     })
 }
 
-/// Stops taking work, lets running reconciles finish within `--shutdown-timeout`, then gives the
-/// Lease up and stops the servers. A lost Lease grants no such bound: another replica may
+/// Stops taking work, lets running reconciles finish within `--shutdown-timeout` (aborting those
+/// that do not), then gives the Lease up and stops the servers. A lost Lease grants no such bound: another replica may
 /// already act, so everything in flight is dropped at once.
 async fn drain(
     args: &RunArgs,
@@ -371,12 +371,22 @@ async fn drain(
             .map_err(|e| e.downcast_ref::<LeaderElectionError>()),
         Err(Some(LeaderElectionError::Lost(_)))
     );
-    if let Some(task) = controllers.task {
-        if lost {
+    if let Some(mut task) = controllers.task {
+        let finished = !lost
+            && tokio::time::timeout(args.shutdown_timeout, &mut task)
+                .await
+                .is_ok();
+        // Passes still running past the timeout are aborted, and awaited, before the Lease is
+        // given up: a detached pass could still write to ONTAP while the next leader acts.
+        if !finished {
+            if !lost {
+                tracing::warn!(
+                    timeout = ?args.shutdown_timeout,
+                    "reconciles still running after --shutdown-timeout are aborted"
+                );
+            }
             task.abort();
             let _ = task.await;
-        } else {
-            let _ = tokio::time::timeout(args.shutdown_timeout, task).await;
         }
     }
     process
