@@ -59,3 +59,61 @@ async fn concurrent_first_renders_of_one_chart_render_once() {
         context()
     );
 }
+
+/// The cache renders a chart once for every namespace, into a placeholder namespace put right
+/// afterwards: for every shipped chart the result must be byte for byte what helm renders for
+/// that namespace itself.
+#[tokio::test]
+async fn a_manifest_rendered_for_one_namespace_serves_every_namespace() {
+    use std::collections::BTreeMap;
+
+    use kyma_inventory::render::{
+        CHART_VERSION, RenderMetrics, RenderRequest, Renderer, chart_names,
+    };
+
+    let helm = crate::support::tool("helm");
+    let renderer = Renderer::new(helm.clone(), 2, RenderMetrics::default());
+    let home = tempfile::tempdir().unwrap();
+    for chart in chart_names() {
+        let values = BTreeMap::from([("component".to_owned(), chart.to_owned())]);
+        for namespace in ["team-a", "kyma-system"] {
+            let request = RenderRequest {
+                chart: chart.to_owned(),
+                version: CHART_VERSION.to_owned(),
+                namespace: namespace.to_owned(),
+                values: values.clone(),
+            };
+            let cached = renderer.render(&request).await.unwrap();
+            let direct = std::process::Command::new(&helm)
+                .arg("template")
+                .arg(chart)
+                .arg(
+                    crate::support::repo_root()
+                        .join("crates/kyma-inventory/charts")
+                        .join(chart),
+                )
+                .args(["--namespace", namespace])
+                .args(["--set-string", &format!("component={chart}")])
+                .env("HELM_CACHE_HOME", home.path().join("cache"))
+                .env("HELM_CONFIG_HOME", home.path().join("config"))
+                .env("HELM_DATA_HOME", home.path().join("data"))
+                .output()
+                .unwrap();
+            assert!(direct.status.success(), "{direct:?}");
+            assert_eq!(
+                &*cached,
+                String::from_utf8(direct.stdout).unwrap(),
+                "{chart} in {namespace}"
+            );
+            assert!(
+                cached.contains(&format!("namespace: {namespace}")),
+                "{chart}"
+            );
+        }
+    }
+    assert_eq!(
+        renderer.cached().await,
+        chart_names().len() as u64,
+        "one manifest per chart, whatever the namespace"
+    );
+}

@@ -26,6 +26,9 @@ pub struct KymaArgs {
     /// (reconciling and success are written at once: three status writes per Kyma).
     #[arg(long, env = "ONTAP_OPERATOR_KYMA_PROGRESS_INTERVAL", value_parser = humantime::parse_duration, default_value = "40s")]
     pub kyma_progress_interval: Duration,
+    /// How many `helm template` processes may run at once (each takes about 45 MiB).
+    #[arg(long, env = "ONTAP_OPERATOR_KYMA_MAX_RENDERS", default_value_t = crate::render::DEFAULT_MAX_RENDERS, value_parser = clap::value_parser!(u16).range(1..))]
+    pub kyma_max_renders: u16,
 }
 
 /// The Kyma feature.
@@ -52,6 +55,7 @@ impl Feature for KymaFeature {
             time_scale: args.kyma_time_scale,
             progress_interval: args.kyma_progress_interval,
             render_metrics,
+            max_renders: usize::from(args.kyma_max_renders),
         };
         let client = setup.client();
         register(setup.manager, client, &settings)?;

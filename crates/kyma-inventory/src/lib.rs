@@ -59,6 +59,8 @@ pub struct KymaSettings {
     pub progress_interval: Duration,
     /// Where the render metrics are recorded.
     pub render_metrics: RenderMetrics,
+    /// How many helm processes may run at once.
+    pub max_renders: usize,
 }
 
 impl Default for KymaSettings {
@@ -68,6 +70,7 @@ impl Default for KymaSettings {
             time_scale: 1.0,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             render_metrics: RenderMetrics::default(),
+            max_renders: usize::from(render::DEFAULT_MAX_RENDERS),
         }
     }
 }
@@ -85,7 +88,11 @@ pub fn register(
     let lifecycle = Lifecycle {
         time_scale: settings.time_scale,
     };
-    let renderer = Renderer::new(settings.helm.clone(), settings.render_metrics.clone());
+    let renderer = Renderer::new(
+        settings.helm.clone(),
+        settings.max_renders,
+        settings.render_metrics.clone(),
+    );
     component::register(manager, renderer, lifecycle)?;
     kyma::register(manager, client, lifecycle, settings.progress_interval)
 }
