@@ -451,14 +451,22 @@ pub(crate) async fn switch_from_metal_stack(
         "svmIpaddresses": {"managementLif": management, "dataLifs": [data]},
     });
     let ts = create_extension(g, &ns, config, "reconcile").await;
+    // The switch is an administrator's act: the shoot's annotation alone adopts nothing. The
+    // project object, declared by the first shoot, is told which SVM to adopt, where only
+    // administrators (and the operator) write.
+    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
+    let name = format!("ontap-project-{project}");
+    wait_for(w, "the project object declared", async || {
+        objects.get_opt(&name).await.unwrap().map(|_| ())
+    })
+    .await;
+    adopt_as_admin(&objects, &name, &uuid).await;
     let took = wait_ready(g, w, &ns, &ts).await;
     println!("switch from metal-stack (VIP LIFs: {vip}) → Succeeded: {took:?}");
 
     let svms = svms_in_ontap(w);
     assert_eq!(svms.len(), 1, "one SVM in ONTAP: {svms:#?}");
     assert_eq!(svms[0]["uuid"], uuid, "the same SVM, not a new one");
-    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
-    let name = format!("ontap-project-{project}");
     let project_object = objects.get(&name).await.unwrap();
     let marker = format!("ontap-operator:uid={}", project_object.uid().unwrap());
     assert!(
@@ -508,6 +516,21 @@ pub(crate) async fn switch_from_metal_stack(
         assert!(delivered == password, "the shoot got the same password");
     }
     project_object
+}
+
+/// An administrator's explicit adoption: the object `name` (in the project namespace) is told to
+/// take over the SVM with `uuid`.
+pub(crate) async fn adopt_as_admin(objects: &Api<StorageVirtualMachine>, name: &str, uuid: &Value) {
+    objects
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                ontap_operator::api::ADOPT_SVM_UUID_ANNOTATION: uuid,
+            }}})),
+        )
+        .await
+        .unwrap();
 }
 
 /// Waits until the StorageVirtualMachine `name` is Ready.

@@ -27,6 +27,9 @@ pub(super) struct Plan {
     /// [`super::ExtensionSettings::project_namespace`]; `None` when the shoot has an SVM of
     /// its own.
     pub project_object: Option<String>,
+    /// With `project_object`: the shoot's Gardener project, which the project object must be
+    /// bound to ([`crate::extension::api::GARDENER_PROJECT_ANNOTATION`]).
+    pub gardener_project: Option<String>,
 }
 
 impl ExtensionReconciler {
@@ -63,6 +66,7 @@ impl ExtensionReconciler {
         };
         let project = metal_project(config, shoot)?;
         let project_object = project.map(project_object).transpose()?;
+        let gardener_project = project.map(|_| gardener_project(shoot)).transpose()?;
         let (svm_name, account) = match (state, project) {
             (Some(state), _) => (state.svm_name.clone(), state.account.clone()),
             (None, None) => (
@@ -89,6 +93,7 @@ impl ExtensionReconciler {
             account,
             secret,
             project_object,
+            gardener_project,
         })
     }
 
@@ -116,19 +121,37 @@ impl ExtensionReconciler {
     }
 }
 
-/// The shoot's metal-stack project when its SVM is the project's.
+/// The shoot's metal-stack project when its SVM is the project's. The annotation is the shoot
+/// owner's to write; where provider-metal's `infrastructureConfig.projectID` (immutable once the
+/// shoot exists) is there, the two must agree. Whether the Gardener project may use it is
+/// decided by the project object's binding.
 fn metal_project<'a>(
     config: &ExtensionConfig,
     shoot: &'a ShootView,
 ) -> Result<Option<&'a str>, StepError> {
-    match config.sharing {
-        SvmSharing::PerShoot => Ok(None),
-        SvmSharing::PerProject => shoot.metal_project().map(Some).ok_or_else(|| {
-            Coded::Shoot.invalid(format!(
-                "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
-            ))
-        }),
+    if config.sharing == SvmSharing::PerShoot {
+        return Ok(None);
     }
+    let project = shoot.metal_project().ok_or_else(|| {
+        Coded::Shoot.invalid(format!(
+            "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
+        ))
+    })?;
+    match shoot.infrastructure_project_id() {
+        Some(id) if id != project => Err(Coded::Shoot.invalid(format!(
+            "the Shoot annotation {METAL_PROJECT_ANNOTATION} ({project:?}) disagrees with spec.provider.infrastructureConfig.projectID ({id:?})"
+        ))),
+        _ => Ok(Some(project)),
+    }
+}
+
+/// The shoot's Gardener project, which its owner cannot choose.
+fn gardener_project(shoot: &ShootView) -> Result<String, StepError> {
+    shoot.gardener_project().map(str::to_owned).ok_or_else(|| {
+        Coded::Shoot.invalid(
+            "the Cluster's Shoot has no namespace: its Gardener project is unknown, and a per-project SVM is only shared within one",
+        )
+    })
 }
 
 /// The object that provisions `project`'s SVM.
