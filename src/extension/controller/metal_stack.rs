@@ -37,6 +37,7 @@ impl ExtensionReconciler {
     /// ([`Self::release_project_svm`]) — and it shares the SVM with the namespaces of shoots
     /// that enabled this extension. On a seed where another seed's project object provisions the
     /// SVM, this one stands in for it (phase `ServedElsewhere`): it shares, and leaves ONTAP alone.
+    /// It is bound to the Gardener project of the shoot that declared it, and serves no other.
     pub(super) async fn declare_project_svm(
         &self,
         config: &ExtensionConfig,
@@ -96,7 +97,7 @@ impl ExtensionReconciler {
     /// Bound to another, the shoot is refused: the metal-stack project is the Shoot owner's
     /// annotation, and sharing the SVM would hand them a vsadmin account on another project's
     /// SVM. The message names neither the other project nor its shoots.
-    fn check_binding(
+    pub(super) fn check_binding(
         &self,
         plan: &Plan,
         existing: &StorageVirtualMachine,

@@ -2,6 +2,7 @@
 //! shoot and a restored state.
 
 use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError};
 
 use crate::extension::api::{Extension, METAL_PROJECT_ANNOTATION, ShootView};
@@ -46,6 +47,14 @@ impl ExtensionReconciler {
         )
         .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
         let plan = self.plan(ext, &config, shoot, state)?;
+        // Checked here too, before a restore's `SvmAdopted` or an import acts on the plan.
+        if let Some(object) = &plan.project_object {
+            let namespace = &self.settings.project_namespace;
+            let cached = self.svms.get(&ObjectRef::new(object).within(namespace));
+            if let Some(existing) = cached {
+                self.check_binding(&plan, &existing)?;
+            }
+        }
         Ok(Outcome::Unchanged((config, plan)))
     }
 
@@ -170,4 +179,55 @@ fn project_account(namespace: &str) -> Result<String, StepError> {
             "{namespace} is not a shoot namespace (shoot--<project>--<name>)"
         ))
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::extension::config::ConfigDefaults;
+    use reconcile_engine::ErrorCategory;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    fn trident_config() -> ExtensionConfig {
+        let raw = json!({
+            "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+            "svmIpaddresses": {"managementLif": "192.0.2.10", "dataLifs": ["192.0.2.11"]},
+        });
+        parse_provider_config(Some(&raw), &ConfigDefaults::default()).unwrap()
+    }
+
+    fn shoot(project: &str, infrastructure: Option<&str>) -> ShootView {
+        let mut shoot = json!({"metadata": {"name": "web", "namespace": "garden-a",
+            "annotations": {METAL_PROJECT_ANNOTATION: project}}});
+        if let Some(id) = infrastructure {
+            shoot["spec"] =
+                json!({"provider": {"type": "metal", "infrastructureConfig": {"projectID": id}}});
+        }
+        ShootView::deserialize(&shoot).unwrap()
+    }
+
+    /// The annotation is the owner's to write; provider-metal's projectID, immutable after
+    /// creation, must agree with it where there is one.
+    #[test]
+    fn the_annotation_must_agree_with_the_infrastructure_project() {
+        let config = trident_config();
+        assert_eq!(
+            metal_project(&config, &shoot("p1", None)).unwrap(),
+            Some("p1")
+        );
+        assert_eq!(
+            metal_project(&config, &shoot("p1", Some("p1"))).unwrap(),
+            Some("p1")
+        );
+        let refused = metal_project(&config, &shoot("victim", Some("p1"))).unwrap_err();
+        assert_eq!(refused.reason(), Coded::Shoot.as_str());
+        assert_eq!(refused.category(), ErrorCategory::Invalid);
+        assert_eq!(
+            gardener_project(&shoot("p1", None)).unwrap(),
+            "garden-a",
+            "the Shoot's namespace, which its owner cannot choose"
+        );
+    }
 }
