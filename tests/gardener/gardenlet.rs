@@ -405,8 +405,9 @@ pub(crate) async fn metal_stack_svm(
 
 /// A shoot switching from metal-stack's extension, without re-provisioning: ONTAP holds the
 /// project's SVM (no mark of ours), its LIFs (VIP LIFs with `vip`) and the shoot's account; the
-/// seed holds metal-stack's credentials Secret in `kube-system`. The shoot manifest, unchanged,
-/// reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's) and its
+/// seed holds metal-stack's credentials Secret in `kube-system`. Once the first shoot declared the
+/// project object, an administrator annotates it to adopt the SVM (a shoot's annotation alone
+/// adopts nothing). The shoot manifest, unchanged, reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's) and its
 /// LIFs untouched. The account's password is kept, in ONTAP and in the shoot — unless
 /// metal-stack's Secret no longer holds it (`stale_secret`): then it is replaced the usual way,
 /// Secret first, and the shoot gets the new one. Returns the project object.
