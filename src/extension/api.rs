@@ -25,6 +25,12 @@ pub const DELETION_CONFIRMATION_ANNOTATION: &str = "confirmation.gardener.cloud/
 pub const FORCE_DELETION_ANNOTATION: &str = "confirmation.gardener.cloud/force-deletion";
 /// On the Shoot: the metal-stack project the shoot belongs to.
 pub const METAL_PROJECT_ANNOTATION: &str = "cluster.metal-stack.io/project";
+
+/// On a per-project StorageVirtualMachine (in the project namespace, where only the operator
+/// writes): the Gardener project, as its namespace in the garden, whose shoots may use the
+/// metal-stack project's SVM. Written when the first shoot of the metal-stack project is seen,
+/// because the metal-stack project itself is a Shoot annotation its owner may write anything into.
+pub const GARDENER_PROJECT_ANNOTATION: &str = "ontap.storage.dev/gardener-project";
 /// The label gardenlet puts on a shoot's control-plane namespace in the seed.
 pub const SHOOT_NAMESPACE_ROLE_LABEL: &str = "gardener.cloud/role";
 /// Value of [`SHOOT_NAMESPACE_ROLE_LABEL`] on shoot namespaces.
@@ -291,6 +297,18 @@ pub struct ShootMetadata {
 pub struct ShootSpecView {
     #[serde(default)]
     pub hibernation: Option<Hibernation>,
+    #[serde(default)]
+    pub provider: Option<ProviderView>,
+}
+
+/// `spec.provider`, as far as the metal project is concerned.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderView {
+    /// Kept raw: only provider-metal's `projectID` is read, and another provider's shape must
+    /// never make a Cluster unreadable.
+    #[serde(default)]
+    pub infrastructure_config: Option<Value>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -356,7 +374,28 @@ impl ShootView {
             .unwrap_or(false)
     }
 
-    /// The metal-stack project of the shoot, if it is a metal-stack shoot.
+    /// The Gardener project the shoot belongs to, as its namespace in the garden
+    /// (`metadata.namespace` of the Shoot gardenlet copied): unlike annotations, no shoot owner
+    /// can choose it.
+    pub fn gardener_project(&self) -> Option<&str> {
+        Some(self.metadata.namespace.as_str()).filter(|n| !n.is_empty())
+    }
+
+    /// provider-metal's `infrastructureConfig.projectID`, which its admission makes immutable
+    /// once the shoot exists; `None` on other providers.
+    pub fn infrastructure_project_id(&self) -> Option<&str> {
+        self.spec
+            .provider
+            .as_ref()?
+            .infrastructure_config
+            .as_ref()?
+            .get("projectID")?
+            .as_str()
+            .filter(|p| !p.is_empty())
+    }
+
+    /// The metal-stack project the shoot's annotation names, if it is a metal-stack shoot. Its
+    /// owner writes it: trusted only through the binding of [`GARDENER_PROJECT_ANNOTATION`].
     pub fn metal_project(&self) -> Option<&str> {
         self.metadata
             .annotations

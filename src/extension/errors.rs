@@ -21,6 +21,11 @@ pub enum ExtensionFailure {
     /// ONTAP refused the operator's administrator credentials for the cluster.
     #[error("ONTAP cluster {cluster} rejected the administrator credentials: {detail}")]
     OntapUnauthenticated { cluster: String, detail: String },
+    /// ONTAP refused the administrator credentials, but that is not confirmed yet: retryable.
+    #[error(
+        "ONTAP cluster {cluster} rejected the administrator credentials; retrying until the rejection is confirmed: {detail}"
+    )]
+    OntapRejectionUnconfirmed { cluster: String, detail: String },
     /// ONTAP cannot be reached (network, TLS, 5xx, timeouts).
     #[error("ONTAP cluster {cluster} is unreachable: {detail}")]
     OntapUnreachable { cluster: String, detail: String },
@@ -40,7 +45,8 @@ pub fn error_codes(failure: &ExtensionFailure) -> Vec<ErrorCode> {
             vec![ErrorCode::ConfigurationProblem]
         }
         ExtensionFailure::OntapUnauthenticated { .. } => vec![ErrorCode::InfraUnauthenticated],
-        ExtensionFailure::OntapUnreachable { .. } => vec![ErrorCode::RetryableInfraDependencies],
+        ExtensionFailure::OntapRejectionUnconfirmed { .. }
+        | ExtensionFailure::OntapUnreachable { .. } => vec![ErrorCode::RetryableInfraDependencies],
         ExtensionFailure::ResourcesDepleted { .. } => vec![ErrorCode::InfraResourcesDepleted],
         ExtensionFailure::Other(_) => Vec::new(),
     }
@@ -66,6 +72,7 @@ impl ExtensionFailure {
             // Credentials are fixed by an administrator in the OntapCluster's Secret, which
             // no Extension event announces: keep trying, the backoff bounds the rate.
             ExtensionFailure::OntapUnauthenticated { .. }
+            | ExtensionFailure::OntapRejectionUnconfirmed { .. }
             | ExtensionFailure::OntapUnreachable { .. }
             | ExtensionFailure::ResourcesDepleted { .. }
             | ExtensionFailure::Other(_) => Retry::Backoff,

@@ -405,8 +405,9 @@ pub(crate) async fn metal_stack_svm(
 
 /// A shoot switching from metal-stack's extension, without re-provisioning: ONTAP holds the
 /// project's SVM (no mark of ours), its LIFs (VIP LIFs with `vip`) and the shoot's account; the
-/// seed holds metal-stack's credentials Secret in `kube-system`. The shoot manifest, unchanged,
-/// reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's) and its
+/// seed holds metal-stack's credentials Secret in `kube-system`. Once the first shoot declared the
+/// project object, an administrator annotates it to adopt the SVM (a shoot's annotation alone
+/// adopts nothing). The shoot manifest, unchanged, reaches `Succeeded` with the same SVM (same uuid, now marked as the project object's) and its
 /// LIFs untouched. The account's password is kept, in ONTAP and in the shoot — unless
 /// metal-stack's Secret no longer holds it (`stale_secret`): then it is replaced the usual way,
 /// Secret first, and the shoot gets the new one. Returns the project object.
@@ -451,14 +452,22 @@ pub(crate) async fn switch_from_metal_stack(
         "svmIpaddresses": {"managementLif": management, "dataLifs": [data]},
     });
     let ts = create_extension(g, &ns, config, "reconcile").await;
+    // The switch is an administrator's act: the shoot's annotation alone adopts nothing. The
+    // project object, declared by the first shoot, is told which SVM to adopt, where only
+    // administrators (and the operator) write.
+    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
+    let name = format!("ontap-project-{project}");
+    wait_for(w, "the project object declared", async || {
+        objects.get_opt(&name).await.unwrap().map(|_| ())
+    })
+    .await;
+    adopt_as_admin(&objects, &name, &uuid).await;
     let took = wait_ready(g, w, &ns, &ts).await;
     println!("switch from metal-stack (VIP LIFs: {vip}) → Succeeded: {took:?}");
 
     let svms = svms_in_ontap(w);
     assert_eq!(svms.len(), 1, "one SVM in ONTAP: {svms:#?}");
     assert_eq!(svms[0]["uuid"], uuid, "the same SVM, not a new one");
-    let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);
-    let name = format!("ontap-project-{project}");
     let project_object = objects.get(&name).await.unwrap();
     let marker = format!("ontap-operator:uid={}", project_object.uid().unwrap());
     assert!(
@@ -508,6 +517,21 @@ pub(crate) async fn switch_from_metal_stack(
         assert!(delivered == password, "the shoot got the same password");
     }
     project_object
+}
+
+/// An administrator's explicit adoption: the object `name` (in the project namespace) is told to
+/// take over the SVM with `uuid`.
+pub(crate) async fn adopt_as_admin(objects: &Api<StorageVirtualMachine>, name: &str, uuid: &Value) {
+    objects
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                ontap_operator::api::ADOPT_SVM_UUID_ANNOTATION: uuid,
+            }}})),
+        )
+        .await
+        .unwrap();
 }
 
 /// Waits until the StorageVirtualMachine `name` is Ready.

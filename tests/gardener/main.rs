@@ -15,3 +15,4 @@ mod lifecycle;
 mod metal_stack_switch;
 mod project_sharing;
 mod registration;
+mod regressions;

@@ -1,11 +1,13 @@
 //! metal-stack's layout: one SVM per metal-stack project, one account per shoot on it. The
-//! project's StorageVirtualMachine object lives in the project namespace, owned by no shoot; it
-//! adopts the SVM metal-stack's extension made, with the LIFs in the form that extension gave
-//! them, and goes with the project's last shoot here when its policy says so.
+//! project's StorageVirtualMachine object lives in the project namespace, owned by no shoot and
+//! bound to the Gardener project of the first shoot that named the metal-stack project; it makes
+//! the LIFs in the form metal-stack's extension gave them, adopts the SVM that extension made
+//! only when an administrator asks, and goes with the project's last shoot here (deleted or
+//! migrated away) when its policy says so.
 
 use std::collections::BTreeMap;
 
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use ontap_client::OntapClient;
@@ -13,21 +15,18 @@ use reconcile_engine::flow::settle;
 use reconcile_engine::{Outcome, StepError, StepFlow};
 use serde_json::json;
 
-use crate::api::{
-    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineSpec,
-    SvmMode,
-};
-use crate::extension::api::Extension;
+use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineSpec, SvmMode};
+use crate::extension::api::{Extension, GARDENER_PROJECT_ANNOTATION, METAL_PROJECT_ANNOTATION};
 use crate::extension::config::{ConfigSource, ExtensionConfig, SvmSharing, parse_provider_config};
 use crate::extension::naming;
 use crate::ontap::connections::ConnectError;
-use crate::ontap::svm::{Ownership, owned_by};
 
 use super::plan::Plan;
 use super::reasons::{
-    Coded, Failed, OntapRequest, Waiting, delete_ignoring_missing, ontap_failure, rejected,
+    Coded, Failed, OntapRequest, Waiting, delete_ignoring_missing, kube_error, ontap_failure,
+    rejected,
 };
-use super::svm_object::{set_adoption, svm_spec};
+use super::svm_object::svm_spec;
 use super::{ExtensionReconciler, namespace_of};
 
 impl ExtensionReconciler {
@@ -38,6 +37,7 @@ impl ExtensionReconciler {
     /// ([`Self::release_project_svm`]) — and it shares the SVM with the namespaces of shoots
     /// that enabled this extension. On a seed where another seed's project object provisions the
     /// SVM, this one stands in for it (phase `ServedElsewhere`): it shares, and leaves ONTAP alone.
+    /// It is bound to the Gardener project of the shoot that declared it, and serves no other.
     pub(super) async fn declare_project_svm(
         &self,
         config: &ExtensionConfig,
@@ -52,7 +52,8 @@ impl ExtensionReconciler {
     }
 
     /// The project's object exists: later shoots of the project take the SVM as the first one
-    /// declared it, and one that has not provisioned yet adopts metal-stack's SVM.
+    /// declared it, if they belong to the Gardener project it is bound to. An object declared
+    /// before bindings were recorded is bound to the first shoot that sees it.
     async fn keep_project_svm(
         &self,
         plan: &Plan,
@@ -60,6 +61,7 @@ impl ExtensionReconciler {
         existing: &StorageVirtualMachine,
     ) -> StepFlow<Outcome> {
         let namespace = &self.settings.project_namespace;
+        let bound = self.check_binding(plan, existing)?;
         // Deleting, it keeps the SVM while accounts are on it, and shares it: possibly for
         // as long as shoots of the project run on other seeds. A shoot arriving meanwhile
         // joins it (its account then holds the SVM too) instead of waiting for it to go;
@@ -78,25 +80,42 @@ impl ExtensionReconciler {
                 ))
                 .into());
         }
-        let provisioned = existing.status.as_ref().is_some_and(|s| s.uuid.is_some());
-        if provisioned
-            || existing
-                .annotations()
-                .contains_key(ADOPT_SVM_UUID_ANNOTATION)
-        {
+        if bound {
             return Ok(Outcome::unchanged());
         }
-        // Declared before ONTAP could be asked (or by a release that did not adopt): the
-        // SVM metal-stack's extension made is adopted now rather than refused.
-        let uuid = self.unmarked_project_svm(plan).await?.into_flow()?;
-        let Some(uuid) = uuid else {
-            return Ok(Outcome::unchanged());
-        };
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
-        Ok(set_adoption(&api, object, json!(uuid)).await?)
+        let patch = json!({"metadata": {"annotations": {
+            GARDENER_PROJECT_ANNOTATION: plan.gardener_project,
+        }}});
+        api.patch(object, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(kube_error(Failed::SvmPatch))?;
+        Ok(Outcome::changed())
     }
 
-    /// Creates the project's object, adopting metal-stack's SVM if ONTAP holds one.
+    /// Whether `existing` is bound to the plan's Gardener project (`false`: bound to none yet).
+    /// Bound to another, the shoot is refused: the metal-stack project is the Shoot owner's
+    /// annotation, and sharing the SVM would hand them a vsadmin account on another project's
+    /// SVM. The message names neither the other project nor its shoots.
+    pub(super) fn check_binding(
+        &self,
+        plan: &Plan,
+        existing: &StorageVirtualMachine,
+    ) -> Result<bool, StepError> {
+        match existing.annotations().get(GARDENER_PROJECT_ANNOTATION) {
+            None => Ok(false),
+            Some(bound) if Some(bound) == plan.gardener_project.as_ref() => Ok(true),
+            Some(_) => Err(Coded::Configuration.invalid(format!(
+                "the metal-stack project's SVM {} belongs to another Gardener project: the Shoot annotation {METAL_PROJECT_ANNOTATION} must name a metal-stack project of this shoot's Gardener project",
+                plan.svm_name
+            ))),
+        }
+    }
+
+    /// Creates the project's object, bound to the shoot's Gardener project. An SVM of that name
+    /// that ONTAP holds already is not adopted: that the shoot's owner named its project is no
+    /// proof that it is theirs. An administrator adopts it explicitly (the project object's
+    /// [`crate::api::ADOPT_SVM_UUID_ANNOTATION`]); until then its controller refuses the name.
     async fn create_project_svm(
         &self,
         config: &ExtensionConfig,
@@ -104,7 +123,6 @@ impl ExtensionReconciler {
         object: &str,
     ) -> StepFlow<Outcome> {
         let namespace = &self.settings.project_namespace;
-        let adopt = self.unmarked_project_svm(plan).await?.into_flow()?;
         // Decided once, as the SVM is declared: peering a cluster with BGP later is an admin's
         // act, and LIFs changing form behind it would cut the data path of every shoot.
         let config = self.metal_stack_routing(config, plan).await?.into_flow()?;
@@ -122,13 +140,18 @@ impl ExtensionReconciler {
         .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
         let mut svm = StorageVirtualMachine::new(object, spec);
         svm.metadata.namespace = Some(namespace.clone());
-        svm.metadata.annotations =
-            adopt.map(|uuid| BTreeMap::from([(ADOPT_SVM_UUID_ANNOTATION.to_string(), uuid)]));
+        svm.metadata.annotations = plan
+            .gardener_project
+            .clone()
+            .map(|project| BTreeMap::from([(GARDENER_PROJECT_ANNOTATION.to_string(), project)]));
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
         match api.create(&PostParams::default(), &svm).await {
             Ok(_) => Ok(Outcome::changed()),
-            // Another shoot of the project declared it first.
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Outcome::unchanged()),
+            // Another shoot declared it first: the next pass checks its binding.
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Waiting::SvmCreatedMeanwhile
+                .outcome(format!(
+                    "the StorageVirtualMachine {namespace}/{object} was declared meanwhile"
+                ))),
             Err(e) => Err(rejected(Failed::SvmCreate, e).into()),
         }
     }
@@ -175,30 +198,6 @@ impl ExtensionReconciler {
         ))
     }
 
-    /// The uuid of the project's SVM if ONTAP holds one that the operator did not create:
-    /// metal-stack's extension made it. The project object asks to adopt exactly that SVM
-    /// ([`ADOPT_SVM_UUID_ANNOTATION`]); an SVM marked for an object is left to the SVM
-    /// controller's ownership rules.
-    async fn unmarked_project_svm(
-        &self,
-        plan: &Plan,
-    ) -> Result<Outcome<Option<String>>, StepError> {
-        let client = match self.ontap(plan).await {
-            Ok(Some(client)) => client,
-            Ok(None) => return Ok(Outcome::Unchanged(None)),
-            Err(e) => return e.into_step_result(),
-        };
-        let found = client
-            .svm_by_name(&plan.svm_name)
-            .await
-            .map_err(|e| ontap_failure(OntapRequest::SvmLookup, e))?;
-        Ok(Outcome::Unchanged(
-            found
-                .filter(|svm| owned_by(svm.comment.as_deref(), "") == Ownership::Unmarked)
-                .map(|svm| svm.uuid),
-        ))
-    }
-
     /// Step `ProjectSvmReleased`: when the shoot shared its metal-stack project's SVM and no
     /// other shoot here still uses it, the project's object goes if its policy is `Delete`
     /// (`Retain`, metal-stack's way, keeps it for the project's next shoot). Not waited for: its
@@ -222,7 +221,14 @@ impl ExtensionReconciler {
         let Some(project) = self.svm_object(namespace, &object).await? else {
             return Ok(Outcome::unchanged());
         };
-        if self.project_svm_in_use(ext, &project)
+        // Only a shoot of the Gardener project it is bound to lets it go: a refused shoot (its
+        // annotation naming another's project) must not take that project's SVM with it.
+        let bound = project.annotations().get(GARDENER_PROJECT_ANNOTATION);
+        let ours = self
+            .shoot(ext)
+            .is_some_and(|shoot| bound.map(String::as_str) == shoot.gardener_project());
+        if !ours
+            || self.project_svm_in_use(ext, &project)
             || project.spec.deletion_policy != DeletionPolicy::Delete
             || project.metadata.deletion_timestamp.is_some()
         {

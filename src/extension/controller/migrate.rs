@@ -24,7 +24,8 @@ use super::{CONTROLLER, ExtensionReconciler, ExtensionStep, namespace_of};
 pub const STATE_SECRET: &str = "extension-ontap-state";
 
 impl ExtensionReconciler {
-    /// `StateSaved` → `DeliveryReleased` → `SvmReleased`.
+    /// `StateSaved` → `DeliveryReleased` → `SvmReleased` → `ProjectSvmReleased` →
+    /// `FinalizersReleased`.
     pub(super) async fn migrate(
         &self,
         ext: &Extension,
@@ -44,7 +45,35 @@ impl ExtensionReconciler {
                 self.remove_svm(ext, true, false)
             })
             .await?;
+        // The project object here holds ONTAP's mark; left behind by the project's last
+        // shoot, no other seed's object could ever delete the SVM (they only stand in). Going
+        // now, its controller deletes the SVM once the migrated shoots' accounts are gone.
+        steps
+            .step(ExtensionStep::ProjectSvmReleased, || {
+                self.release_project_svm(ext)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::FinalizersReleased, || {
+                self.release_finalizers(ext)
+            })
+            .await?;
         Ok(())
+    }
+
+    /// Step `FinalizersReleased`: Gardener's migrate() removes every finalizer, so the old
+    /// seed's namespace can go. It must happen before `Succeeded` is written: a migrated
+    /// Extension is not admitted again (Gardener's `ShouldSkipOperation`), so a finalizer left
+    /// then would keep it from ever being deleted. A failed write fails the operation, which
+    /// is retried with its annotation in place. `admits()` keeps the engine from adding ours
+    /// back once the operation succeeded.
+    async fn release_finalizers(&self, ext: &Extension) -> Result<Outcome, StepError> {
+        // Written every time: `ext` is the object as the pass began, and the engine may have
+        // added ours back since (a migration run again after a failed annotation removal).
+        self.patch_extension(ext, r#"{"metadata":{"finalizers":null}}"#)
+            .await
+            .map_err(kube_error(Failed::FinalizerRemove))?;
+        Ok(Outcome::changed())
     }
 
     /// Step `StateSaved`: the SVM's identity in `status.state`, its credentials in

@@ -25,7 +25,8 @@
 //! - **Migrate**: the state (SVM, account, a Secret with the credentials) goes into
 //!   `status.state`/`status.resources`; the ManagedResources are deleted with `keepObjects`;
 //!   the StorageVirtualMachine object is deleted with `deletionPolicy: Retain` (ONTAP untouched);
-//!   then all finalizers and the annotation go, as Gardener's `migrate()` does.
+//!   a project object no shoot here uses any more goes (`Delete` policy); then all finalizers go,
+//!   before `Succeeded` is written, and the annotation after it, as Gardener's `migrate()` does.
 //! - **Restore**: from `status.state`, a new StorageVirtualMachine object adopts the SVM in ONTAP
 //!   by UUID ([`crate::api::ADOPT_SVM_UUID_ANNOTATION`]) with its seed Secret pre-filled from the
 //!   restored credentials: no second SVM, no password rotation. Then it reconciles.

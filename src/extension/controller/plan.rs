@@ -2,6 +2,7 @@
 //! shoot and a restored state.
 
 use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError};
 
 use crate::extension::api::{Extension, METAL_PROJECT_ANNOTATION, ShootView};
@@ -27,6 +28,9 @@ pub(super) struct Plan {
     /// [`super::ExtensionSettings::project_namespace`]; `None` when the shoot has an SVM of
     /// its own.
     pub project_object: Option<String>,
+    /// With `project_object`: the shoot's Gardener project, which the project object must be
+    /// bound to ([`crate::extension::api::GARDENER_PROJECT_ANNOTATION`]).
+    pub gardener_project: Option<String>,
 }
 
 impl ExtensionReconciler {
@@ -43,6 +47,14 @@ impl ExtensionReconciler {
         )
         .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
         let plan = self.plan(ext, &config, shoot, state)?;
+        // Checked here too, before a restore's `SvmAdopted` or an import acts on the plan.
+        if let Some(object) = &plan.project_object {
+            let namespace = &self.settings.project_namespace;
+            let cached = self.svms.get(&ObjectRef::new(object).within(namespace));
+            if let Some(existing) = cached {
+                self.check_binding(&plan, &existing)?;
+            }
+        }
         Ok(Outcome::Unchanged((config, plan)))
     }
 
@@ -63,6 +75,7 @@ impl ExtensionReconciler {
         };
         let project = metal_project(config, shoot)?;
         let project_object = project.map(project_object).transpose()?;
+        let gardener_project = project.map(|_| gardener_project(shoot)).transpose()?;
         let (svm_name, account) = match (state, project) {
             (Some(state), _) => (state.svm_name.clone(), state.account.clone()),
             (None, None) => (
@@ -89,6 +102,7 @@ impl ExtensionReconciler {
             account,
             secret,
             project_object,
+            gardener_project,
         })
     }
 
@@ -116,19 +130,37 @@ impl ExtensionReconciler {
     }
 }
 
-/// The shoot's metal-stack project when its SVM is the project's.
+/// The shoot's metal-stack project when its SVM is the project's. The annotation is the shoot
+/// owner's to write; where provider-metal's `infrastructureConfig.projectID` (immutable once the
+/// shoot exists) is there, the two must agree. Whether the Gardener project may use it is
+/// decided by the project object's binding.
 fn metal_project<'a>(
     config: &ExtensionConfig,
     shoot: &'a ShootView,
 ) -> Result<Option<&'a str>, StepError> {
-    match config.sharing {
-        SvmSharing::PerShoot => Ok(None),
-        SvmSharing::PerProject => shoot.metal_project().map(Some).ok_or_else(|| {
-            Coded::Shoot.invalid(format!(
-                "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
-            ))
-        }),
+    if config.sharing == SvmSharing::PerShoot {
+        return Ok(None);
     }
+    let project = shoot.metal_project().ok_or_else(|| {
+        Coded::Shoot.invalid(format!(
+            "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
+        ))
+    })?;
+    match shoot.infrastructure_project_id() {
+        Some(id) if id != project => Err(Coded::Shoot.invalid(format!(
+            "the Shoot annotation {METAL_PROJECT_ANNOTATION} ({project:?}) disagrees with spec.provider.infrastructureConfig.projectID ({id:?})"
+        ))),
+        _ => Ok(Some(project)),
+    }
+}
+
+/// The shoot's Gardener project, which its owner cannot choose.
+fn gardener_project(shoot: &ShootView) -> Result<String, StepError> {
+    shoot.gardener_project().map(str::to_owned).ok_or_else(|| {
+        Coded::Shoot.invalid(
+            "the Cluster's Shoot has no namespace: its Gardener project is unknown, and a per-project SVM is only shared within one",
+        )
+    })
 }
 
 /// The object that provisions `project`'s SVM.
@@ -147,4 +179,55 @@ fn project_account(namespace: &str) -> Result<String, StepError> {
             "{namespace} is not a shoot namespace (shoot--<project>--<name>)"
         ))
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::extension::config::ConfigDefaults;
+    use reconcile_engine::ErrorCategory;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    fn trident_config() -> ExtensionConfig {
+        let raw = json!({
+            "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+            "svmIpaddresses": {"managementLif": "192.0.2.10", "dataLifs": ["192.0.2.11"]},
+        });
+        parse_provider_config(Some(&raw), &ConfigDefaults::default()).unwrap()
+    }
+
+    fn shoot(project: &str, infrastructure: Option<&str>) -> ShootView {
+        let mut shoot = json!({"metadata": {"name": "web", "namespace": "garden-a",
+            "annotations": {METAL_PROJECT_ANNOTATION: project}}});
+        if let Some(id) = infrastructure {
+            shoot["spec"] =
+                json!({"provider": {"type": "metal", "infrastructureConfig": {"projectID": id}}});
+        }
+        ShootView::deserialize(&shoot).unwrap()
+    }
+
+    /// The annotation is the owner's to write; provider-metal's projectID, immutable after
+    /// creation, must agree with it where there is one.
+    #[test]
+    fn the_annotation_must_agree_with_the_infrastructure_project() {
+        let config = trident_config();
+        assert_eq!(
+            metal_project(&config, &shoot("p1", None)).unwrap(),
+            Some("p1")
+        );
+        assert_eq!(
+            metal_project(&config, &shoot("p1", Some("p1"))).unwrap(),
+            Some("p1")
+        );
+        let refused = metal_project(&config, &shoot("victim", Some("p1"))).unwrap_err();
+        assert_eq!(refused.reason(), Coded::Shoot.as_str());
+        assert_eq!(refused.category(), ErrorCategory::Invalid);
+        assert_eq!(
+            gardener_project(&shoot("p1", None)).unwrap(),
+            "garden-a",
+            "the Shoot's namespace, which its owner cannot choose"
+        );
+    }
 }

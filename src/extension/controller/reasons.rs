@@ -22,8 +22,13 @@ reasons! {
         Configuration => "ConfigurationProblem",
         /// The shoot lacks what its configuration needs.
         Shoot => "ShootProblem",
-        /// ONTAP refused the operator's administrator credentials.
+        /// ONTAP refused the operator's administrator credentials, confirmed by the
+        /// OntapCluster's repeated probes.
         OntapUnauthenticated => "OntapUnauthenticated",
+        /// ONTAP refused the administrator credentials, not (yet) confirmed: one rejection may
+        /// be a passing fault of ONTAP's authentication, and gardenlet fails a shoot for good
+        /// on ERR_INFRA_UNAUTHENTICATED.
+        OntapRejectionUnconfirmed => "OntapRejectionUnconfirmed",
         /// ONTAP cannot be reached (network, TLS, 5xx, timeouts).
         OntapUnreachable => "OntapUnreachable",
         /// ONTAP has no room for the SVM.
@@ -68,6 +73,7 @@ reasons! {
     /// The API server request that failed.
     pub enum Failed {
         AnnotationRemove => "AnnotationRemoveFailed",
+        FinalizerRemove => "FinalizerRemoveFailed",
         SvmRead => "SVMReadFailed",
         SvmCreate => "SVMCreateFailed",
         SvmPatch => "SVMPatchFailed",
@@ -98,10 +104,11 @@ reasons! {
 }
 
 impl Coded {
-    const ALL_CODED: [Self; 5] = [
+    const ALL_CODED: [Self; 6] = [
         Self::Configuration,
         Self::Shoot,
         Self::OntapUnauthenticated,
+        Self::OntapRejectionUnconfirmed,
         Self::OntapUnreachable,
         Self::ResourcesDepleted,
     ];
@@ -138,13 +145,14 @@ impl Transient {
 /// An ONTAP error of a request the Extension sends itself, classified as the SVM controller's
 /// are ([`connections::ontap_error`]: the class decides whether it is retried, and how soon),
 /// with the reason gardenlet reads a code from where there is one: refused administrator
-/// credentials are `OntapUnauthenticated` (ERR_INFRA_UNAUTHENTICATED), a cluster that does not
+/// credentials are `OntapRejectionUnconfirmed` (retryable: one request is no confirmation; the
+/// `SvmReady` step reads the OntapCluster's repeated probes for that), a cluster that does not
 /// answer as it should is `OntapUnreachable` (ERR_RETRYABLE_INFRA_DEPENDENCIES). A request ONTAP
 /// refuses, a conflict or a missing object keeps the request's reason, or ONTAP's more telling
 /// answer ([`connections::OntapAnswer`]): a failure without a code, retried with backoff.
 pub(super) fn ontap_failure(request: OntapRequest, error: OntapError) -> StepError {
     let reason = match error.class() {
-        ErrorClass::Unauthenticated => Coded::OntapUnauthenticated.as_str(),
+        ErrorClass::Unauthenticated => Coded::OntapRejectionUnconfirmed.as_str(),
         ErrorClass::Transient => Coded::OntapUnreachable.as_str(),
         ErrorClass::Invalid | ErrorClass::Conflict | ErrorClass::NotFound => request.as_str(),
     };
@@ -218,11 +226,11 @@ mod tests {
     fn ontap_failures_keep_their_class() {
         use reconcile_engine::ErrorCategory;
         let refused = ontap_failure(OntapRequest::SvmLookup, api_error(401, b""));
-        assert_eq!(refused.reason(), "OntapUnauthenticated");
+        assert_eq!(refused.reason(), "OntapRejectionUnconfirmed");
         assert_eq!(refused.category(), ErrorCategory::Transient);
         assert_eq!(
             Coded::of(refused.reason()),
-            Some(Coded::OntapUnauthenticated)
+            Some(Coded::OntapRejectionUnconfirmed)
         );
 
         let unknown_400 = api_error(

@@ -61,6 +61,9 @@ reconcile_engine::steps! {
         DeliveryReleased,
         /// Migrate: the StorageVirtualMachine object is gone, ONTAP untouched.
         SvmReleased,
+        /// Migrate: every finalizer of the Extension is gone, before `Succeeded` is written:
+        /// afterwards the migrated Extension is left alone, so nothing would remove one.
+        FinalizersReleased,
         /// Delete: the ManagedResources and what they put into the shoot are gone.
         DeliveryDeleted,
         /// Delete: the StorageVirtualMachine object is gone (with it, per its policy, the SVM).
@@ -221,18 +224,10 @@ impl Reconciler for ExtensionReconciler {
         };
         self.report(ext, &report, steps).await;
         result?;
-        match op {
-            LastOperationType::Migrate => {
-                // Gardener's migrate(): every finalizer goes, so the old seed's namespace can
-                // be deleted; admits() keeps the engine from adding ours back.
-                self.finish(ext, r#"{"metadata":{"finalizers":null}}"#)
-                    .await;
-                self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
-            }
-            LastOperationType::Restore => {
-                self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
-            }
-            _ => {}
+        // A migration's finalizers went in its last step, before `Succeeded`; the annotation
+        // goes after it (best effort: left, the operation runs again and succeeds again).
+        if matches!(op, LastOperationType::Migrate | LastOperationType::Restore) {
+            self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
         }
         Ok(())
     }
@@ -273,7 +268,11 @@ impl ExtensionReconciler {
         Ok(Outcome::changed())
     }
 
-    async fn patch_extension(&self, ext: &Extension, patch: &str) -> Result<(), kube::Error> {
+    pub(super) async fn patch_extension(
+        &self,
+        ext: &Extension,
+        patch: &str,
+    ) -> Result<(), kube::Error> {
         let patch: Value = serde_json::from_str(patch).map_err(kube::Error::SerdeError)?;
         Api::<Extension>::namespaced(self.kube.clone(), &namespace_of(ext))
             .patch(

@@ -141,6 +141,9 @@ impl ExtensionReconciler {
             Some(Coded::OntapUnauthenticated) => {
                 ExtensionFailure::OntapUnauthenticated { cluster, detail }
             }
+            Some(Coded::OntapRejectionUnconfirmed) => {
+                ExtensionFailure::OntapRejectionUnconfirmed { cluster, detail }
+            }
             Some(Coded::OntapUnreachable) => ExtensionFailure::OntapUnreachable { cluster, detail },
             Some(Coded::ResourcesDepleted) => {
                 ExtensionFailure::ResourcesDepleted { cluster, detail }

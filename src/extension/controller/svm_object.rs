@@ -81,10 +81,12 @@ impl ExtensionReconciler {
         adopt: Option<&str>,
     ) -> Result<StorageVirtualMachine, StepError> {
         // A shoot sharing its project's SVM makes only its account on it: deleting the shoot
-        // deletes the account, never the SVM.
-        let mode = match config.sharing {
-            SvmSharing::PerProject => SvmMode::AccountOnly,
-            SvmSharing::PerShoot => SvmMode::Owned,
+        // deletes the account, never the SVM. The configuration's policy is the project
+        // object's (a TridentConfig retains the project's SVM); the account is the shoot's
+        // alone, and one left behind would be a working vsadmin login nobody holds any more.
+        let (mode, deletion_policy) = match config.sharing {
+            SvmSharing::PerProject => (SvmMode::AccountOnly, DeletionPolicy::Delete),
+            SvmSharing::PerShoot => (SvmMode::Owned, config.deletion_policy),
         };
         let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
             config,
@@ -93,7 +95,7 @@ impl ExtensionReconciler {
                 "mode": mode,
                 "account": {"name": plan.account},
                 "secretName": plan.secret,
-                "deletionPolicy": config.deletion_policy,
+                "deletionPolicy": deletion_policy,
             }),
         ))
         .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;

@@ -13,6 +13,12 @@ use super::ExtensionReconciler;
 use super::plan::Plan;
 use super::reasons::{Coded, Transient, Waiting};
 
+/// How many consecutive probes of the OntapCluster (each after the engine's backoff) must have
+/// been rejected before the Extension reports ERR_INFRA_UNAUTHENTICATED: gardenlet fails the
+/// shoot on that code and every extension then leaves it alone until a user retries it, so one
+/// rejection (an authentication server restarting, a password being rotated) must not say it.
+const REJECTIONS_CONFIRMING: u32 = 3;
+
 impl ExtensionReconciler {
     /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
     /// Failures of the OntapCluster or the SVM become the failures gardenlet reads codes from.
@@ -47,10 +53,21 @@ impl ExtensionReconciler {
             .find(|c| c.type_ == ClusterStep::Connected.as_str());
         if let Some(c) = connected.filter(|c| c.status == FALSE) {
             let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
-            return Err(if c.reason == CLUSTER_UNAUTHENTICATED {
+            if c.reason != CLUSTER_UNAUTHENTICATED {
+                return Err(Coded::OntapUnreachable.transient(detail));
+            }
+            // Either way retried with backoff: an administrator fixes the Secret, and nothing
+            // on the Extension announces it.
+            let attempts = cluster
+                .status
+                .as_ref()
+                .and_then(|s| s.halted.as_ref())
+                .filter(|h| h.reason == CLUSTER_UNAUTHENTICATED)
+                .map_or(0, |h| h.attempts);
+            return Err(if attempts >= REJECTIONS_CONFIRMING {
                 Coded::OntapUnauthenticated.transient(detail)
             } else {
-                Coded::OntapUnreachable.transient(detail)
+                Coded::OntapRejectionUnconfirmed.transient(detail)
             });
         }
         Ok(())
