@@ -38,9 +38,7 @@ impl SvmReconciler {
                 cluster.name_any()
             )));
         }
-        if svm.spec.mode == SvmMode::Owned
-            && reserved_for_another_namespace(&names.svm, &namespace, &svm.name_any())
-        {
+        if self.squats(svm, &names.svm) {
             return Err(Invalid::SvmNameReserved.error(format!(
                 "the SVM name {} has the form of another namespace's default names (k8s_<namespace>_<name>), which belong to that namespace; choose a name without the k8s_ prefix, or k8s_{namespace}_…",
                 names.svm
@@ -54,16 +52,38 @@ impl SvmReconciler {
             others.iter().map(|other| {
                 let status = other.status.clone().unwrap_or_default();
                 let names = self.names(other, &status);
-                (
-                    &**other,
-                    tenancy::Claims::of(other, names.svm, names.account),
-                )
+                let mut claims = tenancy::Claims::of(other, names.svm.clone(), names.account);
+                // Refused the name, so holding no claim on it: the namespace it belongs to is
+                // not kept from it.
+                if self.squats(other, &names.svm) {
+                    claims.svm_name = None;
+                }
+                (&**other, claims)
             }),
         );
         match contested {
             Some(why) => Err(Conflict::ClaimedByAnother.error(why)),
             None => Ok(()),
         }
+    }
+
+    /// Whether `svm` asks for `svm_name`, another namespace's default name, from a namespace
+    /// tenants write to. The namespaces granted account adoption (the project namespace and
+    /// gardenlet's shoot namespaces) hold only the Extension's objects, which restore a shoot's
+    /// names from its state, made in a namespace of the same name on another seed.
+    fn squats(&self, svm: &StorageVirtualMachine, svm_name: &str) -> bool {
+        let namespace = svm.namespace().unwrap_or_default();
+        if svm.spec.mode != SvmMode::Owned
+            || !reserved_for_another_namespace(svm_name, &namespace, &svm.name_any())
+        {
+            return false;
+        }
+        let labels = self
+            .namespaces
+            .get(&ObjectRef::new(&namespace))
+            .map(|ns| ns.labels().clone())
+            .unwrap_or_default();
+        !self.adoption.may_adopt_accounts(&namespace, &labels)
     }
 
     /// Step `ClusterReady`: the OntapCluster exists, is Ready, admits this object (only while it

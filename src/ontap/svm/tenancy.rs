@@ -10,7 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
-use super::naming::reserved_for_another_namespace;
 use crate::api::{StorageVirtualMachine, SvmMode};
 
 /// Whether a namespace with `labels` may use a cluster with `selector` (none: every namespace).
@@ -60,14 +59,7 @@ impl Claims {
         let spec = &svm.spec;
         match spec.mode {
             SvmMode::Owned => Self {
-                // A name reserved for another namespace is refused to this object, so it holds
-                // no claim on it either: the namespace it belongs to is not kept from it.
-                svm_name: (!reserved_for_another_namespace(
-                    &svm_name,
-                    &svm.namespace().unwrap_or_default(),
-                    &svm.name_any(),
-                ))
-                .then(|| svm_name.clone()),
+                svm_name: Some(svm_name.clone()),
                 addresses: std::iter::once(&spec.management_lif)
                     .chain(&spec.data_lifs)
                     .filter_map(|lif| lif.ip.parse().ok())
