@@ -35,11 +35,10 @@ impl ExtensionReconciler {
     /// account *and its password*: the shoot's Trident uses it until our delivery replaces the
     /// Secret, and a rotation would cut it off meanwhile. metal-stack's seed Secret
     /// (`kube-system/<svm>-<project>--<shoot>-credentials`) is read once; when it names the
-    /// shoot's account and its password authenticates against ONTAP now, the shoot's object is
-    /// created asking to adopt the SVM's existing account (its controller then waits for the
-    /// seed Secret instead of rotating) and the seed Secret is written with that password.
-    /// Otherwise nothing is imported and the object's controller sets a new password, Secret
-    /// first. The password is never logged: it only passes through [`SecretString`]s.
+    /// shoot's account, the shoot's object is created asking to adopt the SVM's existing account
+    /// (its controller then waits for the seed Secret instead of rotating) and the seed Secret
+    /// is written with that password. A password that no longer authenticates is imported too:
+    /// the controller then takes the account over and sets a new password, Secret first. The password is never logged: it only passes through [`SecretString`]s.
     pub(super) async fn import_account(
         &self,
         ext: &Extension,
@@ -144,7 +143,7 @@ impl ExtensionReconciler {
     }
 
     /// The shoot's credentials from metal-stack's seed Secret, if they name the shoot's account
-    /// and authenticate against ONTAP on the project's SVM now.
+    /// on the project's SVM (whether they still authenticate or not).
     async fn metal_stack_credentials(
         &self,
         plan: &Plan,
@@ -176,13 +175,26 @@ impl ExtensionReconciler {
             .verify_credentials(&username, &password, &plan.svm_name)
             .await
             .map_err(|e| ontap_failure(OntapRequest::CredentialCheck, e))?;
-        let CredentialCheck::Valid { svm_uuid } = check else {
-            tracing::info!(
-                secret = %plan.secret,
-                ?check,
-                "metal-stack's credentials for the shoot's account do not authenticate: a new password is set"
-            );
-            return Ok(Outcome::Unchanged(None));
+        let svm_uuid = match check {
+            CredentialCheck::Valid { svm_uuid } => svm_uuid,
+            // Stale (drifted, or rotated by hand): still imported, so the shoot's object takes
+            // the account over — an account it did not create is otherwise left alone — and,
+            // finding the password failing, gives it a new one, Secret-first.
+            check => {
+                tracing::info!(
+                    secret = %plan.secret,
+                    ?check,
+                    "metal-stack's credentials for the shoot's account do not authenticate: the account is taken over and given a new password"
+                );
+                let found = client
+                    .svm_by_name(&plan.svm_name)
+                    .await
+                    .map_err(|e| ontap_failure(OntapRequest::SvmLookup, e))?;
+                let Some(found) = found else {
+                    return Ok(Outcome::Unchanged(None));
+                };
+                found.uuid
+            }
         };
         Ok(Outcome::Unchanged(Some(ImportedAccount {
             svm_uuid,
