@@ -174,3 +174,65 @@ async fn a_protocol_change_switches_the_services_in_ontap() {
         "the NVMe service was never asked for"
     );
 }
+
+/// An SVM taken over with other protocols than it has (here one its previous object let go with
+/// `Retain`, adopted by uuid from the same namespace): the protocols are switched on their
+/// services, as ONTAP wants, and nothing is refused.
+#[tokio::test]
+async fn an_adopted_svm_whose_protocols_differ_is_switched_through_the_services() {
+    let world = SvmWorld::start().await;
+    let mut old = world.svm("old", 0).nfs().build();
+    old.spec.svm_name = Some("adopted_proto".into());
+    old.spec.deletion_policy = ontap_operator::api::DeletionPolicy::Retain;
+    world
+        .svms()
+        .create(&Default::default(), &old)
+        .await
+        .unwrap();
+    let uuid = world
+        .wait_ready("old", READY_WITHIN)
+        .await
+        .status
+        .unwrap()
+        .uuid
+        .unwrap();
+    world
+        .svms()
+        .delete("old", &Default::default())
+        .await
+        .unwrap();
+    world.wait_gone("old", READY_WITHIN).await;
+
+    let mut new = world.svm_with(
+        "new",
+        0,
+        &serde_json::json!({"svmName": "adopted_proto", "protocols": {"nfs": false, "nvme": true}}),
+    );
+    new["metadata"]["annotations"] =
+        serde_json::json!({ontap_operator::api::ADOPT_SVM_UUID_ANNOTATION: uuid});
+    world
+        .svms()
+        .create(&Default::default(), &serde_json::from_value(new).unwrap())
+        .await
+        .unwrap();
+    world.wait_ready("new", READY_WITHIN).await;
+    let state = world.state();
+    let svms = state["svms"].as_array().unwrap();
+    assert_eq!(svms.len(), 1, "adopted, not recreated: {state}");
+    assert_eq!(svms[0]["uuid"], uuid.as_str());
+    assert_eq!(
+        (
+            svms[0]["nfs"]["enabled"].clone(),
+            svms[0]["nvme"]["enabled"].clone()
+        ),
+        (serde_json::json!(false), serde_json::json!(true)),
+        "{state}"
+    );
+    let refused: Vec<_> = world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r["status"] == 400)
+        .collect();
+    assert!(refused.is_empty(), "refused requests: {refused:?}");
+}
