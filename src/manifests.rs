@@ -121,7 +121,6 @@ pub fn rbac_yaml() -> Result<String, ManifestError> {
         ..Subject::default()
     };
     let leader = format!("{NAME}-leader-election");
-    let credentials = format!("{NAME}-credentials");
     let role_binding = |name: &str| RoleBinding {
         metadata: meta(name, Some(NAMESPACE)),
         role_ref: RoleRef {
@@ -163,27 +162,9 @@ pub fn rbac_yaml() -> Result<String, ManifestError> {
             }),
         )?,
         value(&role_binding(&leader))?,
-        value(
-            &(Role {
-                metadata: meta(&credentials, Some(NAMESPACE)),
-                rules: Some(credentials_rules()),
-            }),
-        )?,
-        value(&role_binding(&credentials))?,
     ];
     objects.extend(aggregated_roles()?);
     documents(&objects)
-}
-
-/// OntapClusters' credential and CA Secrets are read in the operator's own namespace only
-/// (`--credentials-namespace`).
-fn credentials_rules() -> Vec<PolicyRule> {
-    vec![PolicyRule {
-        api_groups: Some(vec![String::new()]),
-        resources: Some(vec!["secrets".to_owned()]),
-        verbs: vec!["get".to_owned()],
-        ..PolicyRule::default()
-    }]
 }
 
 /// ClusterRoles that Kubernetes' aggregation adds to the built-in `view`, `edit` and `admin`
