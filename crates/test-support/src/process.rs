@@ -123,3 +123,40 @@ pub fn loadavg() -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The RSS of `pid` and of every process descending from it, in KiB, and how many descendants
+/// there are: what a container's memory limit counts (children included).
+pub fn tree_rss_kb(pid: u32) -> (u64, usize) {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(child) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(ppid) = proc_status_kb(child, "PPid") {
+                parents.push((child, u32::try_from(ppid).unwrap_or_default()));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    let rss = tree
+        .iter()
+        .filter_map(|p| proc_status_kb(*p, "VmRSS"))
+        .sum();
+    (rss, tree.len() - 1)
+}
