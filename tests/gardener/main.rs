@@ -8,6 +8,7 @@
 mod support;
 
 mod delivery;
+mod drift;
 mod failures;
 mod gardenlet;
 mod heartbeat;

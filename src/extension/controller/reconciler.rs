@@ -23,6 +23,7 @@ use crate::extension::shoot::{ORIGIN, ShootImages};
 use crate::extension::status::{compute_operation, should_skip_operation};
 use crate::extension::{EXTENSION_TYPE, FINALIZER};
 use crate::ontap::connections::ClusterConnections;
+use crate::ontap::svm::VerifyRequests;
 use reconcile_engine::manager::resource_rule;
 use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
@@ -108,6 +109,7 @@ impl Default for ExtensionSettings {
 pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
+    verify: VerifyRequests,
     settings: ExtensionSettings,
 ) -> Result<(), ManagerError> {
     let managed_resources = manager.cache_with::<ManagedResource>(
@@ -122,6 +124,7 @@ pub fn register(
             .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?,
         managed_resources,
         connections,
+        verify,
         settings,
     };
     let write = |verbs: &[&str]| verbs.iter().map(|v| (*v).to_string()).collect::<Vec<_>>();
@@ -179,6 +182,8 @@ pub struct ExtensionReconciler {
     pub(super) secrets: SharedCache<Secret>,
     pub(super) managed_resources: SharedCache<ManagedResource>,
     pub(super) connections: ClusterConnections,
+    /// Asks the SVM controller for a pass now when the published credentials fail.
+    pub(super) verify: VerifyRequests,
     pub(super) settings: ExtensionSettings,
 }
 
@@ -312,19 +317,29 @@ mod tests {
         for extension_first in [true, false] {
             let declared = offline.read(None, |manager, client| {
                 let connections = ClusterConnections::new(client, ClientSettings::default());
+                let verify = VerifyRequests::default();
                 let svm = |manager: &mut Manager| {
                     crate::ontap::svm::reconcile::register(
                         manager,
                         connections.clone(),
                         AdoptionGrant::default(),
+                        verify.clone(),
+                    )
+                };
+                let extension = |manager: &mut Manager| {
+                    register(
+                        manager,
+                        connections.clone(),
+                        verify.clone(),
+                        ExtensionSettings::default(),
                     )
                 };
                 if extension_first {
-                    register(manager, connections.clone(), ExtensionSettings::default())?;
+                    extension(manager)?;
                     svm(manager)
                 } else {
                     svm(manager)?;
-                    register(manager, connections.clone(), ExtensionSettings::default())
+                    extension(manager)
                 }
             });
             assert!(declared.is_ok(), "extension first: {extension_first}");
