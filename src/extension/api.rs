@@ -291,6 +291,22 @@ pub struct ShootMetadata {
 pub struct ShootSpecView {
     #[serde(default)]
     pub hibernation: Option<Hibernation>,
+    #[serde(default)]
+    pub networking: Option<SpecNetworking>,
+}
+
+/// `spec.networking`: the node network the shoot's owner declared (one CIDR).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SpecNetworking {
+    #[serde(default)]
+    pub nodes: Option<String>,
+}
+
+/// `status.networking`: the node networks in use (one per IP family on a dual-stack shoot).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StatusNetworking {
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -309,6 +325,8 @@ pub struct ShootStatusView {
     /// The shoot's technical id, `shoot--<project>--<name>` (the seed namespace).
     #[serde(default, rename = "technicalID")]
     pub technical_id: Option<String>,
+    #[serde(default)]
+    pub networking: Option<StatusNetworking>,
 }
 
 /// The Shoot's `lastOperation`: only type and state matter here; they are kept as text, so a
@@ -354,6 +372,27 @@ impl ShootView {
             .as_ref()
             .and_then(|h| h.enabled)
             .unwrap_or(false)
+    }
+
+    /// The networks the shoot's nodes have addresses in: `status.networking.nodes` when
+    /// gardenlet reported them (both families of a dual-stack shoot), else
+    /// `spec.networking.nodes`; empty when the Cluster names none.
+    pub fn node_cidrs(&self) -> Vec<String> {
+        let reported = self
+            .status
+            .networking
+            .as_ref()
+            .map(|n| n.nodes.clone())
+            .unwrap_or_default();
+        if !reported.is_empty() {
+            return reported;
+        }
+        self.spec
+            .networking
+            .as_ref()
+            .and_then(|n| n.nodes.clone())
+            .into_iter()
+            .collect()
     }
 
     /// The metal-stack project of the shoot, if it is a metal-stack shoot.

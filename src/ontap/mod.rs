@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod connections;
 pub mod svm;
+pub mod trident_api;
 
 use std::time::Duration;
 

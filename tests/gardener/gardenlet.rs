@@ -27,6 +27,8 @@ use ontap_operator::extension::status::ready_for_gardenlet;
 use serde_json::{Value, json};
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(90);
+/// The shoot's node network in its `Cluster`: where NFS volumes are exported to.
+pub(crate) const NODE_NETWORK: &str = "10.250.0.0/16";
 
 /// Binds the operator's ServiceAccount to the chart's generated extension rules.
 pub(crate) async fn bind_extension_rules(client: &kube::Client) {
@@ -113,6 +115,7 @@ pub(crate) async fn create_cluster(g: &Gardener, namespace: &str, annotations: V
             "shoot": {
                 "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
                 "metadata": {"name": "web-a", "namespace": "garden-test", "annotations": annotations},
+                "spec": {"networking": {"nodes": NODE_NETWORK}},
                 "status": {"lastOperation": {"type": "Reconcile", "state": "Succeeded"}}
             }
         }

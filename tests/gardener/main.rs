@@ -16,3 +16,4 @@ mod lifecycle;
 mod metal_stack_switch;
 mod project_sharing;
 mod registration;
+mod trident_backend;

@@ -71,7 +71,7 @@ impl ExtensionReconciler {
             .await?;
         steps
             .step(ExtensionStep::DeliveryApplied, || {
-                self.apply_delivery(&namespace, &config, &plan, &credentials)
+                self.apply_delivery(&namespace, &config, &plan, &credentials, &shoot)
             })
             .await?;
         let hibernated = report.hibernated;

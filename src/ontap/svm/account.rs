@@ -7,8 +7,11 @@ use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
 use super::takeover::adopts;
 use crate::api::StorageVirtualMachine;
+use crate::ontap::trident_api::{account_applications, missing_applications};
+use kube::runtime::reflector::ObjectRef;
 use ontap_client::{
-    Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, OntapClient, Svm,
+    Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
+    OntapClient, Svm,
 };
 use reconcile_engine::{Outcome, StepError};
 
@@ -33,6 +36,12 @@ impl SvmReconciler {
                 confirmed_check(client, &ontap_svm.uuid, &names.account, password).await?
         {
             check_role(&account, names)?;
+            if self
+                .grant_applications(svm, &account, names, ontap_svm, client)
+                .await?
+            {
+                return Ok(Outcome::Changed(None));
+            }
             return Ok(Outcome::Unchanged(Some(Verified {
                 password_set_at: seed.password_set_at,
             })));
@@ -66,6 +75,12 @@ impl SvmReconciler {
                     .map_err(|e| ontap_error(Failed::AccountUnlock, e))?;
                 return Ok(Outcome::Changed(None));
             }
+            if self
+                .grant_applications(svm, &account, names, ontap_svm, client)
+                .await?
+            {
+                return Ok(Outcome::Changed(None));
+            }
             return Ok(Outcome::Unchanged(None));
         }
         let password = self
@@ -77,6 +92,7 @@ impl SvmReconciler {
             role: "vsadmin".into(),
             password,
             comment: Some(format!("ontap-operator:uid={}", names.uid)),
+            applications: self.wanted_applications(svm),
         };
         match client.create_account(&create).await {
             Ok(()) => Ok(Outcome::Changed(None)),
@@ -84,6 +100,49 @@ impl SvmReconciler {
             Err(e) if e.class() == ErrorClass::Conflict => Ok(Outcome::Changed(None)),
             Err(e) => Err(ontap_error(Failed::AccountCreate, e)),
         }
+    }
+}
+
+impl SvmReconciler {
+    /// The applications the account needs for the shoot's Trident on this cluster's version.
+    fn wanted_applications(&self, svm: &StorageVirtualMachine) -> Vec<AccountApplication> {
+        let version = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
+            .and_then(|c| c.status.as_ref()?.version.as_deref()?.parse().ok());
+        account_applications(version)
+    }
+
+    /// Adds the applications the account lacks (`ontapi` for a Trident speaking ZAPI), keeping
+    /// those it has; whether it patched.
+    async fn grant_applications(
+        &self,
+        svm: &StorageVirtualMachine,
+        account: &Account,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+    ) -> Result<bool, StepError> {
+        let missing = missing_applications(&account.applications, &self.wanted_applications(svm));
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        let mut applications: Vec<AccountApplication> = account
+            .applications
+            .iter()
+            .filter(|a| !missing.iter().any(|m| m.application == a.application))
+            .cloned()
+            .collect();
+        applications.extend(missing);
+        let patch = AccountPatch {
+            applications: Some(applications),
+            ..AccountPatch::default()
+        };
+        client
+            .patch_account(&ontap_svm.uuid, &names.account, &patch)
+            .await
+            .map_err(|e| ontap_error(Failed::AccountApplications, e))?;
+        Ok(true)
     }
 }
 

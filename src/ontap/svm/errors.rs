@@ -32,6 +32,7 @@ reasons! {
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
         AccountUnlock => "AccountUnlockFailed",
+        AccountApplications => "AccountApplicationsFailed",
         AccountDelete => "AccountDeleteFailed",
         CredentialCheck => "CredentialCheckFailed",
         PasswordSet => "PasswordSetFailed",
