@@ -89,6 +89,15 @@ pub(crate) fn respawn_operator(w: &mut SvmWorld, namespace: &str) {
 /// An operator for `namespace` beside whatever else runs: a seed's extension, scoped to its own
 /// namespace, on `w`'s ONTAP.
 pub(crate) fn seed_operator(w: &SvmWorld, namespace: &str) -> OperatorProcess {
+    seed_operator_with(w, namespace, &[])
+}
+
+/// [`seed_operator`] with `extra` flags (another release's defaults, say).
+pub(crate) fn seed_operator_with(
+    w: &SvmWorld,
+    namespace: &str,
+    extra: &[String],
+) -> OperatorProcess {
     let kubeconfig = crate::support::control_plane()
         .dir
         .as_ref()
@@ -101,6 +110,7 @@ pub(crate) fn seed_operator(w: &SvmWorld, namespace: &str) -> OperatorProcess {
         "--ontap-request-timeout=2s".into(),
         "--backoff-max=5s".into(),
     ]);
+    args.extend(extra.iter().cloned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     OperatorProcess::spawn(&kubeconfig, &args, &[])
 }

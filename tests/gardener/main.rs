@@ -16,4 +16,5 @@ mod lifecycle;
 mod metal_stack_switch;
 mod project_sharing;
 mod registration;
+mod restart;
 mod trident_backend;

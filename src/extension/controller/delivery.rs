@@ -13,7 +13,7 @@ use crate::extension::api::{ManagedResource, mr_condition};
 use crate::extension::config::{ExtensionConfig, Protocol};
 use crate::extension::shoot::{
     INIT_MANAGED_RESOURCE, KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ManagedResourceBundle,
-    ORIGIN, ShootCredentials, ShootImages, ShootInputs, shoot_delivery,
+    ORIGIN, SECRET_MANAGED_RESOURCE, ShootCredentials, ShootImages, ShootInputs, shoot_delivery,
 };
 use crate::ontap::trident_api::{NVME_TCP, OntapVersion, TridentApi};
 
@@ -33,6 +33,7 @@ impl ExtensionReconciler {
         plan: &Plan,
         credentials: &ShootCredentials,
         shoot: &ShootView,
+        repairs_only: bool,
     ) -> Result<Outcome, StepError> {
         let Some(version) = self.ontap_version(plan) else {
             return Ok(Waiting::OntapVersionUnknown.outcome(format!(
@@ -72,6 +73,20 @@ impl ExtensionReconciler {
         let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
         let mut changed = false;
         for bundle in bundles {
+            // Unasked, only the credentials (healed by the SVM controller) and what is missing
+            // are written; anything else that differs (a new operator's rendering, say) waits
+            // for gardenlet's next reconcile.
+            let name = bundle.managed_resource.name_any();
+            if repairs_only
+                && name != SECRET_MANAGED_RESOURCE
+                && mrs
+                    .get_opt(&name)
+                    .await
+                    .map_err(kube_error(Failed::MrRead))?
+                    .is_some()
+            {
+                continue;
+            }
             changed |= apply_bundle(&secrets, &mrs, &bundle).await?;
         }
         Ok(if changed {

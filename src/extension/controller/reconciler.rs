@@ -211,7 +211,7 @@ impl Reconciler for ExtensionReconciler {
         let op = compute_operation(ext);
         let mut report = PassReport {
             op,
-            operation: filter::admits_create(ext),
+            operation: filter::admits_create(ext) || new_generation(ext),
             hibernated: self.shoot(ext).is_some_and(|s| s.hibernation_enabled()),
             cluster: None,
         };
@@ -259,6 +259,13 @@ impl Reconciler for ExtensionReconciler {
         self.report(ext, &report, steps).await;
         result
     }
+}
+
+/// The spec changed since the last operation: gardenlet's updates carry the operation
+/// annotation, but a change of the generation asks for an operation by itself too.
+fn new_generation(ext: &Extension) -> bool {
+    let observed = ext.status.as_ref().and_then(|s| s.observed_generation);
+    observed.is_some() && observed != ext.metadata.generation
 }
 
 impl ExtensionReconciler {
