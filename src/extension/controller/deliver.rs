@@ -48,7 +48,16 @@ impl ExtensionReconciler {
                 })
                 .await?;
         }
-        if let Some(project_object) = plan.project_object.as_ref().filter(|_| !repairs_only) {
+        let project_object = match &plan.project_object {
+            // Unasked, the project's object is declared only when it is missing.
+            Some(object) if repairs_only => self
+                .svm_object(&self.settings.project_namespace, object)
+                .await
+                .ok()
+                .and_then(|found| found.is_none().then_some(object)),
+            other => other.as_ref(),
+        };
+        if let Some(project_object) = project_object {
             steps
                 .step(ExtensionStep::ProjectSvmDeclared, || {
                     self.declare_project_svm(&config, &plan, project_object)
