@@ -536,6 +536,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The NFS export's networks: what gardenlet reports (both families of a dual-stack shoot)
+    /// before what the owner declared; none when the Cluster names none.
+    #[test]
+    fn node_networks_come_from_status_then_spec() {
+        let shoot = |value: serde_json::Value| ShootView::deserialize(&value).unwrap();
+        let declared = json!({"spec": {"networking": {"nodes": "10.250.0.0/16"}}});
+        assert_eq!(shoot(declared.clone()).node_cidrs(), ["10.250.0.0/16"]);
+        let mut reported = declared;
+        reported["status"] = json!({"networking": {"nodes": ["10.250.0.0/16", "2001:db8::/64"]}});
+        assert_eq!(
+            shoot(reported).node_cidrs(),
+            ["10.250.0.0/16", "2001:db8::/64"]
+        );
+        assert!(shoot(json!({})).node_cidrs().is_empty());
+    }
+
     #[test]
     fn reads_an_extension_as_gardenlet_writes_it() {
         let ext: Extension = serde_json::from_value(json!({

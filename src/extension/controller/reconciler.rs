@@ -315,6 +315,24 @@ mod tests {
     use reconcile_engine::Identity;
     use reconcile_engine::feature::Offline;
 
+    /// A spec newer than the last operation asks for one; an Extension never operated on, or
+    /// at its observed generation, does not by its generation.
+    #[test]
+    fn a_new_generation_asks_for_an_operation() {
+        let ext = |generation: i64, observed: Option<i64>| -> Extension {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Extension",
+                "metadata": {"name": "ontap", "namespace": "shoot--p--s", "generation": generation},
+                "spec": {"type": "ontap"},
+                "status": {"observedGeneration": observed},
+            }))
+            .unwrap()
+        };
+        assert!(new_generation(&ext(3, Some(2))));
+        assert!(!new_generation(&ext(2, Some(2))));
+        assert!(!new_generation(&ext(1, None)));
+    }
+
     /// The Extension and the StorageVirtualMachine controller share the seed Secrets' cache
     /// whichever registers first: the manager refuses a second cache of one kind with other
     /// selectors.
