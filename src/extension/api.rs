@@ -299,6 +299,8 @@ pub struct ShootSpecView {
     pub hibernation: Option<Hibernation>,
     #[serde(default)]
     pub provider: Option<ProviderView>,
+    #[serde(default)]
+    pub networking: Option<SpecNetworking>,
 }
 
 /// `spec.provider`, as far as the metal project is concerned.
@@ -309,6 +311,20 @@ pub struct ProviderView {
     /// never make a Cluster unreadable.
     #[serde(default)]
     pub infrastructure_config: Option<Value>,
+}
+
+/// `spec.networking`: the node network the shoot's owner declared (one CIDR).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SpecNetworking {
+    #[serde(default)]
+    pub nodes: Option<String>,
+}
+
+/// `status.networking`: the node networks in use (one per IP family on a dual-stack shoot).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct StatusNetworking {
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -327,6 +343,8 @@ pub struct ShootStatusView {
     /// The shoot's technical id, `shoot--<project>--<name>` (the seed namespace).
     #[serde(default, rename = "technicalID")]
     pub technical_id: Option<String>,
+    #[serde(default)]
+    pub networking: Option<StatusNetworking>,
 }
 
 /// The Shoot's `lastOperation`: only type and state matter here; they are kept as text, so a
@@ -392,6 +410,27 @@ impl ShootView {
             .get("projectID")?
             .as_str()
             .filter(|p| !p.is_empty())
+    }
+
+    /// The networks the shoot's nodes have addresses in: `status.networking.nodes` when
+    /// gardenlet reported them (both families of a dual-stack shoot), else
+    /// `spec.networking.nodes`; empty when the Cluster names none.
+    pub fn node_cidrs(&self) -> Vec<String> {
+        let reported = self
+            .status
+            .networking
+            .as_ref()
+            .map(|n| n.nodes.clone())
+            .unwrap_or_default();
+        if !reported.is_empty() {
+            return reported;
+        }
+        self.spec
+            .networking
+            .as_ref()
+            .and_then(|n| n.nodes.clone())
+            .into_iter()
+            .collect()
     }
 
     /// The metal-stack project the shoot's annotation names, if it is a metal-stack shoot. Its
@@ -535,6 +574,22 @@ impl ManagedResource {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The NFS export's networks: what gardenlet reports (both families of a dual-stack shoot)
+    /// before what the owner declared; none when the Cluster names none.
+    #[test]
+    fn node_networks_come_from_status_then_spec() {
+        let shoot = |value: serde_json::Value| ShootView::deserialize(&value).unwrap();
+        let declared = json!({"spec": {"networking": {"nodes": "10.250.0.0/16"}}});
+        assert_eq!(shoot(declared.clone()).node_cidrs(), ["10.250.0.0/16"]);
+        let mut reported = declared;
+        reported["status"] = json!({"networking": {"nodes": ["10.250.0.0/16", "2001:db8::/64"]}});
+        assert_eq!(
+            shoot(reported).node_cidrs(),
+            ["10.250.0.0/16", "2001:db8::/64"]
+        );
+        assert!(shoot(json!({})).node_cidrs().is_empty());
+    }
 
     #[test]
     fn reads_an_extension_as_gardenlet_writes_it() {

@@ -12,6 +12,7 @@ use super::controller::{ExtensionSettings, register};
 use super::heartbeat::{self, HeartbeatConfig};
 use crate::ontap::OntapServices;
 use crate::ontap::connections::{ClientSettings, ClusterConnections};
+use crate::ontap::svm::VerifyRequests;
 use crate::ontap::svm::reconcile::Adopters;
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
@@ -109,7 +110,7 @@ impl Feature for ExtensionFeature {
             holder_identity: format!("extension-{}", settings.extension_type),
             renew_interval: args.heartbeat_renew_interval,
         };
-        register(setup.manager, ontap.connections, settings)?;
+        register(setup.manager, ontap.connections, ontap.verify, settings)?;
         let client = setup.client();
         setup.spawn_background(Box::new(move |stop| {
             Box::pin(heartbeat::run(client, heartbeat, stop))
@@ -120,7 +121,12 @@ impl Feature for ExtensionFeature {
     fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
         let extension = offline.read(Some(NAME), |manager, client| {
             let connections = ClusterConnections::new(client, ClientSettings::default());
-            register(manager, connections, ExtensionSettings::default())
+            register(
+                manager,
+                connections,
+                VerifyRequests::default(),
+                ExtensionSettings::default(),
+            )
         })?;
         Ok(vec![extension])
     }

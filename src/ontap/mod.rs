@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod connections;
 pub mod svm;
+pub mod trident_api;
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use reconcile_engine::{Manager, ManagerError};
 
 use cluster::ClusterProbes;
 use connections::{ClientSettings, ClusterConnections};
-use svm::AdoptionGrant;
+use svm::{AdoptionGrant, VerifyRequests};
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
 #[derive(Clone, Debug, Args)]
@@ -56,6 +57,8 @@ pub struct OntapServices {
     pub connections: ClusterConnections,
     /// Lets one namespace's StorageVirtualMachines adopt SVMs the operator did not create.
     pub adoption: AdoptionGrant,
+    /// Asks the StorageVirtualMachine controller to verify an object now.
+    pub verify: VerifyRequests,
 }
 
 /// The ONTAP feature.
@@ -117,9 +120,16 @@ fn register(
 ) -> Result<OntapServices, ManagerError> {
     cluster::register(manager, connections.clone(), probes, clusters)?;
     let adoption = AdoptionGrant::default();
-    svm::reconcile::register(manager, connections.clone(), adoption.clone())?;
+    let verify = VerifyRequests::default();
+    svm::reconcile::register(
+        manager,
+        connections.clone(),
+        adoption.clone(),
+        verify.clone(),
+    )?;
     Ok(OntapServices {
         connections,
         adoption,
+        verify,
     })
 }

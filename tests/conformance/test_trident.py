@@ -110,3 +110,23 @@ def test_no_data_lifs_is_an_empty_answer(mock, admin):
     svm.post()
     lifs = list(IpInterface.get_collection(services="data_nfs", **{"svm.uuid": svm.uuid}))
     assert lifs == []
+
+
+def test_an_account_gets_ontapi_for_a_zapi_trident(mock, admin, backend_svm):
+    """Below ONTAP 9.12.1 Trident speaks ZAPI, which logs in through the `ontapi` application:
+    the operator creates the account with it, or adds it to an account that lacks it (the whole
+    list is PATCHed, as ONTAP replaces it)."""
+    uuid = backend_svm.uuid
+    password = [{"application": "http", "authentication_methods": ["password"]}]
+    both = password + [{"application": "ontapi", "authentication_methods": ["password"]}]
+    Account(owner={"uuid": uuid}, name="shoot-a", role={"name": "vsadmin"},
+            applications=both, password="Trident123x").post()
+    Account(owner={"uuid": uuid}, name="shoot-b", role={"name": "vsadmin"},
+            applications=password, password="Trident123x").post()
+    grant = Account(owner={"uuid": uuid}, name="shoot-b")
+    grant.applications = both
+    grant.patch()
+    for name in ("shoot-a", "shoot-b"):
+        account = Account(owner={"uuid": uuid}, name=name)
+        account.get(fields="applications")
+        assert sorted(a.application for a in account.applications) == ["http", "ontapi"]

@@ -263,6 +263,8 @@ async fn rendered_shoot_delivery_lands_in_the_shoot_and_survives_migration() {
         secret_name: &secret_name,
         credentials: &credentials,
         images: &images,
+        trident_api: ontap_operator::ontap::trident_api::TridentApi::Rest,
+        node_cidrs: &[],
     };
     let mrs: Api<ManagedResource> = Api::namespaced(g.seed.clone(), &g.namespace);
     for bundle in shoot_delivery(&g.namespace, &inputs, false).unwrap() {

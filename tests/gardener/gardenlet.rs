@@ -27,6 +27,8 @@ use ontap_operator::extension::status::ready_for_gardenlet;
 use serde_json::{Value, json};
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(90);
+/// The shoot's node network in its `Cluster`: where NFS volumes are exported to.
+pub(crate) const NODE_NETWORK: &str = "10.250.0.0/16";
 
 /// Binds the operator's ServiceAccount to the chart's generated extension rules.
 pub(crate) async fn bind_extension_rules(client: &kube::Client) {
@@ -87,6 +89,15 @@ pub(crate) fn respawn_operator(w: &mut SvmWorld, namespace: &str) {
 /// An operator for `namespace` beside whatever else runs: a seed's extension, scoped to its own
 /// namespace, on `w`'s ONTAP.
 pub(crate) fn seed_operator(w: &SvmWorld, namespace: &str) -> OperatorProcess {
+    seed_operator_with(w, namespace, &[])
+}
+
+/// [`seed_operator`] with `extra` flags (another release's defaults, say).
+pub(crate) fn seed_operator_with(
+    w: &SvmWorld,
+    namespace: &str,
+    extra: &[String],
+) -> OperatorProcess {
     let kubeconfig = crate::support::control_plane()
         .dir
         .as_ref()
@@ -99,6 +110,7 @@ pub(crate) fn seed_operator(w: &SvmWorld, namespace: &str) -> OperatorProcess {
         "--ontap-request-timeout=2s".into(),
         "--backoff-max=5s".into(),
     ]);
+    args.extend(extra.iter().cloned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     OperatorProcess::spawn(&kubeconfig, &args, &[])
 }
@@ -113,6 +125,7 @@ pub(crate) async fn create_cluster(g: &Gardener, namespace: &str, annotations: V
             "shoot": {
                 "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
                 "metadata": {"name": "web-a", "namespace": "garden-test", "annotations": annotations},
+                "spec": {"networking": {"nodes": NODE_NETWORK}},
                 "status": {"lastOperation": {"type": "Reconcile", "state": "Succeeded"}}
             }
         }

@@ -8,6 +8,7 @@
 mod support;
 
 mod delivery;
+mod drift;
 mod failures;
 mod gardenlet;
 mod heartbeat;
@@ -16,3 +17,5 @@ mod metal_stack_switch;
 mod project_sharing;
 mod registration;
 mod regressions;
+mod restart;
+mod trident_backend;

@@ -290,15 +290,23 @@ pub struct AccountCreate {
     pub role: String,
     pub password: SecretString,
     pub comment: Option<String>,
+    /// How the account may log in; empty: `http` with a password (REST only). Trident
+    /// speaking ZAPI needs `ontapi` too.
+    pub applications: Vec<AccountApplication>,
 }
 
 impl AccountCreate {
     pub(crate) fn body(&self) -> serde_json::Value {
+        let applications = if self.applications.is_empty() {
+            serde_json::json!([{"application": "http", "authentication_methods": ["password"]}])
+        } else {
+            serde_json::json!(self.applications)
+        };
         let mut body = serde_json::json!({
             "name": self.name,
             "owner": {"uuid": self.owner_uuid},
             "role": {"name": self.role},
-            "applications": [{"application": "http", "authentication_methods": ["password"]}],
+            "applications": applications,
             "password": self.password.expose_secret(),
             "locked": false,
         });
@@ -317,6 +325,8 @@ pub struct AccountPatch {
     pub password: Option<SecretString>,
     pub locked: Option<bool>,
     pub comment: Option<String>,
+    /// Replaces the account's applications (ONTAP takes the whole list).
+    pub applications: Option<Vec<AccountApplication>>,
 }
 
 impl AccountPatch {
@@ -330,6 +340,9 @@ impl AccountPatch {
         }
         if let Some(c) = &self.comment {
             body.insert("comment".into(), c.clone().into());
+        }
+        if let Some(a) = &self.applications {
+            body.insert("applications".into(), serde_json::json!(a));
         }
         serde_json::Value::Object(body)
     }
@@ -681,6 +694,7 @@ mod tests {
             role: "vsadmin".into(),
             password: SecretString::from("hunter2hunter2"),
             comment: None,
+            applications: Vec::new(),
         };
         assert!(!format!("{a:?}").contains("hunter2hunter2"));
         assert_eq!(a.body()["password"], "hunter2hunter2");
@@ -693,10 +707,22 @@ mod tests {
             password: Some(SecretString::from("Abcdefgh1234")),
             locked: Some(false),
             comment: None,
+            applications: None,
         };
         assert_eq!(
             p.body(),
             serde_json::json!({"password": "Abcdefgh1234", "locked": false})
+        );
+        let grant = AccountPatch {
+            applications: Some(vec![AccountApplication {
+                application: "ontapi".into(),
+                authentication_methods: vec!["password".into()],
+            }]),
+            ..AccountPatch::default()
+        };
+        assert_eq!(
+            grant.body(),
+            serde_json::json!({"applications": [{"application": "ontapi", "authentication_methods": ["password"]}]})
         );
         assert!(!format!("{p:?}").contains("Abcdefgh1234"));
         assert_eq!(AccountPatch::default().body(), serde_json::json!({}));

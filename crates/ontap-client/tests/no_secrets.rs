@@ -61,6 +61,7 @@ async fn no_password_in_logs_spans_errors_or_metrics() {
         role: "vsadmin".into(),
         password: pw.clone(),
         comment: None,
+        applications: Vec::new(),
     })
     .await
     .unwrap();
@@ -72,6 +73,7 @@ async fn no_password_in_logs_spans_errors_or_metrics() {
             role: "vsadmin".into(),
             password: pw.clone(),
             comment: None,
+            applications: Vec::new(),
         })
         .await
         .unwrap_err(),

@@ -86,7 +86,10 @@ impl ExtensionReconciler {
             .await
             .map_err(|e| ontap_failure(OntapRequest::CredentialCheck, e))?;
         if !check.is_valid() {
-            // The SVM's controller repairs it; the Secret's change brings us back.
+            // The SVM's controller verified this Secret on its last pass (SvmReady) and would
+            // notice the drift only on its next periodic one: ask for that pass now. It
+            // repairs the Secret, and the Secret's change brings us back to deliver it.
+            self.verify.request(namespace, &plan.object);
             return waiting(format!(
                 "the credentials in {} do not authenticate against ONTAP ({check:?})",
                 plan.secret

@@ -21,6 +21,12 @@ impl ExtensionReconciler {
         steps: &mut StepRunner<ExtensionStep>,
     ) -> Result<(), Halt> {
         let namespace = namespace_of(ext);
+        // Gardener's reconcilers act when gardenlet asks (the operation annotation, a new
+        // generation, an unfinished operation); a restart, a leader change, a watch event or
+        // the sync period only verify. Those passes write nothing that exists already, but
+        // for the repair of what is proven broken: a missing object, and credentials that
+        // the SVM controller healed, which must reach the shoot at once.
+        let repairs_only = !report.operation;
         let shoot = steps
             .step(ExtensionStep::ShootRead, || self.read_shoot(ext))
             .await?;
@@ -42,7 +48,16 @@ impl ExtensionReconciler {
                 })
                 .await?;
         }
-        if let Some(project_object) = &plan.project_object {
+        let project_object = match &plan.project_object {
+            // Unasked, the project's object is declared only when it is missing.
+            Some(object) if repairs_only => self
+                .svm_object(&self.settings.project_namespace, object)
+                .await
+                .ok()
+                .and_then(|found| found.is_none().then_some(object)),
+            other => other.as_ref(),
+        };
+        if let Some(project_object) = project_object {
             steps
                 .step(ExtensionStep::ProjectSvmDeclared, || {
                     self.declare_project_svm(&config, &plan, project_object)
@@ -56,7 +71,7 @@ impl ExtensionReconciler {
         }
         steps
             .step(ExtensionStep::SvmDeclared, || {
-                self.declare_svm(ext, &config, &plan, None)
+                self.declare_svm(ext, &config, &plan, None, repairs_only)
             })
             .await?;
         steps
@@ -71,7 +86,14 @@ impl ExtensionReconciler {
             .await?;
         steps
             .step(ExtensionStep::DeliveryApplied, || {
-                self.apply_delivery(&namespace, &config, &plan, &credentials)
+                self.apply_delivery(
+                    &namespace,
+                    &config,
+                    &plan,
+                    &credentials,
+                    &shoot,
+                    repairs_only,
+                )
             })
             .await?;
         let hibernated = report.hibernated;

@@ -8,15 +8,17 @@ use kube::{Api, ResourceExt};
 use reconcile_engine::{Outcome, StepError};
 use serde_json::{Value, json};
 
+use crate::extension::api::ShootView;
 use crate::extension::api::{ManagedResource, mr_condition};
-use crate::extension::config::ExtensionConfig;
+use crate::extension::config::{ExtensionConfig, Protocol};
 use crate::extension::shoot::{
     INIT_MANAGED_RESOURCE, KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ManagedResourceBundle,
-    ORIGIN, ShootCredentials, ShootImages, ShootInputs, shoot_delivery,
+    ORIGIN, SECRET_MANAGED_RESOURCE, ShootCredentials, ShootImages, ShootInputs, shoot_delivery,
 };
+use crate::ontap::trident_api::{NVME_TCP, OntapVersion, TridentApi};
 
 use super::plan::Plan;
-use super::reasons::{Failed, Transient, Waiting, delete_ignoring_missing, kube_error};
+use super::reasons::{Coded, Failed, Transient, Waiting, delete_ignoring_missing, kube_error};
 use super::{CONTROLLER, ExtensionReconciler};
 
 /// The label gardener puts on a ManagedResource of an extension, here with [`ORIGIN`].
@@ -30,7 +32,25 @@ impl ExtensionReconciler {
         config: &ExtensionConfig,
         plan: &Plan,
         credentials: &ShootCredentials,
+        shoot: &ShootView,
+        repairs_only: bool,
     ) -> Result<Outcome, StepError> {
+        let Some(version) = self.ontap_version(plan) else {
+            return Ok(Waiting::OntapVersionUnknown.outcome(format!(
+                "the OntapCluster {} has not reported ONTAP's version yet",
+                plan.cluster
+            )));
+        };
+        refuse_unusable(config, version)?;
+        let node_cidrs = shoot.node_cidrs();
+        if config.protocols.contains(&Protocol::Nfs) && node_cidrs.is_empty() {
+            // Exporting to every address (Trident's default CIDRs) is not a fallback we take
+            // unasked: the shoot's nodes are the only NFS clients.
+            return Err(Coded::Shoot.invalid(
+                "the shoot's Cluster names no node network (spec.networking.nodes): NFS volumes \
+                 are exported to the nodes' network only",
+            ));
+        }
         let images = ShootImages {
             trident_operator: config
                 .trident_operator_image
@@ -44,6 +64,8 @@ impl ExtensionReconciler {
             secret_name: &plan.secret,
             credentials,
             images: &images,
+            trident_api: TridentApi::for_version(version),
+            node_cidrs: &node_cidrs,
         };
         let bundles = shoot_delivery(namespace, &inputs, false)
             .map_err(|e| Transient::RenderFailed.error(e.to_string()))?;
@@ -51,6 +73,20 @@ impl ExtensionReconciler {
         let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
         let mut changed = false;
         for bundle in bundles {
+            // Unasked, only the credentials (healed by the SVM controller) and what is missing
+            // are written; anything else that differs (a new operator's rendering, say) waits
+            // for gardenlet's next reconcile.
+            let name = bundle.managed_resource.name_any();
+            if repairs_only
+                && name != SECRET_MANAGED_RESOURCE
+                && mrs
+                    .get_opt(&name)
+                    .await
+                    .map_err(kube_error(Failed::MrRead))?
+                    .is_some()
+            {
+                continue;
+            }
             changed |= apply_bundle(&secrets, &mrs, &bundle).await?;
         }
         Ok(if changed {
@@ -58,6 +94,12 @@ impl ExtensionReconciler {
         } else {
             Outcome::unchanged()
         })
+    }
+
+    /// The ONTAP version the plan's OntapCluster reported, if it did.
+    fn ontap_version(&self, plan: &Plan) -> Option<OntapVersion> {
+        let cluster = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster))?;
+        cluster.status.as_ref()?.version.as_deref()?.parse().ok()
     }
 
     /// Step `DeliveryHealthy`: applied at their generation; all but the Trident operator's
@@ -118,6 +160,17 @@ impl ExtensionReconciler {
         delete_delivery_secrets(&secrets).await?;
         Ok(Outcome::unchanged())
     }
+}
+
+/// What no Trident can use on a cluster of `version`: NVMe/TCP before ONTAP has it.
+fn refuse_unusable(config: &ExtensionConfig, version: OntapVersion) -> Result<(), StepError> {
+    if config.protocols.contains(&Protocol::Nvme) && version < NVME_TCP {
+        return Err(Coded::Configuration.invalid(format!(
+            "ONTAP {version} has no NVMe/TCP (it came with {NVME_TCP}): no Trident can use an \
+             nvme backend on this cluster; choose iscsi or nfs"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes one ManagedResource (its Secret first) unless it is as desired; whether it wrote.

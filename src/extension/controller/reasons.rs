@@ -45,6 +45,8 @@ reasons! {
         /// made without one (a providerConfig that names none): that step cannot wait.
         OntapClusterMissing => "OntapClusterMissing",
         OntapClusterNotCached => "OntapClusterNotCached",
+        /// The OntapCluster has not reported ONTAP's version, which decides Trident's API.
+        OntapVersionUnknown => "OntapVersionUnknown",
         SvmNotCached => "SVMNotCached",
         SvmNotReady => "SVMNotReady",
         SvmCreatedMeanwhile => "SVMCreatedMeanwhile",

@@ -23,6 +23,7 @@ use crate::extension::shoot::{ORIGIN, ShootImages};
 use crate::extension::status::{compute_operation, should_skip_operation};
 use crate::extension::{EXTENSION_TYPE, FINALIZER};
 use crate::ontap::connections::ClusterConnections;
+use crate::ontap::svm::VerifyRequests;
 use reconcile_engine::manager::resource_rule;
 use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
@@ -111,6 +112,7 @@ impl Default for ExtensionSettings {
 pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
+    verify: VerifyRequests,
     settings: ExtensionSettings,
 ) -> Result<(), ManagerError> {
     let managed_resources = manager.cache_with::<ManagedResource>(
@@ -125,6 +127,7 @@ pub fn register(
             .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?,
         managed_resources,
         connections,
+        verify,
         settings,
     };
     let write = |verbs: &[&str]| verbs.iter().map(|v| (*v).to_string()).collect::<Vec<_>>();
@@ -182,6 +185,8 @@ pub struct ExtensionReconciler {
     pub(super) secrets: SharedCache<Secret>,
     pub(super) managed_resources: SharedCache<ManagedResource>,
     pub(super) connections: ClusterConnections,
+    /// Asks the SVM controller for a pass now when the published credentials fail.
+    pub(super) verify: VerifyRequests,
     pub(super) settings: ExtensionSettings,
 }
 
@@ -209,7 +214,7 @@ impl Reconciler for ExtensionReconciler {
         let op = compute_operation(ext);
         let mut report = PassReport {
             op,
-            operation: filter::admits_create(ext),
+            operation: filter::admits_create(ext) || new_generation(ext),
             hibernated: self.shoot(ext).is_some_and(|s| s.hibernation_enabled()),
             cluster: None,
         };
@@ -249,6 +254,13 @@ impl Reconciler for ExtensionReconciler {
         self.report(ext, &report, steps).await;
         result
     }
+}
+
+/// The spec changed since the last operation: gardenlet's updates carry the operation
+/// annotation, but a change of the generation asks for an operation by itself too.
+fn new_generation(ext: &Extension) -> bool {
+    let observed = ext.status.as_ref().and_then(|s| s.observed_generation);
+    observed.is_some() && observed != ext.metadata.generation
 }
 
 impl ExtensionReconciler {
@@ -302,6 +314,24 @@ mod tests {
     use reconcile_engine::Identity;
     use reconcile_engine::feature::Offline;
 
+    /// A spec newer than the last operation asks for one; an Extension never operated on, or
+    /// at its observed generation, does not by its generation.
+    #[test]
+    fn a_new_generation_asks_for_an_operation() {
+        let ext = |generation: i64, observed: Option<i64>| -> Extension {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Extension",
+                "metadata": {"name": "ontap", "namespace": "shoot--p--s", "generation": generation},
+                "spec": {"type": "ontap"},
+                "status": {"observedGeneration": observed},
+            }))
+            .unwrap()
+        };
+        assert!(new_generation(&ext(3, Some(2))));
+        assert!(!new_generation(&ext(2, Some(2))));
+        assert!(!new_generation(&ext(1, None)));
+    }
+
     /// The Extension and the StorageVirtualMachine controller share the seed Secrets' cache
     /// whichever registers first: the manager refuses a second cache of one kind with other
     /// selectors.
@@ -311,19 +341,29 @@ mod tests {
         for extension_first in [true, false] {
             let declared = offline.read(None, |manager, client| {
                 let connections = ClusterConnections::new(client, ClientSettings::default());
+                let verify = VerifyRequests::default();
                 let svm = |manager: &mut Manager| {
                     crate::ontap::svm::reconcile::register(
                         manager,
                         connections.clone(),
                         AdoptionGrant::default(),
+                        verify.clone(),
+                    )
+                };
+                let extension = |manager: &mut Manager| {
+                    register(
+                        manager,
+                        connections.clone(),
+                        verify.clone(),
+                        ExtensionSettings::default(),
                     )
                 };
                 if extension_first {
-                    register(manager, connections.clone(), ExtensionSettings::default())?;
+                    extension(manager)?;
                     svm(manager)
                 } else {
                     svm(manager)?;
-                    register(manager, connections.clone(), ExtensionSettings::default())
+                    extension(manager)
                 }
             });
             assert!(declared.is_ok(), "extension first: {extension_first}");

@@ -115,12 +115,15 @@ impl ExtensionReconciler {
     }
 
     /// Step `SvmDeclared`: the StorageVirtualMachine object exists with the desired spec.
+    /// `repairs_only` (a pass gardenlet did not ask for): a missing object is created, an
+    /// existing one is left as it is until gardenlet's next reconcile.
     pub(super) async fn declare_svm(
         &self,
         ext: &Extension,
         config: &ExtensionConfig,
         plan: &Plan,
         adopt: Option<&str>,
+        repairs_only: bool,
     ) -> Result<Outcome<StorageVirtualMachine>, StepError> {
         let desired = self.desired_svm(ext, config, plan, adopt)?;
         let namespace = namespace_of(ext);
@@ -140,6 +143,13 @@ impl ExtensionReconciler {
             )));
         }
         if current.spec == desired.spec {
+            return Ok(Outcome::Unchanged(current));
+        }
+        if repairs_only {
+            tracing::info!(
+                svm = %plan.object,
+                "the StorageVirtualMachine differs from the configuration; it is changed on gardenlet's next reconcile"
+            );
             return Ok(Outcome::Unchanged(current));
         }
         let patched = api

@@ -48,6 +48,11 @@ pub(super) fn backend_config(inputs: &ShootInputs<'_>, protocol: Protocol) -> Va
         "managementLIF": management,
         "credentials": {"name": inputs.secret_name},
     });
+    // Trident speaks ZAPI on 9.12.1 to before 9.15.1 unless asked for REST, and the account has
+    // `ontapi` only where ZAPI is the only choice (`crate::ontap::trident_api`).
+    if let Some(use_rest) = inputs.trident_api.use_rest() {
+        spec["useREST"] = json!(use_rest);
+    }
     match protocol {
         Protocol::Nvme | Protocol::Iscsi => {
             spec["storageDriverName"] = json!("ontap-san");
@@ -61,6 +66,11 @@ pub(super) fn backend_config(inputs: &ShootInputs<'_>, protocol: Protocol) -> Va
         Protocol::Nfs => {
             spec["storageDriverName"] = json!("ontap-nas");
             spec["nasType"] = json!("nfs");
+            // Without it Trident uses the SVM's `default` export policy, which has no rules on a
+            // new SVM: volumes would be created and every mount refused. Trident keeps one
+            // policy per backend whose rules admit the nodes' addresses within these networks.
+            spec["autoExportPolicy"] = json!(true);
+            spec["autoExportCIDRs"] = json!(inputs.node_cidrs);
         }
     }
     json!({

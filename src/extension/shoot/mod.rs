@@ -37,6 +37,7 @@ use serde_json::Value;
 
 use super::api::{LocalObjectReference, ManagedResource, ManagedResourceSpec};
 use super::config::ExtensionConfig;
+use crate::ontap::trident_api::TridentApi;
 
 /// The ManagedResources of the shoot delivery, in the order they are written.
 pub const MANAGED_RESOURCE_NAMES: [&str; 4] = [
@@ -108,6 +109,10 @@ pub struct ShootInputs<'a> {
     pub secret_name: &'a str,
     pub credentials: &'a ShootCredentials,
     pub images: &'a ShootImages,
+    /// The API Trident speaks with this cluster's ONTAP version.
+    pub trident_api: TridentApi,
+    /// Where the shoot's nodes mount NFS volumes from: the NAS backend's `autoExportCIDRs`.
+    pub node_cidrs: &'a [String],
 }
 
 /// One ManagedResource and the Secret it references; write the Secret first.
@@ -303,12 +308,15 @@ mod tests {
     fn render(config: &ExtensionConfig, keep_objects: bool) -> Vec<ManagedResourceBundle> {
         let credentials = credentials();
         let images = ShootImages::default();
+        let nodes = vec!["10.250.0.0/16".to_string()];
         let inputs = ShootInputs {
             config,
             svm_name: SVM,
             secret_name: SECRET,
             credentials: &credentials,
             images: &images,
+            trident_api: TridentApi::Rest,
+            node_cidrs: &nodes,
         };
         shoot_delivery("shoot--prod--web-a", &inputs, keep_objects).unwrap()
     }
@@ -419,6 +427,7 @@ mod tests {
             tbc["spec"],
             json!({"version": 1, "backendName": format!("ontap-{SVM}"), "storageDriverName": "ontap-san",
                 "sanType": "nvme", "managementLIF": "10.130.0.10", "credentials": {"name": SECRET},
+                "useREST": true,
                 "storage": [{"labels": {"luks": "true"}, "defaults": {"luksEncryption": "true"}},
                             {"labels": {"luks": "false"}, "defaults": {"luksEncryption": "false"}}]})
         );
@@ -525,6 +534,9 @@ mod tests {
         );
         assert_eq!(tbc["spec"]["storageDriverName"], "ontap-nas");
         assert!(tbc["spec"].get("storage").is_none());
+        // Mountable: Trident's own export policy, admitting the shoot's node network only.
+        assert_eq!(tbc["spec"]["autoExportPolicy"], true);
+        assert_eq!(tbc["spec"]["autoExportCIDRs"], json!(["10.250.0.0/16"]));
         assert_eq!(
             find(&backends, "StorageClass", "ontap-nas")["parameters"],
             json!({"backendType": "ontap-nas"})
@@ -581,6 +593,32 @@ mod tests {
         );
     }
 
+    /// Below ONTAP 9.12.1 Trident speaks ZAPI whatever the backend says, and refuses
+    /// `useREST: true`: the backend says nothing (the account gets `ontapi`).
+    #[test]
+    fn zapi_clusters_get_no_use_rest() {
+        let config = metal_stack();
+        let credentials = credentials();
+        let images = ShootImages::default();
+        let inputs = ShootInputs {
+            config: &config,
+            svm_name: SVM,
+            secret_name: SECRET,
+            credentials: &credentials,
+            images: &images,
+            trident_api: TridentApi::Zapi,
+            node_cidrs: &[],
+        };
+        let bundles = shoot_delivery("shoot--prod--web-a", &inputs, false).unwrap();
+        let backends = objects(&bundles[3]);
+        let tbc = find(
+            &backends,
+            "TridentBackendConfig",
+            &format!("ontap-{SVM}-backend"),
+        );
+        assert!(tbc["spec"].get("useREST").is_none(), "{tbc}");
+    }
+
     #[test]
     fn configured_trident_image_wins() {
         let mut config = metal_stack();
@@ -598,12 +636,15 @@ mod tests {
         let config = own(json!({}));
         let credentials = credentials();
         let images = ShootImages::default();
+        let nodes = vec!["10.250.0.0/16".to_string()];
         let inputs = ShootInputs {
             config: &config,
             svm_name: "k8s_shoot--p--s_ontap",
             secret_name: "ontap-credentials",
             credentials: &credentials,
             images: &images,
+            trident_api: TridentApi::Rest,
+            node_cidrs: &nodes,
         };
         let bundles = shoot_delivery("shoot--p--s", &inputs, false).unwrap();
         let backends = objects(&bundles[3]);

@@ -10,8 +10,10 @@ use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
 use super::takeover::adopts;
 use super::{Ownership, SeedSecretState, account_comment, owned_by};
 use crate::api::StorageVirtualMachine;
+use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{
-    Account, AccountCheck, AccountCreate, AccountPatch, ErrorClass, OntapClient, Svm,
+    Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
+    OntapClient, Svm,
 };
 use reconcile_engine::{Outcome, StepError};
 
@@ -39,15 +41,22 @@ impl SvmReconciler {
                 confirmed_check(client, &ontap_svm.uuid, &names.account, password).await?
         {
             check_role(&account, names)?;
+            let claim = self.claim(svm, names, ontap_svm, &account)?;
+            if claim == Claim::Adopt {
+                mark(client, ontap_svm, names).await?;
+            }
+            if self
+                .grant_applications(svm, &account, names, ontap_svm, client)
+                .await?
+            {
+                return Ok(Outcome::Changed(None));
+            }
             let verified = Some(Verified {
                 password_set_at: seed.password_set_at,
             });
-            return Ok(match self.claim(svm, names, ontap_svm, &account)? {
+            return Ok(match claim {
                 Claim::Ours => Outcome::Unchanged(verified),
-                Claim::Adopt => {
-                    mark(client, ontap_svm, names).await?;
-                    Outcome::Changed(verified)
-                }
+                Claim::Adopt => Outcome::Changed(verified),
             });
         }
         let existing = client
@@ -82,6 +91,12 @@ impl SvmReconciler {
                     .map_err(|e| ontap_error(Failed::AccountUnlock, e))?;
                 return Ok(Outcome::Changed(None));
             }
+            if self
+                .grant_applications(svm, &account, names, ontap_svm, client)
+                .await?
+            {
+                return Ok(Outcome::Changed(None));
+            }
             return Ok(Outcome::Unchanged(None));
         }
         let password = self
@@ -93,6 +108,7 @@ impl SvmReconciler {
             role: "vsadmin".into(),
             password,
             comment: Some(account_comment(&names.uid)),
+            applications: self.wanted_applications(svm),
         };
         match client.create_account(&create).await {
             Ok(()) => Ok(Outcome::Changed(None)),
@@ -148,6 +164,49 @@ async fn mark(client: &OntapClient, ontap_svm: &Svm, names: &Names) -> Result<()
         .patch_account(&ontap_svm.uuid, &names.account, &patch)
         .await
         .map_err(|e| ontap_error(Failed::AccountMark, e))
+}
+
+impl SvmReconciler {
+    /// The applications the account needs for the shoot's Trident on this cluster's version.
+    fn wanted_applications(&self, svm: &StorageVirtualMachine) -> Vec<AccountApplication> {
+        let version = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
+            .and_then(|c| c.status.as_ref()?.version.as_deref()?.parse().ok());
+        account_applications(version)
+    }
+
+    /// Adds the applications the account lacks (`ontapi` for a Trident speaking ZAPI), keeping
+    /// those it has; whether it patched.
+    async fn grant_applications(
+        &self,
+        svm: &StorageVirtualMachine,
+        account: &Account,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+    ) -> Result<bool, StepError> {
+        let missing = missing_applications(&account.applications, &self.wanted_applications(svm));
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        let mut applications: Vec<AccountApplication> = account
+            .applications
+            .iter()
+            .filter(|a| !missing.iter().any(|m| m.application == a.application))
+            .cloned()
+            .collect();
+        applications.extend(missing);
+        let patch = AccountPatch {
+            applications: Some(applications),
+            ..AccountPatch::default()
+        };
+        client
+            .patch_account(&ontap_svm.uuid, &names.account, &patch)
+            .await
+            .map_err(|e| ontap_error(Failed::AccountApplications, e))?;
+        Ok(true)
+    }
 }
 
 /// The account must have role vsadmin; another role is not changed.

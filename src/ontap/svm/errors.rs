@@ -33,6 +33,7 @@ reasons! {
         AccountCreate => "AccountCreateFailed",
         AccountUnlock => "AccountUnlockFailed",
         AccountMark => "AccountMarkFailed",
+        AccountApplications => "AccountApplicationsFailed",
         AccountDelete => "AccountDeleteFailed",
         CredentialCheck => "CredentialCheckFailed",
         PasswordSet => "PasswordSetFailed",

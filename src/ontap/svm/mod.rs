@@ -24,6 +24,7 @@ pub mod seed_secret;
 mod svm;
 mod takeover;
 pub mod tenancy;
+mod verify;
 
 pub use desired::{
     DesiredError, Ownership, account_comment, marked_namespace, owned_by, ownership_comment,
@@ -40,3 +41,4 @@ pub use seed_secret::{
     inspect_seed_secret, password_set_at, seed_secret_name,
 };
 pub use svm::{protocol_changes, svm_create};
+pub use verify::VerifyRequests;

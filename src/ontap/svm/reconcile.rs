@@ -14,7 +14,7 @@ use kube::{Client, CustomResourceExt, ResourceExt};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use super::{default_account_name, default_svm_name, seed_secret_name};
+use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
@@ -70,10 +70,12 @@ pub const CONTROLLER: &str = "storagevirtualmachine";
 /// the operator reveals), and an OntapCluster's change reconciles the SVMs that use it.
 /// `adoption`: the one namespace whose objects may adopt SVMs the operator did not create, once
 /// granted (the Gardener Extension grants its `--extension-project-namespace`); until then none.
+/// `verify`: requests for a pass now, from a controller that found the credentials failing.
 pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
     adoption: AdoptionGrant,
+    verify: VerifyRequests,
 ) -> Result<(), ManagerError> {
     let clusters = manager.cache::<OntapCluster>()?;
     let reconciler = SvmReconciler {
@@ -88,6 +90,8 @@ pub fn register(
     manager.register(
         Registration::new(CONTROLLER, reconciler)
             .crd(StorageVirtualMachine::crd())
+            // Another controller found the published credentials failing: verify now.
+            .triggers(verify.stream())
             .owns::<Secret>(
                 watcher::Config::default()
                     .labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")),

@@ -178,6 +178,7 @@ async fn accounts_and_credential_verification() {
         role: "vsadmin".into(),
         password: pw.clone(),
         comment: Some("ontap-operator".into()),
+        applications: Vec::new(),
     })
     .await
     .unwrap();
@@ -211,6 +212,7 @@ async fn accounts_and_credential_verification() {
             role: "vsadmin".into(),
             password: pw.clone(),
             comment: None,
+            applications: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -365,6 +367,7 @@ async fn apply_then_reset_on_account_create_then_lookup() {
             role: "vsadmin".into(),
             password: pw.clone(),
             comment: None,
+            applications: Vec::new(),
         })
         .await
         .unwrap_err();

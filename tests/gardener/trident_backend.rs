@@ -1,0 +1,218 @@
+//! What the shoot's Trident gets, checked against what Trident's ONTAP driver does with it on
+//! initialization (`storage_drivers/ontap/ontap_common.go`, `ontap_nas.go`, `ontap_san_nvme.go`):
+//! it logs in with the delivered Secret, derives the SVM from the account, reads the SVM's
+//! aggregates, finds its data LIFs with the `services` filter, and speaks REST or ZAPI by the
+//! cluster's version and the backend's `useREST`. The TridentBackendConfig and Secret are read
+//! from the shoot (delivered by the real resource manager) and those requests are sent to
+//! mock ONTAP as the delivered account.
+
+use crate::support::gardener::Gardener;
+use crate::support::mock::fast_mock;
+use crate::support::svm::SvmWorld;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use ontap_operator::extension::api::ErrorCode;
+use serde_json::{Value, json};
+
+use super::gardenlet::*;
+
+/// The world of one shoot on an ONTAP of `version`.
+async fn world_on(g: &Gardener, version: &str) -> SvmWorld {
+    let mut mock = fast_mock();
+    mock.cluster.version = version.into();
+    let args = operator_args(&g.namespace);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let w = SvmWorld::with(mock, &args).await;
+    bind_extension_rules(&w.env.client).await;
+    w
+}
+
+/// The one TridentBackendConfig in the shoot and the credentials of the Secret it names.
+async fn delivered_backend(g: &Gardener) -> (Value, String, String) {
+    let backends = backend_configs(g).list(&Default::default()).await.unwrap();
+    assert_eq!(backends.items.len(), 1, "one backend per protocol");
+    let spec = backends.items[0].data["spec"].clone();
+    let secret_name = spec["credentials"]["name"].as_str().unwrap();
+    let secret = Api::<Secret>::namespaced(g.shoot.clone(), "kube-system")
+        .get(secret_name)
+        .await
+        .unwrap();
+    let data = secret.data.unwrap();
+    let text = |k: &str| String::from_utf8(data[k].0.clone()).unwrap();
+    (spec, text("username"), text("password"))
+}
+
+/// A GET as the delivered account, as Trident sends it.
+async fn as_account(w: &SvmWorld, user: &str, password: &str, path: &str) -> Value {
+    let response = w
+        .mock
+        .http
+        .get(format!("{}{path}", w.mock.base_url()))
+        .basic_auth(user, Some(password))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert!(status.is_success(), "{path} as {user}: {status}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Trident's initialization against the delivered account: the SVM it sees (one, derived from
+/// the account), its aggregates, and the data LIFs `services=<service>` finds. Returns the SVM.
+async fn trident_initializes(w: &SvmWorld, user: &str, password: &str, service: &str) -> Value {
+    let svms = as_account(w, user, password, "/api/svm/svms?fields=name,uuid").await;
+    assert_eq!(
+        svms["num_records"], 1,
+        "the SVM follows from the account: {svms}"
+    );
+    let svm = svms["records"][0].clone();
+    let uuid = svm["uuid"].as_str().unwrap();
+    let own = as_account(
+        w,
+        user,
+        password,
+        &format!("/api/svm/svms/{uuid}?fields=aggregates"),
+    )
+    .await;
+    assert!(
+        own["aggregates"].as_array().is_some_and(|a| !a.is_empty()),
+        "Trident needs aggregates assigned to the SVM: {own}"
+    );
+    let lifs = as_account(
+        w,
+        user,
+        password,
+        &format!("/api/network/ip/interfaces?services={service}&svm.uuid={uuid}&fields=ip.address"),
+    )
+    .await;
+    assert!(
+        lifs["num_records"].as_u64().is_some_and(|n| n > 0),
+        "Trident finds data LIFs with services={service}: {lifs}"
+    );
+    svm
+}
+
+/// The applications ONTAP holds for the account `user`.
+fn applications_of(w: &SvmWorld, user: &str) -> Vec<String> {
+    let accounts = w.state()["accounts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let account = accounts
+        .iter()
+        .find(|a| a["name"] == user)
+        .unwrap_or_else(|| panic!("no account {user}: {accounts:#?}"));
+    let mut apps: Vec<String> = account["applications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| {
+            a["authentication_methods"]
+                .as_array()
+                .is_some_and(|m| m.contains(&json!("password")))
+        })
+        .map(|a| a["application"].as_str().unwrap().to_owned())
+        .collect();
+    apps.sort();
+    apps
+}
+
+/// ONTAP 9.16.1 (REST by Trident's default; we write `useREST: true` anyway): an NFS shoot gets
+/// a mountable backend, Trident's own export policy admitting the shoot's node network, and an
+/// account with `http` only.
+#[tokio::test]
+async fn nfs_backend_on_a_rest_cluster_is_what_trident_needs() {
+    let g = Gardener::start().await;
+    let w = world_on(&g, "9.16.1").await;
+    let ns = g.namespace.clone();
+    create_cluster(&g, &ns, json!({})).await;
+    let config = json!({
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": w.cluster,
+        "svm": {"managementLif": {"ip": "192.0.2.50", "prefixLength": 24},
+                "dataLifs": [{"ip": "192.0.2.51", "prefixLength": 24}], "protocols": ["nfs"]}
+    });
+    let ts = create_extension(&g, &ns, config, "reconcile").await;
+    wait_ready(&g, &w, &ns, &ts).await;
+
+    let (spec, user, password) = delivered_backend(&g).await;
+    assert_eq!(spec["storageDriverName"], "ontap-nas");
+    assert_eq!(spec["nasType"], "nfs");
+    assert_eq!(spec["managementLIF"], "192.0.2.50");
+    assert_eq!(spec["useREST"], true);
+    assert_eq!(spec["autoExportPolicy"], true, "mounts need rules: {spec}");
+    assert_eq!(spec["autoExportCIDRs"], json!([NODE_NETWORK]));
+    let svm = trident_initializes(&w, &user, &password, "data_nfs").await;
+    assert_eq!(
+        svm["name"],
+        ontap_svm(&w, svm["name"].as_str().unwrap()).unwrap()["name"]
+    );
+    assert_eq!(
+        applications_of(&w, &user),
+        ["http"],
+        "no ZAPI on a REST cluster"
+    );
+}
+
+/// ONTAP 9.11.1: Trident speaks ZAPI whatever the backend says. The backend does not ask for
+/// REST (Trident refuses `useREST: true` there) and the account gets `ontapi`.
+#[tokio::test]
+async fn nvme_backend_on_a_zapi_cluster_gets_an_ontapi_account() {
+    let g = Gardener::start().await;
+    let w = world_on(&g, "9.11.1").await;
+    let ns = g.namespace.clone();
+    create_cluster(
+        &g,
+        &ns,
+        json!({"cluster.metal-stack.io/project": "0b1f9c3e-aaaa-bbbb-cccc-123456789abc"}),
+    )
+    .await;
+    let config = json!({
+        "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+        "svmIpaddresses": {"managementLif": "192.0.2.60", "dataLifs": ["192.0.2.61"]},
+    });
+    let ts = create_extension(&g, &ns, config, "reconcile").await;
+    wait_ready(&g, &w, &ns, &ts).await;
+
+    let (spec, user, password) = delivered_backend(&g).await;
+    assert_eq!(spec["storageDriverName"], "ontap-san");
+    assert_eq!(spec["sanType"], "nvme");
+    assert!(spec.get("useREST").is_none(), "ZAPI below 9.12.1: {spec}");
+    trident_initializes(&w, &user, &password, "data_nvme_tcp").await;
+    assert_eq!(applications_of(&w, &user), ["http", "ontapi"]);
+}
+
+/// ONTAP 9.9.1 has no NVMe/TCP: no Trident can use an nvme backend there. The Extension says so
+/// with a configuration error instead of delivering a backend that never comes up.
+#[tokio::test]
+async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
+    let g = Gardener::start().await;
+    let w = world_on(&g, "9.9.1").await;
+    let ns = g.namespace.clone();
+    create_cluster(&g, &ns, json!({})).await;
+    let config = json!({
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": w.cluster,
+        "svm": {"managementLif": {"ip": "192.0.2.70", "prefixLength": 24},
+                "dataLifs": [{"ip": "192.0.2.71", "prefixLength": 24}], "protocols": ["nvme"]}
+    });
+    create_extension(&g, &ns, config, "reconcile").await;
+    wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
+    let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+    let error = ext.status.unwrap().last_error.unwrap();
+    assert!(
+        error.description.contains("NVMe/TCP"),
+        "{}",
+        error.description
+    );
+    assert!(
+        backend_configs(&g)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "nothing delivered"
+    );
+}
