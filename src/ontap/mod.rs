@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod metrics;
 pub mod svm;
 
 use std::time::Duration;
@@ -18,6 +19,8 @@ use reconcile_engine::{Manager, ManagerError};
 use cluster::ClusterProbes;
 use connections::{ClientSettings, ClusterConnections};
 use svm::AdoptionGrant;
+
+use crate::api::{OntapCluster, StorageVirtualMachine};
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
 #[derive(Clone, Debug, Args)]
@@ -94,6 +97,11 @@ impl Feature for OntapFeature {
         };
         let probes = ClusterProbes::new(setup.health.clone());
         let services = register(setup.manager, connections, probes, clusters)?;
+        let state = metrics::OntapStateCollector {
+            svms: setup.manager.cache::<StorageVirtualMachine>()?,
+            clusters: setup.manager.cache::<OntapCluster>()?,
+        };
+        setup.registry.register_collector(Box::new(state));
         setup.provide(services);
         Ok(())
     }

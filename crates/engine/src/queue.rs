@@ -191,6 +191,17 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         self.timer.notify_one();
     }
 
+    /// How long the item at the head of the queue has waited to be handed out; zero when none
+    /// waits. Growing while the queue is not empty means nothing drains it.
+    pub fn oldest_age(&self) -> Duration {
+        let state = self.lock();
+        state
+            .queue
+            .front()
+            .and_then(|item| state.queued.get(item))
+            .map_or(Duration::ZERO, Instant::elapsed)
+    }
+
     /// Whether nothing is ready to be handed out.
     pub fn is_empty(&self) -> bool {
         self.lock().queue.is_empty()
