@@ -147,8 +147,10 @@ async fn alerts_fire_and_clear_in_a_real_prometheus_and_every_dashboard_query_fi
         .wait_alert("OntapOperatorSeedSecretVerificationFailing", &labels, None)
         .await;
 
-    // Every dashboard query of the ONTAP controllers, over this run, as Grafana asks it; the
-    // others must evaluate too.
+    // Every dashboard query of the ONTAP controllers, over this run, as Grafana asks it. The
+    // Kyma and Extension rows need controllers this run does not start (tests/kyma and
+    // tests/gardener find their series); here they must still evaluate, which the driver
+    // asserts for every query it is given.
     let queries = dashboard_queries();
     assert!(queries.len() > 20, "{queries:?}");
     let empty = prometheus
@@ -160,10 +162,9 @@ async fn alerts_fire_and_clear_in_a_real_prometheus_and_every_dashboard_query_fi
         empty.is_empty(),
         "dashboard queries without series: {empty:#?}"
     );
-    let evaluated = prometheus
+    prometheus
         .dashboard_queries_without_series(started, |expr| {
             is_kyma_query(expr) || is_extension_query(expr)
         })
         .await;
-    assert!(evaluated.len() <= queries.len());
 }
