@@ -81,13 +81,14 @@ async fn alerts_fire_and_clear_in_a_real_prometheus_and_every_dashboard_query_fi
     let prometheus = Prometheus::with_shipped_rules(&world.operator.metrics.to_string());
     let cluster = world.cluster.as_str();
     prometheus.wait_scraped().await;
-    // A healthy world for a while: none of the three alerts under test is active.
+    // A healthy world for a while: none of the alerts under test is active.
     tokio::time::sleep(Duration::from_secs(8)).await;
     let quiet = prometheus.alerts().await.unwrap();
     for alert in [
         "OntapClusterCredentialsRejected",
         "OntapClusterUnreachable",
         "OntapOperatorSeedSecretVerificationFailing",
+        "OntapOperatorSVMNotReady",
         "OntapOperatorNoLeader",
         "OntapOperatorNotReady",
     ] {
@@ -124,10 +125,18 @@ async fn alerts_fire_and_clear_in_a_real_prometheus_and_every_dashboard_query_fi
     prometheus
         .wait_alert("OntapClusterUnreachable", &labels, Some("firing"))
         .await;
+    // Its SVM cannot be verified meanwhile: not Ready, by the reason its condition gives.
+    let svm_labels = [("namespace", world.env.namespace.as_str())];
+    prometheus
+        .wait_alert("OntapOperatorSVMNotReady", &svm_labels, Some("firing"))
+        .await;
     world.mock.clear_faults();
     nudge_cluster(&world, 4).await;
     prometheus
         .wait_alert("OntapClusterUnreachable", &[("cluster", cluster)], None)
+        .await;
+    prometheus
+        .wait_alert("OntapOperatorSVMNotReady", &svm_labels, None)
         .await;
 
     // A seed Secret's password changed behind the operator's back, again and again: each change
