@@ -6,7 +6,7 @@ LOCAL := $(CURDIR)/.local
 # Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
 BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 
-.PHONY: run test up down crds manifests lint bench deps build unit-test gardener-registration
+.PHONY: run test up down crds manifests lint bench deps build unit-test gardener-registration test-rules
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -56,11 +56,19 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+## test-rules: the alerting rules checked and unit-tested by Prometheus's own promtool
+## (tests/monitoring/alerts.test.yaml: every alert firing and not firing)
+RULES := deploy/chart/files/monitoring/ontap-operator.rules.yaml
+test-rules:
+	promtool check rules $(RULES)
+	promtool test rules tests/monitoring/alerts.test.yaml
+
 ## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control
-## planes; then tests/conformance (pytest): mock-ontap driven by NetApp's netapp-ontap client.
-## Both run; either failing fails `make test`.
+## planes; the alerting rules' promtool tests; then tests/conformance (pytest): mock-ontap driven by
+## NetApp's netapp-ontap client. All run; any failing fails `make test`.
 test: deps lint
-	@rc=0; $(CARGO) test --workspace --no-fail-fast || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory test-rules || rc=$$?; \
+	$(CARGO) test --workspace --no-fail-fast || rc=$$?; \
 	source hack/lib.sh; source hack/versions.env; venv=$$(conformance_venv); \
 	PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \
 	exit $$rc

@@ -16,6 +16,8 @@ need setsid util-linux
 need ps procps
 need go golang-go
 need git git
+need prometheus prometheus
+need promtool prometheus
 need python3 python3
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then

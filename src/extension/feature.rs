@@ -110,7 +110,13 @@ impl Feature for ExtensionFeature {
             holder_identity: format!("extension-{}", settings.extension_type),
             renew_interval: args.heartbeat_renew_interval,
         };
+        let extension_type = settings.extension_type.clone();
         register(setup.manager, ontap.connections, ontap.verify, settings)?;
+        let state = super::metrics::ExtensionStateCollector {
+            extensions: setup.manager.cache::<super::api::Extension>()?,
+            extension_type,
+        };
+        setup.registry.register_collector(Box::new(state));
         let client = setup.client();
         setup.spawn_background(Box::new(move |stop| {
             Box::pin(heartbeat::run(client, heartbeat, stop))

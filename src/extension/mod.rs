@@ -17,6 +17,7 @@ pub mod feature;
 pub mod filter;
 pub mod health;
 pub mod heartbeat;
+pub mod metrics;
 pub mod naming;
 pub mod shoot;
 pub mod state;

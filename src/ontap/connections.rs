@@ -318,7 +318,7 @@ impl ClusterConnections {
         config.tls = TlsVerification::from_spec(ca, pin, spec.insecure_skip_tls_verify);
         config.request_timeout = self.settings.request_timeout;
         config.proxy = self.settings.proxy.clone();
-        config.metrics = self.settings.metrics.clone();
+        config.metrics = self.settings.metrics.as_ref().map(|m| m.for_cluster(&key));
         let client = OntapClient::new(config)
             .map_err(|e| ontap_error(Connect::ClientConfigInvalid.as_str(), e))?;
         self.lock().insert(key, (fingerprint, client.clone()));

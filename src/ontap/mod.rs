@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod metrics;
 pub mod svm;
 pub mod trident_api;
 
@@ -19,6 +20,8 @@ use reconcile_engine::{Manager, ManagerError};
 use cluster::ClusterProbes;
 use connections::{ClientSettings, ClusterConnections};
 use svm::{AdoptionGrant, VerifyRequests};
+
+use crate::api::{OntapCluster, StorageVirtualMachine};
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
 #[derive(Clone, Debug, Args)]
@@ -97,6 +100,11 @@ impl Feature for OntapFeature {
         };
         let probes = ClusterProbes::new(setup.health.clone());
         let services = register(setup.manager, connections, probes, clusters)?;
+        let state = metrics::OntapStateCollector {
+            svms: setup.manager.cache::<StorageVirtualMachine>()?,
+            clusters: setup.manager.cache::<OntapCluster>()?,
+        };
+        setup.registry.register_collector(Box::new(state));
         setup.provide(services);
         Ok(())
     }

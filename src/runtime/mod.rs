@@ -121,6 +121,9 @@ async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<(Proc
         leader_status.clone(),
     );
     add_process_checks(&client, &health, &leadership, &stop);
+    registry.register_collector(Box::new(process_metrics::ReadinessCollector {
+        health: health.clone(),
+    }));
     let mut manager = Manager::new(
         client.clone(),
         ManagerConfig {
@@ -274,6 +277,11 @@ async fn lead(
         election: None,
     };
     let outcome = async {
+        // A standby exports 0, so that "no replica leads" is a sum below 1, not a missing series.
+        process
+            .leader_status
+            .get_or_create(&lease_labels(args))
+            .set(0);
         controllers.election = elect(args, process).await?;
         let signal = shutdown_signal();
         tokio::pin!(signal);

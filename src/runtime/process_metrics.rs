@@ -48,3 +48,52 @@ impl Collector for ProcessCollector {
         Ok(())
     }
 }
+
+/// `ontap_operator_ready` and `ontap_operator_readiness_check{check}`: what `/readyz` would
+/// answer, evaluated at scrape time, so that Prometheus sees a failing readiness without probing
+/// the pod itself. Check names are fixed in code (`apiserver`, `leader-election`, one per cache
+/// kind), so the label is bounded.
+pub struct ReadinessCollector {
+    pub health: reconcile_engine::health::Health,
+}
+
+impl std::fmt::Debug for ReadinessCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadinessCollector").finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct CheckLabels {
+    check: String,
+}
+
+impl Collector for ReadinessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let report = self.health.readiness();
+        let ready = ConstGauge::new(i64::from(report.healthy()));
+        ready.encode(encoder.encode_descriptor(
+            &format!("{}_ready", crate::deploy::METRIC_PREFIX),
+            "1 while the readiness probe (/readyz) passes, else 0",
+            None,
+            ready.metric_type(),
+        )?)?;
+        let checks = prometheus_client::metrics::family::Family::<
+            CheckLabels,
+            prometheus_client::metrics::gauge::Gauge,
+        >::default();
+        for (check, result) in &report.checks {
+            checks
+                .get_or_create(&CheckLabels {
+                    check: check.clone(),
+                })
+                .set(i64::from(result.is_ok()));
+        }
+        checks.encode(encoder.encode_descriptor(
+            &format!("{}_readiness_check", crate::deploy::METRIC_PREFIX),
+            "1 while the named readiness check passes, else 0",
+            None,
+            checks.metric_type(),
+        )?)
+    }
+}

@@ -14,6 +14,7 @@ mod gardenlet;
 mod heartbeat;
 mod lifecycle;
 mod metal_stack_switch;
+mod monitoring;
 mod project_sharing;
 mod registration;
 mod regressions;

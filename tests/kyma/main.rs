@@ -10,4 +10,5 @@ mod support;
 mod columns;
 mod cost;
 mod lifecycle;
+mod monitoring;
 mod render;

@@ -128,6 +128,9 @@ impl<R: Reconciler> Controller<R> {
             Backoff::new(config.backoff_base, config.backoff_max),
             QueueMetrics::of(metrics, name),
         ));
+        // Weak: the metrics outlive a controller that stopped, and must not keep its queue.
+        let weak = Arc::downgrade(&queue);
+        metrics.watch_queue_age(name, move || weak.upgrade().map(|q| q.oldest_age()));
         let (mut background, fed) = start_feeds(&shared, &queue, triggers);
 
         let mut shutdown = std::pin::pin!(shutdown);

@@ -6,10 +6,12 @@
 //!
 //! [`ErrorCategory`]: super::ErrorCategory
 
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -129,6 +131,7 @@ fn limiter_histogram() -> Histogram {
 /// | `rest_client_rate_limiter_duration_seconds` | histogram | `verb`, `host` |
 /// | `{prefix}_step_duration_seconds` | histogram | `controller`, `step`, `outcome` |
 /// | `{prefix}_step_errors_total` | counter | `controller`, `step`, `category` |
+/// | `{prefix}_workqueue_oldest_item_age_seconds` | gauge | `name` |
 ///
 /// The prefix of the engine's own metrics is the embedding program's (see [`Metrics::new`]).
 ///
@@ -159,6 +162,55 @@ pub struct Metrics {
     rest_client_rate_limiter_duration_seconds: HistogramFamily<LimiterLabels>,
     step_duration_seconds: HistogramFamily<StepLabels>,
     step_errors_total: Family<StepErrorLabels, Counter>,
+    queue_ages: Arc<QueueAges>,
+}
+
+/// The source of one queue's oldest-item age, read at scrape time.
+type AgeSource = Box<dyn Fn() -> Option<Duration> + Send + Sync>;
+
+/// `{prefix}_workqueue_oldest_item_age_seconds`, computed when scraped: a gauge set on queue
+/// events would stand still exactly when nothing drains the queue, which is what it must show.
+#[derive(Default)]
+struct QueueAges {
+    sources: Mutex<Vec<(String, AgeSource)>>,
+}
+
+impl std::fmt::Debug for QueueAges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueAges").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct QueueAgeCollector {
+    name: String,
+    ages: Arc<QueueAges>,
+}
+
+impl Collector for QueueAgeCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let family = Family::<QueueLabels, Gauge<f64, AtomicU64>>::default();
+        {
+            let sources = self
+                .ages
+                .sources
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for (name, source) in sources.iter() {
+                if let Some(age) = source() {
+                    family
+                        .get_or_create(&queue_labels(name))
+                        .set(age.as_secs_f64());
+                }
+            }
+        }
+        family.encode(encoder.encode_descriptor(
+            &self.name,
+            "How long the oldest item ready in the work queue has waited to be handed out (0 when none waits)",
+            None,
+            family.metric_type(),
+        )?)
+    }
 }
 
 impl Metrics {
@@ -236,6 +288,10 @@ impl Metrics {
             "Failed reconcile steps by controller, step and error category",
             metrics.step_errors_total.clone(),
         );
+        registry.register_collector(Box::new(QueueAgeCollector {
+            name: format!("{prefix}_workqueue_oldest_item_age_seconds"),
+            ages: metrics.queue_ages.clone(),
+        }));
         Arc::new(metrics)
     }
 
@@ -258,7 +314,25 @@ impl Metrics {
             ),
             step_duration_seconds: Family::new_with_constructor(duration_histogram),
             step_errors_total: Family::default(),
+            queue_ages: Arc::default(),
         }
+    }
+
+    /// Reports the queue `name`'s oldest-item age from `source` at every scrape; a source that
+    /// answers `None` (its queue is gone) reports nothing.
+    pub fn watch_queue_age(
+        &self,
+        name: &str,
+        source: impl Fn() -> Option<Duration> + Send + Sync + 'static,
+    ) {
+        let mut sources = self
+            .queue_ages
+            .sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // A controller restarted in the same process replaces its earlier queue.
+        sources.retain(|(known, _)| known != name);
+        sources.push((name.to_owned(), Box::new(source)));
     }
 
     /// `controller_runtime_reconcile_total{controller, result}`.

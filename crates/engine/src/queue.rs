@@ -191,6 +191,17 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         self.timer.notify_one();
     }
 
+    /// How long the item at the head of the queue has waited to be handed out; zero when none
+    /// waits. Growing while the queue is not empty means nothing drains it.
+    pub fn oldest_age(&self) -> Duration {
+        let state = self.lock();
+        state
+            .queue
+            .front()
+            .and_then(|item| state.queued.get(item))
+            .map_or(Duration::ZERO, Instant::elapsed)
+    }
+
     /// Whether nothing is ready to be handed out.
     pub fn is_empty(&self) -> bool {
         self.lock().queue.is_empty()
@@ -324,6 +335,7 @@ fn gauge_value(n: usize) -> i64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -367,6 +379,48 @@ mod tests {
         assert_eq!(m.adds.get(), 2);
         q.finish("a", Next::After(Duration::from_secs(600)));
         assert_eq!(q.pop(), Some("a"), "dirty item comes back after finish");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_oldest_item_age_grows_until_the_head_is_handed_out() {
+        let (q, _) = queue();
+        assert_eq!(q.oldest_age(), Duration::ZERO, "nothing waits");
+        q.add("a");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        q.add("b");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(q.oldest_age(), Duration::from_secs(7));
+        assert_eq!(q.pop(), Some("a"));
+        assert_eq!(q.oldest_age(), Duration::from_secs(2), "b is the head now");
+        assert_eq!(q.pop(), Some("b"));
+        assert_eq!(q.oldest_age(), Duration::ZERO);
+    }
+
+    /// Exported at scrape time, per queue, and silent once the queue is gone.
+    #[tokio::test(start_paused = true)]
+    async fn the_oldest_item_age_is_read_when_scraped() {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = Metrics::new(&mut registry, "demo");
+        let q = Arc::new(WorkQueue::new(
+            Backoff::new(Duration::from_secs(1), Duration::from_secs(1000)),
+            QueueMetrics::of(&metrics, "svm"),
+        ));
+        let weak = Arc::downgrade(&q);
+        metrics.watch_queue_age("svm", move || weak.upgrade().map(|q| q.oldest_age()));
+        let scrape = || {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+            text
+        };
+        q.add("a");
+        tokio::time::advance(Duration::from_secs(3)).await;
+        assert!(
+            scrape().contains(r#"demo_workqueue_oldest_item_age_seconds{name="svm"} 3.0"#),
+            "{}",
+            scrape()
+        );
+        drop(q);
+        assert!(!scrape().contains(r#"oldest_item_age_seconds{name="svm"}"#));
     }
 
     #[tokio::test(start_paused = true)]

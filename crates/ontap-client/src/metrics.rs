@@ -1,7 +1,8 @@
 //! Prometheus metrics of the ONTAP client.
 //!
 //! Labels are bounded: the endpoint is the path *template* (`/api/svm/svms/{uuid}`), never the
-//! concrete path, and the outcome is an HTTP status, a short failure kind, or an ONTAP code.
+//! concrete path, the outcome is an HTTP status, a short failure kind, or an ONTAP code, and the
+//! cluster is the name of the OntapCluster object (administrators create those, a handful).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -11,6 +12,7 @@ use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
+    pub cluster: String,
     pub method: String,
     pub endpoint: &'static str,
     /// HTTP status, or a failure kind (`timeout`, `connect`, …) when there was no answer.
@@ -21,6 +23,7 @@ pub struct RequestLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabels {
+    pub cluster: String,
     pub method: String,
     pub endpoint: &'static str,
 }
@@ -28,6 +31,13 @@ pub struct EndpointLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct JobLabels {
     /// `success`, `failure`, `expired`, `timeout`, `error`.
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerificationLabels {
+    pub cluster: String,
+    /// `valid`, `rejected` (401), `not_authorized` (403) or `error` (no verdict).
     pub outcome: &'static str,
 }
 
@@ -45,6 +55,9 @@ pub struct OntapMetrics {
     duration: HistogramFamily,
     retries: Family<EndpointLabels, Counter>,
     jobs: Family<JobLabels, Counter>,
+    verifications: Family<VerificationLabels, Counter>,
+    /// The `cluster` label of what this clone records; empty for the shared original.
+    cluster: String,
 }
 
 impl Default for OntapMetrics {
@@ -60,6 +73,16 @@ impl OntapMetrics {
             duration: Family::new_with_constructor(latency_histogram),
             retries: Family::default(),
             jobs: Family::default(),
+            verifications: Family::default(),
+            cluster: String::new(),
+        }
+    }
+
+    /// A clone sharing the series, whose requests are labelled `cluster`.
+    pub fn for_cluster(&self, cluster: &str) -> Self {
+        Self {
+            cluster: cluster.to_owned(),
+            ..self.clone()
         }
     }
 
@@ -86,6 +109,11 @@ impl OntapMetrics {
             "ONTAP asynchronous jobs waited for, by outcome",
             self.jobs.clone(),
         );
+        sub.register(
+            "account_verifications",
+            "Verifications of an SVM account's credentials (a seed Secret's) by cluster and outcome",
+            self.verifications.clone(),
+        );
     }
 
     pub(crate) fn observe_request(
@@ -98,6 +126,7 @@ impl OntapMetrics {
     ) {
         self.requests
             .get_or_create(&RequestLabels {
+                cluster: self.cluster.clone(),
                 method: method.to_owned(),
                 endpoint,
                 status,
@@ -106,6 +135,7 @@ impl OntapMetrics {
             .inc();
         self.duration
             .get_or_create(&EndpointLabels {
+                cluster: self.cluster.clone(),
                 method: method.to_owned(),
                 endpoint,
             })
@@ -115,6 +145,7 @@ impl OntapMetrics {
     pub(crate) fn observe_retry(&self, method: &str, endpoint: &'static str) {
         self.retries
             .get_or_create(&EndpointLabels {
+                cluster: self.cluster.clone(),
                 method: method.to_owned(),
                 endpoint,
             })
@@ -123,6 +154,15 @@ impl OntapMetrics {
 
     pub(crate) fn observe_job(&self, outcome: &'static str) {
         self.jobs.get_or_create(&JobLabels { outcome }).inc();
+    }
+
+    pub(crate) fn observe_verification(&self, outcome: &'static str) {
+        self.verifications
+            .get_or_create(&VerificationLabels {
+                cluster: self.cluster.clone(),
+                outcome,
+            })
+            .inc();
     }
 }
 
@@ -146,6 +186,7 @@ mod tests {
         );
         m.observe_retry("GET", "/api/svm/svms/{uuid}");
         m.observe_job("success");
+        m.for_cluster("lab").observe_verification("rejected");
         let mut out = String::new();
         encode(&mut out, &reg).unwrap();
         assert!(out.contains("ontap_client_requests_total{"), "{out}");
@@ -157,6 +198,13 @@ mod tests {
         assert!(out.contains("ontap_client_retries_total"), "{out}");
         assert!(
             out.contains(r#"ontap_client_jobs_total{outcome="success"} 1"#),
+            "{out}"
+        );
+        // A clone for one cluster records into the same series, under its name.
+        assert!(
+            out.contains(
+                r#"ontap_client_account_verifications_total{cluster="lab",outcome="rejected"} 1"#
+            ),
             "{out}"
         );
     }

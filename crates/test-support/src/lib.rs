@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod mock;
 pub mod ontap;
 pub mod process;
+pub mod prometheus;
 
 pub struct ControlPlane {
     /// Folder of the control plane this binary started; `None` for an existing cluster.

@@ -149,7 +149,25 @@ impl OntapClient {
         )?;
         let mut req = Request::get(endpoints::ACCOUNT, url);
         req.auth = Some(&creds);
-        match self.execute(&req).await {
+        let check = self.verify_account_request(&req, owner_uuid, name).await;
+        if let Some(metrics) = self.metrics() {
+            metrics.observe_verification(match &check {
+                Ok(AccountCheck::Valid(_)) => "valid",
+                Ok(AccountCheck::Rejected) => "rejected",
+                Ok(AccountCheck::NotAuthorized) => "not_authorized",
+                Err(_) => "error",
+            });
+        }
+        check
+    }
+
+    async fn verify_account_request(
+        &self,
+        req: &Request<'_>,
+        owner_uuid: &str,
+        name: &str,
+    ) -> Result<AccountCheck> {
+        match self.execute(req).await {
             Ok(resp) => {
                 let account: Account = crate::model::decode(
                     &Method::GET,
