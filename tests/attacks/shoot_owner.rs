@@ -119,25 +119,6 @@ async fn victim_project(
     (svm, password)
 }
 
-/// What ONTAP holds of the SVM `name`: the SVM record, its LIFs and its accounts, as the
-/// admin's `fields=**` shows them (never a password).
-fn ontap_view(w: &SvmWorld, name: &str) -> Value {
-    let state = w.state();
-    let svm = ontap_svm(w, name).unwrap();
-    let of_svm = |key: &str, owner: &str| {
-        let mut found: Vec<Value> = state[key]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|r| r[owner]["uuid"] == svm["uuid"])
-            .collect();
-        found.sort_by_key(|r| r.to_string());
-        found
-    };
-    json!({"svm": svm, "lifs": of_svm("interfaces", "svm"), "accounts": of_svm("accounts", "owner")})
-}
-
 /// A shoot naming another Gardener project's metal-stack project: refused with
 /// ERR_CONFIGURATION_PROBLEM (the project object is bound to the victim's Gardener project),
 /// no account for it on the victim's SVM; deleting the refused shoot does not take the victim's
@@ -150,7 +131,7 @@ async fn a_shoot_naming_another_projects_metal_project_gets_no_account_on_its_sv
     let project = "6c2e4a8b-0d1f-4a3b-8c5d-7e9f1a3b5c7d";
     let lifs = ["192.0.2.160", "192.0.2.161"];
     let (svm, password) = victim_project(&g, &w, project, lifs, true).await;
-    let before = ontap_view(&w, &svm);
+    let before = w.holdings(&svm);
 
     attacker_cluster(&g, project, None).await;
     create_extension(&g, &ns, trident_config(lifs), "reconcile").await;
@@ -165,11 +146,7 @@ async fn a_shoot_naming_another_projects_metal_project_gets_no_account_on_its_sv
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(w.authenticates("victimweb", &password, &svm).await);
-    assert_eq!(
-        ontap_view(&w, &svm),
-        before,
-        "nothing of the victim's changed"
-    );
+    assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
 
     let gc = garbage_collector_stand_in(g.shoot.clone());
     delete_as_gardenlet(&g, &w, &ns).await;
@@ -184,11 +161,7 @@ async fn a_shoot_naming_another_projects_metal_project_gets_no_account_on_its_sv
         "the victim's project object stays"
     );
     assert!(w.authenticates("victimweb", &password, &svm).await);
-    assert_eq!(
-        ontap_view(&w, &svm),
-        before,
-        "nothing of the victim's changed"
-    );
+    assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
 }
 
 /// A shoot naming the metal-stack project `rod`: an unmarked SVM `prod` (someone's, made by
@@ -234,7 +207,7 @@ async fn a_shoot_naming_rod_does_not_adopt_an_unmarked_svm_prod() {
         )
         .await;
     assert!(w.authenticates("produser", password, "prod").await);
-    let before = ontap_view(&w, "prod");
+    let before = w.holdings("prod");
 
     attacker_cluster(&g, "rod", None).await;
     create_extension(
@@ -255,7 +228,7 @@ async fn a_shoot_naming_rod_does_not_adopt_an_unmarked_svm_prod() {
     .await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(w.authenticates("produser", password, "prod").await);
-    assert_eq!(ontap_view(&w, "prod"), before, "nothing of prod's changed");
+    assert_eq!(w.holdings("prod"), before, "nothing of prod's changed");
     let ext = extensions(&g, &ns).get("ontap").await.unwrap();
     assert!(
         ontap_operator::extension::status::ready_for_gardenlet(&ext, None).is_err(),
@@ -274,18 +247,14 @@ async fn a_shoot_whose_annotation_disagrees_with_its_infrastructure_project_is_r
     let project = "2a4c6e8a-9b1d-4f3a-8b5c-6d8e0f2a4b6c";
     let lifs = ["192.0.2.180", "192.0.2.181"];
     let (svm, password) = victim_project(&g, &w, project, lifs, false).await;
-    let before = ontap_view(&w, &svm);
+    let before = w.holdings(&svm);
 
     attacker_cluster(&g, project, Some("0f0f0f0f-1111-4222-8333-444455556666")).await;
     create_extension(&g, &ns, trident_config(lifs), "reconcile").await;
     wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(w.authenticates("victimweb", &password, &svm).await);
-    assert_eq!(
-        ontap_view(&w, &svm),
-        before,
-        "nothing of the victim's changed"
-    );
+    assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
     let provider = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns)
         .get(&naming::project_object_name(project).unwrap())
         .await

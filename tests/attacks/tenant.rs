@@ -102,31 +102,6 @@ async fn delete_as_attacker(attacker: &Client, world: &SvmWorld, name: &str) {
         .unwrap_or_else(|e| panic!("{e}\n{}", world.operator.logs()));
 }
 
-/// The victim's SVM, LIFs and accounts as ONTAP holds them, for before/after comparisons.
-fn holdings(world: &SvmWorld, svm_name: &str) -> Value {
-    let state = world.state();
-    let svm = state["svms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == svm_name)
-        .cloned()
-        .unwrap_or(Value::Null);
-    let uuid = svm["uuid"].clone();
-    let of_svm = |kind: &str, key: &str| -> Vec<Value> {
-        let mut items: Vec<Value> = state[kind]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|item| item[key]["uuid"] == uuid)
-            .cloned()
-            .collect();
-        items.sort_by_key(|i| i["name"].to_string());
-        items
-    };
-    json!({"svm": svm, "interfaces": of_svm("interfaces", "svm"), "accounts": of_svm("accounts", "owner")})
-}
-
 /// Issue 22, item 1: a tenant in a namespace the cluster does not admit names the victim's
 /// SVM and account (both default names, so predictable) in an `AccountOnly` object. The object
 /// is refused, and deleting it must not delete the account it names.
@@ -134,7 +109,7 @@ fn holdings(world: &SvmWorld, svm_name: &str) -> Value {
 async fn deleting_a_refused_object_does_not_delete_the_account_it_names() {
     let (world, attacker) = world(false).await;
     let (svm_name, account, password) = victim(&world, "db", 1, json!({})).await;
-    let before = holdings(&world, &svm_name);
+    let before = world.holdings(&svm_name);
 
     attack(
         &attacker,
@@ -152,7 +127,7 @@ async fn deleting_a_refused_object_does_not_delete_the_account_it_names() {
         "the victim's credentials stopped working"
     );
     assert_eq!(world.mock.sent("DELETE", "/api/security/accounts").await, 0);
-    assert_eq!(holdings(&world, &svm_name), before);
+    assert_eq!(world.holdings(&svm_name), before);
     world.wait_ready("db", WITHIN).await;
 }
 
@@ -180,7 +155,7 @@ async fn an_admitted_object_does_not_take_over_an_account_it_did_not_create() {
                    "password": "Xq7-Zt9-Wm3k-p4", "comment": "made by hand"}),
         )
         .await;
-    let before = holdings(&world, &svm_name);
+    let before = world.holdings(&svm_name);
 
     for (thief, named, reason) in [
         ("thief", account.as_str(), "ClaimedByAnother"),
@@ -212,7 +187,7 @@ async fn an_admitted_object_does_not_take_over_an_account_it_did_not_create() {
     );
     assert_eq!(world.mock.sent("PATCH", "/api/security/accounts").await, 0);
     assert_eq!(world.mock.sent("DELETE", "/api/security/accounts").await, 0);
-    assert_eq!(holdings(&world, &svm_name), before);
+    assert_eq!(world.holdings(&svm_name), before);
 }
 
 /// Issue 22, item 4: the victim lets its SVM go with `deletionPolicy: Retain` (its account and
@@ -243,7 +218,7 @@ async fn a_released_svm_is_not_taken_over_from_another_namespace() {
         .await
         .unwrap();
     world.wait_gone("data", WITHIN).await;
-    let before = holdings(&world, &svm_name);
+    let before = world.holdings(&svm_name);
     assert!(before["svm"].is_object(), "Retain keeps the SVM");
 
     attack(
@@ -260,7 +235,7 @@ async fn a_released_svm_is_not_taken_over_from_another_namespace() {
     let why = refused(&world, "squatter", "SVMReady", "SVMNameInUse").await;
     assert!(why.contains("another namespace"), "{why}");
     assert!(world.authenticates(&account, &password, &svm_name).await);
-    assert_eq!(holdings(&world, &svm_name), before);
+    assert_eq!(world.holdings(&svm_name), before);
 
     // From the namespace that released it, the same request takes it over (once the squatter,
     // older, no longer claims the name: explicit names go to the older object).

@@ -20,15 +20,7 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
     let w = world(&g).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
-    let config = json!({
-        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
-        "cluster": w.cluster,
-        "svm": {
-            "managementLif": {"ip": "192.0.2.40", "prefixLength": 24},
-            "dataLifs": [{"ip": "192.0.2.41", "prefixLength": 24}],
-            "protocols": ["nfs"]
-        }
-    });
+    let config = nfs_config(&w.cluster, "192.0.2.40", "192.0.2.41");
     let reachable = w.mock.base_url();
 
     // Unreachable from the start: nothing can be provisioned, and gardenlet may retry.

@@ -163,6 +163,20 @@ pub(crate) async fn request(g: &Gardener, namespace: &str, operation: &str) -> S
     timestamp
 }
 
+/// The providerConfig of a shoot with an NFS SVM of its own on `cluster`, with one management
+/// and one data LIF.
+pub(crate) fn nfs_config(cluster: &str, management: &str, data: &str) -> Value {
+    json!({
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": cluster,
+        "svm": {
+            "managementLif": {"ip": management, "prefixLength": 24},
+            "dataLifs": [{"ip": data, "prefixLength": 24}],
+            "protocols": ["nfs"]
+        }
+    })
+}
+
 pub(crate) async fn create_extension(
     g: &Gardener,
     namespace: &str,

@@ -19,15 +19,7 @@ async fn extension_lifecycle_on_gardener_with_the_real_resource_manager() {
     let mut w = world(&g).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
-    let config = json!({
-        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
-        "cluster": w.cluster,
-        "svm": {
-            "managementLif": {"ip": "192.0.2.20", "prefixLength": 24},
-            "dataLifs": [{"ip": "192.0.2.21", "prefixLength": 24}],
-            "protocols": ["nfs"]
-        }
-    });
+    let config = nfs_config(&w.cluster, "192.0.2.20", "192.0.2.21");
 
     // Create.
     let ts = create_extension(&g, &ns, config, "reconcile").await;

@@ -19,15 +19,7 @@ async fn a_failing_extension_alerts_in_a_real_prometheus_and_clears_once_fixed()
     create_cluster(&g, &ns, json!({})).await;
     let prometheus = Prometheus::with_shipped_rules(&w.operator.metrics.to_string());
     prometheus.wait_scraped().await;
-    let config = json!({
-        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
-        "cluster": w.cluster,
-        "svm": {
-            "managementLif": {"ip": "192.0.2.50", "prefixLength": 24},
-            "dataLifs": [{"ip": "192.0.2.51", "prefixLength": 24}],
-            "protocols": ["nfs"]
-        }
-    });
+    let config = nfs_config(&w.cluster, "192.0.2.50", "192.0.2.51");
     let reachable = w.mock.base_url();
 
     set_endpoint(&w, "https://127.0.0.1:1").await;

@@ -67,15 +67,7 @@ async fn a_passing_rejection_is_not_err_infra_unauthenticated() {
     let w = world(&g).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
-    let config = json!({
-        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
-        "cluster": w.cluster,
-        "svm": {
-            "managementLif": {"ip": "192.0.2.130", "prefixLength": 24},
-            "dataLifs": [{"ip": "192.0.2.131", "prefixLength": 24}],
-            "protocols": ["nfs"]
-        }
-    });
+    let config = nfs_config(&w.cluster, "192.0.2.130", "192.0.2.131");
     let ts = create_extension(&g, &ns, config, "reconcile").await;
     wait_ready(&g, &w, &ns, &ts).await;
 
@@ -265,15 +257,7 @@ async fn a_migration_is_succeeded_only_without_finalizers() {
     let w = world(&g).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
-    let config = json!({
-        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
-        "cluster": w.cluster,
-        "svm": {
-            "managementLif": {"ip": "192.0.2.150", "prefixLength": 24},
-            "dataLifs": [{"ip": "192.0.2.151", "prefixLength": 24}],
-            "protocols": ["nfs"]
-        }
-    });
+    let config = nfs_config(&w.cluster, "192.0.2.150", "192.0.2.151");
     let ts = create_extension(&g, &ns, config, "reconcile").await;
     wait_ready(&g, &w, &ns, &ts).await;
 

@@ -313,6 +313,27 @@ impl SvmWorld {
         self.mock.snapshot()
     }
 
+    /// What ONTAP holds of the SVM named `svm_name` (`Null` when none): its record, its LIFs and
+    /// its accounts, sorted, for comparing before and after something that must change nothing.
+    pub fn holdings(&self, svm_name: &str) -> Value {
+        let state = self.state();
+        let svm = records(&state, "svms")
+            .iter()
+            .find(|s| s["name"] == svm_name)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let of_svm = |kind: &str, key: &str| -> Vec<Value> {
+            let mut items: Vec<Value> = records(&state, kind)
+                .iter()
+                .filter(|item| item[key]["uuid"] == svm["uuid"])
+                .cloned()
+                .collect();
+            items.sort_by_key(|i| i["name"].to_string());
+            items
+        };
+        json!({"svm": svm, "interfaces": of_svm("interfaces", "svm"), "accounts": of_svm("accounts", "owner")})
+    }
+
     /// The mock's request log.
     pub async fn requests(&self) -> Vec<Value> {
         self.mock.requests(&[]).await
