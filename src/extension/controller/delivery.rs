@@ -75,14 +75,14 @@ impl ExtensionReconciler {
         for bundle in bundles {
             // Unasked, only the credentials (healed by the SVM controller) and what is missing
             // are written; anything else that differs (a new operator's rendering, say) waits
-            // for gardenlet's next reconcile.
+            // for gardenlet's next reconcile. Present is what the cache says: one written a
+            // moment ago and not cached yet is applied again, which writes nothing as desired.
             let name = bundle.managed_resource.name_any();
             if repairs_only
                 && name != SECRET_MANAGED_RESOURCE
-                && mrs
-                    .get_opt(&name)
-                    .await
-                    .map_err(kube_error(Failed::MrRead))?
+                && self
+                    .managed_resources
+                    .get(&ObjectRef::new(&name).within(namespace))
                     .is_some()
             {
                 continue;
