@@ -36,7 +36,14 @@ pub struct ClientSettings {
     pub svm_jobs_per_cluster: usize,
     /// How long a cluster's aggregate list is used for SVM creates before it is listed again.
     pub aggregates_max_age: Duration,
+    /// Steady StorageVirtualMachines a cluster needs before their passes confirm their SVM and
+    /// LIFs from the cluster's inventory instead of looking each up.
+    pub inventory_min_svms: u32,
 }
+
+/// Below this many steady objects per cluster, an inventory read every half sync period (two
+/// requests and more) saves little over the two lookups per object and sync period.
+pub const DEFAULT_INVENTORY_MIN_SVMS: u32 = 8;
 
 /// ONTAP runs at most 5 SVM jobs at once and refuses a 6th (13434894).
 pub const DEFAULT_SVM_JOBS_PER_CLUSTER: usize = 5;
@@ -50,6 +57,7 @@ impl Default for ClientSettings {
             proxy: None,
             svm_jobs_per_cluster: DEFAULT_SVM_JOBS_PER_CLUSTER,
             aggregates_max_age: AGGREGATES_MAX_AGE,
+            inventory_min_svms: DEFAULT_INVENTORY_MIN_SVMS,
         }
     }
 }
@@ -216,6 +224,11 @@ impl ClusterConnections {
             Some(Ok(permit)) => Ok(permit),
             Some(Err(_)) | None => Err(busy()),
         }
+    }
+
+    /// Steady StorageVirtualMachines a cluster needs for its inventory to be read.
+    pub fn inventory_min_svms(&self) -> usize {
+        usize::try_from(self.settings.inventory_min_svms).unwrap_or(usize::MAX)
     }
 
     /// The timeout of one ONTAP request.

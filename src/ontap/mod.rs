@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod inventory;
 pub mod metrics;
 pub mod svm;
 pub mod trident_api;
@@ -51,6 +52,12 @@ pub struct OntapArgs {
     /// How long an OntapCluster's aggregate list is reused for SVM creates (0s: listed for each).
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_AGGREGATES_MAX_AGE", value_parser = humantime::parse_duration, default_value = "30s")]
     pub ontap_aggregates_max_age: Duration,
+    /// Ready StorageVirtualMachines an OntapCluster needs before their periodic passes confirm
+    /// their SVM and LIFs from paged reads of the cluster's whole inventory (every half sync
+    /// period) instead of two lookups each; the login that proves each seed Secret stays.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_INVENTORY_MIN_SVMS", default_value_t = connections::DEFAULT_INVENTORY_MIN_SVMS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub ontap_inventory_min_svms: u32,
 }
 
 /// What the ONTAP feature offers the features after it.
@@ -92,6 +99,7 @@ impl Feature for OntapFeature {
             proxy: args.ontap_proxy,
             svm_jobs_per_cluster: usize::from(args.ontap_svm_jobs_per_cluster),
             aggregates_max_age: args.ontap_aggregates_max_age,
+            inventory_min_svms: args.ontap_inventory_min_svms,
         };
         let connections = ClusterConnections::new(setup.client(), settings);
         let clusters = match &args.ontap_cluster_selector {

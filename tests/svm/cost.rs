@@ -109,3 +109,120 @@ async fn the_operator_runs_no_more_ontap_jobs_per_cluster_than_its_slots() {
         "the slots were all used, never more: {stats}"
     );
 }
+
+/// A pass over a Ready SVM, in a cluster read as an inventory, costs ONTAP one request: the
+/// login that proves the seed Secret. Its SVM and LIFs come from the cluster's paged reads.
+#[tokio::test]
+async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
+    const SVMS: u8 = 4;
+    let world = SvmWorld::with(
+        fast_mock(),
+        &["--sync-period=4s", "--ontap-inventory-min-svms=2"],
+    )
+    .await;
+    world.wait_cluster_ready(READY_WITHIN).await;
+    create_all_ready(&world, SVMS).await;
+    // Past the passes the seed Secrets' events and the first inventory read cause.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let from = world.next_seq().await;
+    // Two sync periods: every SVM is re-verified at least once.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let log: Vec<Value> = world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= from))
+        .filter(|r| r["path"] != "/api/cluster")
+        .collect();
+    let describe = |r: &Value| {
+        format!(
+            "{} {}?{}",
+            r["method"].as_str().unwrap_or_default(),
+            r["path"].as_str().unwrap_or_default(),
+            r["query"].as_str().unwrap_or_default()
+        )
+    };
+    let all: Vec<String> = log.iter().map(describe).collect();
+    let admin = world.mock.server.admin().user.clone();
+    let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
+    let per_object = log
+        .iter()
+        .filter(|r| {
+            let query = r["query"].as_str().unwrap_or_default();
+            query.contains("name=") || query.contains("svm.uuid=")
+        })
+        .count();
+    let writes = log.iter().filter(|r| r["method"] != "GET").count();
+    assert!(
+        logins >= usize::from(SVMS),
+        "every SVM's credentials are proven by a login: {all:#?}"
+    );
+    assert_eq!(
+        per_object, 0,
+        "no SVM or LIF is looked up per object: {all:#?}"
+    );
+    assert_eq!(writes, 0, "a resync writes nothing: {all:#?}");
+    let paged = log.len() - logins;
+    assert!(
+        paged <= 2 * 2 * 3,
+        "at most two collection reads per half sync period: {all:#?}"
+    );
+}
+
+/// The snapshot a pass confirms from may be older than a change made behind the operator's
+/// back: the inventory's refresher finds a deleted LIF within one sync period all the same. The
+/// bound is the refresher's own, three quarters of a sync period: the object's next periodic
+/// pass comes later than that, so only the refresher can be the one that finds it in time.
+#[tokio::test]
+async fn a_lif_deleted_behind_the_operators_back_is_found_within_a_sync_period_from_the_inventory()
+{
+    const SYNC: Duration = Duration::from_secs(20);
+    const FOUND_WITHIN: Duration = Duration::from_secs(15);
+    let world = SvmWorld::with(
+        fast_mock(),
+        &["--sync-period=20s", "--ontap-inventory-min-svms=2"],
+    )
+    .await;
+    world.wait_cluster_ready(READY_WITHIN).await;
+    create_all_ready(&world, 3).await;
+    let svm = world.wait_ready("cost-1", READY_WITHIN).await;
+    let uuid = svm.status.unwrap().uuid.unwrap();
+    // Past the passes the seed Secrets' events cause, so that only the sync and the
+    // inventory's refresher look at the SVM next.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let interfaces = world.state()["interfaces"].clone();
+    let lif = interfaces
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["svm"]["uuid"] == uuid.as_str())
+        .unwrap();
+    let lif_name = lif["name"].as_str().unwrap().to_owned();
+    world
+        .mock
+        .as_admin(
+            reqwest::Method::DELETE,
+            &format!(
+                "/api/network/ip/interfaces/{}",
+                lif["uuid"].as_str().unwrap()
+            ),
+            Value::Null,
+        )
+        .await;
+    let deleted = std::time::Instant::now();
+    let restored = crate::support::try_poll(FOUND_WITHIN, async || {
+        world.state()["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["svm"]["uuid"] == uuid.as_str() && i["name"] == lif_name.as_str())
+            .then_some(())
+    })
+    .await;
+    assert!(
+        restored.is_ok(),
+        "the LIF {lif_name} was not restored within {FOUND_WITHIN:?} (sync period {SYNC:?}); {:?} since the delete\n{}",
+        deleted.elapsed(),
+        crate::support::tail(&world.operator.logs(), 40)
+    );
+}

@@ -420,47 +420,36 @@ impl OntapClient {
     pub(crate) async fn get_all<T: DeserializeOwned>(
         &self,
         endpoint: &'static str,
-        mut url: Url,
+        url: Url,
         auth: Option<&Credentials>,
     ) -> Result<Vec<T>> {
-        url.query_pairs_mut()
-            .append_pair("max_records", &self.inner.page_size.to_string());
+        let mut pages = self.pages(endpoint, url, self.inner.page_size);
+        pages.auth = auth.cloned();
         let mut records = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for _ in 0..MAX_PAGES {
-            let mut req = Request::get(endpoint, url.clone());
-            req.auth = auth;
-            let resp = self.execute(&req).await?;
-            let page: Collection<T> =
-                model::decode(&Method::GET, endpoint, resp.status, &resp.body)?;
-            let next = page.next_href().map(str::to_owned);
-            records.extend(page.records);
-            let Some(href) = next else {
-                return Ok(records);
-            };
-            url = model::resolve_next(&self.inner.endpoint, &href).map_err(|reason| {
-                OntapError::Decode {
-                    method: Method::GET,
-                    endpoint,
-                    status: resp.status,
-                    reason,
-                }
-            })?;
-            if !seen.insert(url.to_string()) {
-                return Err(OntapError::Decode {
-                    method: Method::GET,
-                    endpoint,
-                    status: resp.status,
-                    reason: "pagination loops: a next link repeats".into(),
-                });
-            }
+        while let Some(page) = pages.next_page().await? {
+            records.extend(page);
         }
-        Err(OntapError::Decode {
-            method: Method::GET,
+        Ok(records)
+    }
+
+    /// A collection read one page of at most `max_records` at a time, for a caller that paces
+    /// its pages instead of sending them back to back.
+    pub(crate) fn pages<T: DeserializeOwned>(
+        &self,
+        endpoint: &'static str,
+        mut url: Url,
+        max_records: u32,
+    ) -> Pages<T> {
+        url.query_pairs_mut()
+            .append_pair("max_records", &max_records.max(1).to_string());
+        Pages {
+            client: self.clone(),
             endpoint,
-            status: StatusCode::OK,
-            reason: format!("more than {MAX_PAGES} pages"),
-        })
+            next: Some(url),
+            auth: None,
+            seen: std::collections::HashSet::new(),
+            _records: std::marker::PhantomData,
+        }
     }
 
     /// Sends a state-changing request and, when ONTAP answers 202, waits for the job to
@@ -503,6 +492,62 @@ impl OntapClient {
             self.wait_for_job(&link.job.uuid).await?;
         }
         Ok(created)
+    }
+}
+
+/// A collection being read page by page, following `_links.next`
+/// ([`OntapClient::svm_pages`], [`OntapClient::interface_pages`]).
+pub struct Pages<T> {
+    client: OntapClient,
+    endpoint: &'static str,
+    next: Option<Url>,
+    auth: Option<Credentials>,
+    seen: std::collections::HashSet<String>,
+    _records: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> Pages<T> {
+    /// Whether another page is to be read.
+    pub fn has_next(&self) -> bool {
+        self.next.is_some()
+    }
+
+    /// The next page's records; `None` once the collection is read. A next link that repeats,
+    /// or more than [`MAX_PAGES`] pages, is an error: a server bug must not loop for ever.
+    pub async fn next_page(&mut self) -> Result<Option<Vec<T>>> {
+        let Some(url) = self.next.take() else {
+            return Ok(None);
+        };
+        let endpoint = self.endpoint;
+        let decode_error = |status: StatusCode, reason: String| OntapError::Decode {
+            method: Method::GET,
+            endpoint,
+            status,
+            reason,
+        };
+        if !self.seen.insert(url.to_string()) {
+            return Err(decode_error(
+                StatusCode::OK,
+                "pagination loops: a next link repeats".into(),
+            ));
+        }
+        if self.seen.len() > MAX_PAGES {
+            return Err(decode_error(
+                StatusCode::OK,
+                format!("more than {MAX_PAGES} pages"),
+            ));
+        }
+        let mut req = Request::get(endpoint, url);
+        req.auth = self.auth.as_ref();
+        let resp = self.client.execute(&req).await?;
+        let page: Collection<T> = model::decode(&Method::GET, endpoint, resp.status, &resp.body)?;
+        if let Some(href) = page.next_href() {
+            self.next = Some(
+                model::resolve_next(&self.client.inner.endpoint, href)
+                    .map_err(|reason| decode_error(resp.status, reason))?,
+            );
+        }
+        Ok(Some(page.records))
     }
 }
 

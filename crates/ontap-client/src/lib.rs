@@ -18,7 +18,7 @@ mod proptests;
 mod tls;
 mod trace;
 
-pub use client::OntapClient;
+pub use client::{OntapClient, Pages};
 pub use config::{
     CertificateFingerprint, Credentials, JobPollConfig, OntapConfig, RetryConfig, TlsVerification,
 };

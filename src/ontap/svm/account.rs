@@ -26,7 +26,8 @@ impl SvmReconciler {
     /// When the seed Secret holds the account's credentials, one GET authenticated as the
     /// account both proves them and reads the account (role, mark; an account that can log in
     /// is not locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM
-    /// costs ONTAP this GET and the two lookups before it. Otherwise the administrator looks.
+    /// costs ONTAP this GET, plus the SVM and LIF lookups before it unless the cluster's
+    /// inventory confirms those (`steady`). Otherwise the administrator looks.
     pub(super) async fn ensure_account(
         &self,
         svm: &StorageVirtualMachine,

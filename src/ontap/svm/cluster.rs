@@ -6,7 +6,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::errors::{Conflict, Invalid, Transient, Waiting};
 use super::naming::reserved_for_another_namespace;
-use super::reconcile::{Names, SvmReconciler, SvmStep};
+use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
 use super::tenancy;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode};
 use ontap_client::OntapClient;
@@ -51,7 +51,7 @@ impl SvmReconciler {
             &claims,
             others.iter().map(|other| {
                 let status = other.status.clone().unwrap_or_default();
-                let names = self.names(other, &status);
+                let names = names_of(other, &status);
                 let mut claims = tenancy::Claims::of(other, names.svm.clone(), names.account);
                 // Refused the name, so holding no claim on it: the namespace it belongs to is
                 // not kept from it.

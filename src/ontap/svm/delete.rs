@@ -6,7 +6,9 @@ use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
 
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
-use super::reconcile::{EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep};
+use super::reconcile::{
+    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep, names_of,
+};
 use super::svm::lookup_svm;
 use super::{Ownership, owned_by};
 use crate::api::rules::RESERVED_ACCOUNTS;
@@ -53,7 +55,7 @@ impl SvmReconciler {
         status: &mut StorageVirtualMachineStatus,
         steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        let mut names = self.names(svm, status);
+        let mut names = names_of(svm, status);
         // The name it was provisioned under, not one set in the spec afterwards.
         if let Some(provisioned) = &status.svm_name {
             names.svm = provisioned.clone();

@@ -13,18 +13,25 @@ use std::net::IpAddr;
 
 use super::DesiredError;
 use super::netmask::{max_prefix, netmask_for, prefix_from_netmask};
+use super::steady::lifs_confirmed;
 use crate::api::StorageVirtualMachine;
 use crate::api::{LifSpec, SvmProtocols};
+use crate::ontap::inventory::Snapshot;
 use ontap_client::{InterfaceLocation, IpInfo, IpInterface, IpInterfaceCreate, ObjectRef};
 use ontap_client::{OntapClient, OntapError, Svm, codes};
 use reconcile_engine::{Outcome, StepError};
 
-/// Step `LIFsReady`: the management and data LIFs exist with the spec's addresses.
+/// Step `LIFsReady`: the management and data LIFs exist with the spec's addresses. A steady
+/// object's `snapshot` may confirm them without a lookup; otherwise they are looked up.
 pub(super) async fn ensure_lifs(
     svm: &StorageVirtualMachine,
     ontap_svm: &Svm,
+    snapshot: Option<&Snapshot>,
     client: &OntapClient,
 ) -> Result<Outcome, StepError> {
+    if snapshot.is_some_and(|s| lifs_confirmed(svm, &ontap_svm.uuid, s)) {
+        return Ok(Outcome::unchanged());
+    }
     let desired = desired_lifs(svm).map_err(|e| Invalid::Lifs.error(e.to_string()))?;
     let actual = client
         .interfaces(&ontap_svm.uuid)

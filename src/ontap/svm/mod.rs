@@ -19,6 +19,7 @@ pub mod password;
 pub mod reconcile;
 mod secret;
 pub mod seed_secret;
+mod steady;
 // Each step's module is named after what it brings about; the SVM step's is the SVM.
 #[allow(clippy::module_inception)]
 mod svm;

@@ -14,6 +14,7 @@ use kube::{Client, CustomResourceExt, ResourceExt};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use super::steady::SteadyInventory;
 use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
@@ -78,20 +79,32 @@ pub fn register(
     verify: VerifyRequests,
 ) -> Result<(), ManagerError> {
     let clusters = manager.cache::<OntapCluster>()?;
+    let svms = manager.cache::<StorageVirtualMachine>()?;
+    let steady = SteadyInventory::new(
+        svms.clone(),
+        manager.config().engine.sync_period,
+        connections.inventory_min_svms(),
+    );
+    let drifted = steady
+        .clone()
+        .drifted(clusters.clone(), connections.clone());
     let reconciler = SvmReconciler {
         kube: manager.client().clone(),
         clusters,
-        svms: manager.cache::<StorageVirtualMachine>()?,
+        svms,
         namespaces: manager.cache::<Namespace>()?,
         connections,
         own_writes: OwnWrites::default(),
         adoption,
+        steady,
     };
     manager.register(
         Registration::new(CONTROLLER, reconciler)
             .crd(StorageVirtualMachine::crd())
             // Another controller found the published credentials failing: verify now.
             .triggers(verify.stream())
+            // The inventory shows a steady object's SVM or LIFs otherwise than it wants them.
+            .triggers(drifted)
             .owns::<Secret>(
                 watcher::Config::default()
                     .labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")),
@@ -131,6 +144,8 @@ pub struct SvmReconciler {
     pub own_writes: OwnWrites,
     /// The namespace whose objects may adopt an SVM the operator did not create.
     pub adoption: AdoptionGrant,
+    /// What passes over steady objects may confirm from their cluster's inventory.
+    pub steady: SteadyInventory,
 }
 
 /// Where StorageVirtualMachines may take over what the operator did not create for them: none
@@ -250,41 +265,38 @@ impl Reconciler for SvmReconciler {
     }
 }
 
-impl SvmReconciler {
-    pub(super) fn names(
-        &self,
-        svm: &StorageVirtualMachine,
-        status: &StorageVirtualMachineStatus,
-    ) -> Names {
-        let namespace = svm.namespace().unwrap_or_default();
-        let name = svm.name_any();
-        Names {
-            // Once provisioned under a name, the SVM keeps it: the status remembers it.
-            svm: svm
-                .spec
-                .svm_name
-                .clone()
-                .or_else(|| status.svm_name.clone())
-                .unwrap_or_else(|| default_svm_name(&namespace, &name)),
-            account: svm
-                .spec
-                .account
-                .as_ref()
-                .and_then(|a| a.name.clone())
-                .unwrap_or_else(|| default_account_name(&namespace, &name)),
-            secret: seed_secret_name(svm),
-            uid: svm.uid().unwrap_or_default(),
-            namespace,
-        }
+/// The names `svm`'s ONTAP and Kubernetes objects go by, given its `status`.
+pub(super) fn names_of(svm: &StorageVirtualMachine, status: &StorageVirtualMachineStatus) -> Names {
+    let namespace = svm.namespace().unwrap_or_default();
+    let name = svm.name_any();
+    Names {
+        // Once provisioned under a name, the SVM keeps it: the status remembers it.
+        svm: svm
+            .spec
+            .svm_name
+            .clone()
+            .or_else(|| status.svm_name.clone())
+            .unwrap_or_else(|| default_svm_name(&namespace, &name)),
+        account: svm
+            .spec
+            .account
+            .as_ref()
+            .and_then(|a| a.name.clone())
+            .unwrap_or_else(|| default_account_name(&namespace, &name)),
+        secret: seed_secret_name(svm),
+        uid: svm.uid().unwrap_or_default(),
+        namespace,
     }
+}
 
+impl SvmReconciler {
     async fn provision(
         &self,
         svm: &StorageVirtualMachine,
         status: &mut StorageVirtualMachineStatus,
         steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        let names = self.names(svm, status);
+        let names = names_of(svm, status);
         if let (Some(wanted), Some(provisioned)) = (&svm.spec.svm_name, &status.svm_name)
             && wanted != provisioned
         {
@@ -297,13 +309,21 @@ impl SvmReconciler {
                 .await;
         }
         let client = self.cluster(svm, &names, steps).await?;
+        let snapshot = self.steady.for_pass(svm, &client).await;
         let worker = steps.worker();
         let ontap_svm = steps
             .step(SvmStep::SVMReady, || async {
                 match svm.spec.mode {
                     SvmMode::Owned => {
-                        self.ensure_svm(svm, &names, status.uuid.as_deref(), &client, &worker)
-                            .await
+                        self.ensure_svm(
+                            svm,
+                            &names,
+                            status.uuid.as_deref(),
+                            snapshot.as_deref(),
+                            &client,
+                            &worker,
+                        )
+                        .await
                     }
                     SvmMode::AccountOnly => self.shared_svm(svm, &names, &client).await,
                 }
@@ -314,7 +334,9 @@ impl SvmReconciler {
         status.uuid = Some(ontap_svm.uuid.clone());
         if svm.spec.mode == SvmMode::Owned {
             steps
-                .step(SvmStep::LIFsReady, || ensure_lifs(svm, &ontap_svm, &client))
+                .step(SvmStep::LIFsReady, || {
+                    ensure_lifs(svm, &ontap_svm, snapshot.as_deref(), &client)
+                })
                 .await?;
         }
         let verified = steps

@@ -8,13 +8,15 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error};
 use super::reconcile::{
-    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
+    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler, names_of,
 };
+use super::steady::confirmed_svm;
 use super::takeover::{Takeover, asks_to_adopt, takeover_marked, takeover_unmarked};
 use super::tenancy;
 use super::{DesiredError, Ownership, marked_namespace, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use crate::ontap::connections::ClusterConnections;
+use crate::ontap::inventory::Snapshot;
 use ontap_client::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Protocol, ProtocolState, Svm,
     SvmCreate, SvmPatch, SvmState, SvmTargetState,
@@ -122,7 +124,7 @@ impl SvmReconciler {
                         || self.is_project_namespace(&other.namespace().unwrap_or_default()))
                     && {
                         let status = other.status.clone().unwrap_or_default();
-                        self.names(other, &status).svm == names.svm
+                        names_of(other, &status).svm == names.svm
                     }
             })
             .collect()
@@ -178,15 +180,20 @@ impl SvmReconciler {
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
-    /// protocols of the spec.
+    /// protocols of the spec. A steady object's `snapshot` may confirm all that without a
+    /// lookup; whatever it does not confirm is looked up.
     pub(super) async fn ensure_svm(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         recorded: Option<&str>,
+        snapshot: Option<&Snapshot>,
         client: &OntapClient,
         worker: &Worker,
     ) -> Result<Outcome<Svm>, StepError> {
+        if let Some(found) = snapshot.and_then(|s| confirmed_svm(svm, s)) {
+            return Ok(Outcome::Unchanged(found));
+        }
         settle(self.svm_flow(svm, names, recorded, client, worker).await)
     }
 

@@ -15,7 +15,7 @@ mod accounts;
 
 use reqwest::Method;
 
-use crate::client::{Body, OntapClient, Request, RetryMode, endpoints};
+use crate::client::{Body, OntapClient, Pages, Request, RetryMode, endpoints};
 use crate::error::{OntapError, Result};
 use crate::model::{
     Account, Aggregate, BgpPeerGroup, ClusterInfo, CreatedKey, INTERFACE_FIELDS, IpInterface,
@@ -210,6 +210,13 @@ impl OntapClient {
         unique_by_name(endpoints::SVMS, name, records, |s: &Svm| &s.name)
     }
 
+    /// Every SVM of the cluster, `max_records` per page: an inventory read in few requests
+    /// where looking each SVM up by name would cost one request per SVM.
+    pub fn svm_pages(&self, max_records: u32) -> Result<Pages<Svm>> {
+        let url = self.url(&["api", "svm", "svms"], &[("fields", SVM_FIELDS)])?;
+        Ok(self.pages(endpoints::SVMS, url, max_records))
+    }
+
     /// The SVM with this uuid. A missing one is an error with class
     /// [`NotFound`](super::ErrorClass::NotFound), so a wrong URL or proxy answer cannot pass
     /// for "deleted".
@@ -345,6 +352,16 @@ impl OntapClient {
             &[("svm.uuid", svm_uuid), ("fields", INTERFACE_FIELDS)],
         )?;
         self.get_all(endpoints::INTERFACES, url, None).await
+    }
+
+    /// Every IP interface of the cluster, `max_records` per page, with the fields
+    /// [`interfaces`](Self::interfaces) reads: cluster-scoped ones carry no `svm`.
+    pub fn interface_pages(&self, max_records: u32) -> Result<Pages<IpInterface>> {
+        let url = self.url(
+            &["api", "network", "ip", "interfaces"],
+            &[("fields", INTERFACE_FIELDS)],
+        )?;
+        Ok(self.pages(endpoints::INTERFACES, url, max_records))
     }
 
     /// Every interface holding this IP address, in any SVM: who holds an address a create was

@@ -1,0 +1,181 @@
+//! Each ONTAP cluster's SVMs and IP interfaces as a few paged collection reads last saw them.
+//!
+//! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
+//! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
+//! requests to an ONTAP its storage administrators share. Read as collections, `max_records` at a
+//! time, the same facts cost a handful of pages. A snapshot only ever confirms that nothing
+//! changed (see `svm::steady`); anything it does not confirm is read afresh, and the login that
+//! proves a seed Secret's credentials stays one request per SVM and pass.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use ontap_client::{IpInterface, OntapClient, OntapError, Pages, Svm};
+use serde::de::DeserializeOwned;
+
+/// Records per page of an inventory read: ONTAP's own default page is much smaller, and a larger
+/// one costs the cluster one big answer instead of many requests.
+pub const PAGE_RECORDS: u32 = 500;
+
+/// How long passes do without a cluster's inventory after reading it failed.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
+
+/// One cluster's SVMs and interfaces, and when their reading began.
+#[derive(Debug)]
+pub struct Snapshot {
+    started: Instant,
+    svms: HashMap<String, Svm>,
+    interfaces: HashMap<String, Vec<IpInterface>>,
+}
+
+impl Snapshot {
+    /// The SVMs and interfaces of a reading that began at `started`.
+    pub fn new(started: Instant, svms: Vec<Svm>, all_interfaces: Vec<IpInterface>) -> Self {
+        let mut interfaces: HashMap<String, Vec<IpInterface>> = HashMap::new();
+        for interface in all_interfaces {
+            // Cluster-scoped interfaces (node management, cluster LIFs) belong to no SVM.
+            if let Some(uuid) = interface.svm.as_ref().and_then(|s| s.uuid.clone()) {
+                interfaces.entry(uuid).or_default().push(interface);
+            }
+        }
+        Self {
+            started,
+            svms: svms.into_iter().map(|s| (s.name.clone(), s)).collect(),
+            interfaces,
+        }
+    }
+
+    /// The SVM of that name when the snapshot was read.
+    pub fn svm(&self, name: &str) -> Option<&Svm> {
+        self.svms.get(name)
+    }
+
+    /// The interfaces of the SVM with that uuid (none for an SVM the snapshot does not know).
+    pub fn interfaces(&self, svm_uuid: &str) -> &[IpInterface] {
+        self.interfaces.get(svm_uuid).map_or(&[], Vec::as_slice)
+    }
+
+    /// How long ago its reading began: anything changed since may be missing from it.
+    pub fn age(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The pages its reading took, at [`PAGE_RECORDS`] per page: what the next will take.
+    pub fn pages(&self) -> usize {
+        let interfaces: usize = self.interfaces.values().map(Vec::len).sum();
+        let per_page = PAGE_RECORDS as usize;
+        self.svms.len().div_ceil(per_page).max(1) + interfaces.div_ceil(per_page).max(1)
+    }
+}
+
+/// Held by the one pass reading a cluster's inventory; holds when the last such read failed.
+type ReadGate = Arc<tokio::sync::Mutex<Option<Instant>>>;
+
+/// The snapshots of every cluster, shared by the passes and the refresher.
+#[derive(Clone, Debug)]
+pub struct Inventory {
+    max_age: Duration,
+    snapshots: Arc<Mutex<HashMap<String, Arc<Snapshot>>>>,
+    /// One read at a time per cluster for passes that find no fresh snapshot: the thousand
+    /// passes after a restart wait for one read instead of each making its own. It holds when
+    /// the last such read failed.
+    reading: Arc<Mutex<HashMap<String, ReadGate>>>,
+}
+
+impl Inventory {
+    /// Snapshots are used until `max_age` after their reading began.
+    pub fn new(max_age: Duration) -> Self {
+        Self {
+            max_age,
+            snapshots: Arc::default(),
+            reading: Arc::default(),
+        }
+    }
+
+    /// The cluster's snapshot, if young enough to use.
+    pub fn fresh(&self, cluster: &str) -> Option<Arc<Snapshot>> {
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(cluster)
+            .filter(|s| s.age() <= self.max_age)
+            .cloned()
+    }
+
+    /// A fresh snapshot of `cluster`, read now (pages back to back) when there is none; passes
+    /// asking while a read is under way wait for it. `None` while reads fail: after a failed
+    /// read, passes read per object for [`RETRY_AFTER_FAILURE`] rather than each trying the
+    /// inventory again, one after another.
+    pub async fn current(&self, cluster: &str, client: &OntapClient) -> Option<Arc<Snapshot>> {
+        if let Some(snapshot) = self.fresh(cluster) {
+            return Some(snapshot);
+        }
+        let gate = self
+            .reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(cluster.to_owned())
+            .or_default()
+            .clone();
+        let mut failed_at = gate.lock().await;
+        if let Some(snapshot) = self.fresh(cluster) {
+            return Some(snapshot);
+        }
+        if failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE) {
+            return None;
+        }
+        match self.read(cluster, client, Duration::ZERO).await {
+            Ok(snapshot) => {
+                *failed_at = None;
+                Some(snapshot)
+            }
+            Err(error) => {
+                tracing::warn!(cluster, %error, "reading the cluster's inventory failed; its passes look their SVMs and LIFs up one by one");
+                *failed_at = Some(Instant::now());
+                None
+            }
+        }
+    }
+
+    /// Reads `cluster`'s SVMs and interfaces anew, waiting `pace` between pages so that a large
+    /// cluster's inventory is spread over time rather than sent in one burst, and keeps it.
+    pub async fn read(
+        &self,
+        cluster: &str,
+        client: &OntapClient,
+        pace: Duration,
+    ) -> Result<Arc<Snapshot>, OntapError> {
+        let started = Instant::now();
+        let svms = all_pages(client.svm_pages(PAGE_RECORDS)?, pace).await?;
+        let interfaces = all_pages(client.interface_pages(PAGE_RECORDS)?, pace).await?;
+        let snapshot = Arc::new(Snapshot::new(started, svms, interfaces));
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cluster.to_owned(), snapshot.clone());
+        Ok(snapshot)
+    }
+
+    /// Forgets `cluster`'s snapshot: its passes read afresh until the next read.
+    pub fn forget(&self, cluster: &str) {
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(cluster);
+    }
+}
+
+async fn all_pages<T: DeserializeOwned>(
+    mut pages: Pages<T>,
+    pace: Duration,
+) -> Result<Vec<T>, OntapError> {
+    let mut records = Vec::new();
+    while let Some(page) = pages.next_page().await? {
+        records.extend(page);
+        if pages.has_next() && !pace.is_zero() {
+            tokio::time::sleep(pace).await;
+        }
+    }
+    Ok(records)
+}

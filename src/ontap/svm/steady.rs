@@ -1,0 +1,319 @@
+//! Passes over steady StorageVirtualMachines, confirmed from their cluster's inventory.
+//!
+//! A steady object (`Owned`, Ready at its generation, its SVM's uuid recorded) is re-verified
+//! every sync period. Its SVM and LIFs are then taken from the cluster's [`Inventory`] snapshot
+//! when, and only when, the snapshot shows them exactly as this object wants them; anything else
+//! is read afresh by the step as before. The seed Secret's login is never taken from anywhere:
+//! it is the one request per object and pass that proves the credentials.
+//!
+//! A snapshot is up to [`Inventory`]'s age limit old, so it could confirm what changed after it
+//! was read. The refresher closes that window: every half sync period it reads each cluster's
+//! inventory anew, spreading the pages over a quarter period, and asks for a pass of every steady
+//! object the new snapshot does not confirm. A LIF deleted behind the operator's back is thus
+//! found within three quarters of a sync period, whatever the object's own schedule.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::{Stream, StreamExt};
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
+use super::reconcile::names_of;
+use super::{Ownership, desired_lifs, owned_by, plan_lifs, protocol_changes};
+use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
+use crate::ontap::connections::ClusterConnections;
+use crate::ontap::inventory::{Inventory, Snapshot};
+use ontap_client::{OntapClient, Svm, SvmState};
+use reconcile_engine::SharedCache;
+
+/// How long a cluster's count of steady objects is reused: counting walks every object.
+const COUNT_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// Steady objects per cluster name, and when they were counted.
+type SteadyCounts = (Instant, HashMap<String, usize>);
+
+/// When a pass over a steady object may use its cluster's inventory, and the refresher that
+/// keeps the inventories fresh.
+#[derive(Clone)]
+pub struct SteadyInventory {
+    inventory: Inventory,
+    /// Clusters with fewer steady objects are read per object: an inventory read per half sync
+    /// period would cost them as much as it saves, and no snapshot is held for them.
+    min_svms: usize,
+    /// The refresher's interval; snapshots serve passes for two of them, so that a slow read
+    /// never leaves passes without one.
+    refresh: Duration,
+    svms: SharedCache<StorageVirtualMachine>,
+    counts: Arc<Mutex<Option<SteadyCounts>>>,
+}
+
+impl SteadyInventory {
+    /// `sync_period`: the engine's; the inventory is read anew every half of it.
+    pub fn new(
+        svms: SharedCache<StorageVirtualMachine>,
+        sync_period: Duration,
+        min_svms: usize,
+    ) -> Self {
+        let refresh = sync_period / 2;
+        Self {
+            inventory: Inventory::new(2 * refresh),
+            min_svms: min_svms.max(1),
+            refresh,
+            svms,
+            counts: Arc::default(),
+        }
+    }
+
+    /// The snapshot a pass over `svm` may confirm its SVM and LIFs from: `None` for an object
+    /// that is not steady, on a cluster with too few steady objects, or when no snapshot can be
+    /// read (the pass then reads per object, and reports what that finds).
+    pub async fn for_pass(
+        &self,
+        svm: &StorageVirtualMachine,
+        client: &OntapClient,
+    ) -> Option<Arc<Snapshot>> {
+        let cluster = &svm.spec.cluster_ref.name;
+        if !is_steady(svm) || self.steady_on(cluster) < self.min_svms {
+            return None;
+        }
+        self.inventory.current(cluster, client).await
+    }
+
+    /// How many steady objects use `cluster`, counted at most every [`COUNT_MAX_AGE`].
+    fn steady_on(&self, cluster: &str) -> usize {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        if counts
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() > COUNT_MAX_AGE)
+        {
+            let mut fresh: HashMap<String, usize> = HashMap::new();
+            for svm in self.svms.store().state() {
+                if is_steady(&svm) {
+                    *fresh.entry(svm.spec.cluster_ref.name.clone()).or_default() += 1;
+                }
+            }
+            *counts = Some((Instant::now(), fresh));
+        }
+        counts
+            .as_ref()
+            .and_then(|(_, c)| c.get(cluster).copied())
+            .unwrap_or_default()
+    }
+
+    /// Every refresh interval, each cluster's inventory read anew, pages spread over half the
+    /// interval, and the steady objects it does not confirm: for the controller's queue.
+    pub fn drifted(
+        self,
+        clusters: SharedCache<OntapCluster>,
+        connections: ClusterConnections,
+    ) -> impl Stream<Item = ObjectRef<StorageVirtualMachine>> + Send + 'static {
+        // The interval is made on the first poll: registering needs no timer, so that
+        // declarations can be read without a runtime's clock.
+        futures::stream::unfold((self, None), move |(this, interval)| {
+            let clusters = clusters.clone();
+            let connections = connections.clone();
+            async move {
+                let mut interval: tokio::time::Interval = interval.unwrap_or_else(|| {
+                    let mut interval = tokio::time::interval_at(
+                        tokio::time::Instant::now() + this.refresh,
+                        this.refresh,
+                    );
+                    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    interval
+                });
+                interval.tick().await;
+                let sweeps = clusters
+                    .store()
+                    .state()
+                    .into_iter()
+                    .map(|cluster| this.sweep(cluster, &connections));
+                let drifted: Vec<_> = futures::future::join_all(sweeps)
+                    .await
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                Some((futures::stream::iter(drifted), (this, Some(interval))))
+            }
+        })
+        .flatten()
+    }
+
+    /// One cluster's new snapshot, and its steady objects that snapshot does not confirm.
+    async fn sweep(
+        &self,
+        cluster: Arc<OntapCluster>,
+        connections: &ClusterConnections,
+    ) -> Vec<ObjectRef<StorageVirtualMachine>> {
+        let name = cluster.name_any();
+        if self.steady_on(&name) < self.min_svms {
+            self.inventory.forget(&name);
+            return Vec::new();
+        }
+        // A cluster the operator cannot reach now is the cluster controller's to report; its
+        // passes read per object once the snapshot ages out.
+        let Ok(client) = connections.connect(&cluster).await else {
+            return Vec::new();
+        };
+        let pages = self.inventory.fresh(&name).map_or(2, |s| s.pages());
+        let pace = self.refresh / 2 / u32::try_from(pages).unwrap_or(u32::MAX);
+        let snapshot = match self.inventory.read(&name, &client, pace).await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                tracing::warn!(cluster = name, %error, "reading the cluster's inventory failed; its objects are re-verified on their own schedule");
+                return Vec::new();
+            }
+        };
+        self.svms
+            .store()
+            .state()
+            .iter()
+            .filter(|svm| svm.spec.cluster_ref.name == name && is_steady(svm))
+            .filter(|svm| !confirms(svm, &snapshot))
+            .map(|svm| ObjectRef::from_obj(&**svm))
+            .collect()
+    }
+}
+
+/// Whether `svm` is an `Owned` object Ready at its generation with its SVM's uuid recorded: one
+/// whose pass re-verifies, rather than provisions or changes.
+pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
+    let Some(status) = &svm.status else {
+        return false;
+    };
+    svm.spec.mode == SvmMode::Owned
+        && svm.metadata.deletion_timestamp.is_none()
+        && status.phase == Some(SvmPhase::Ready)
+        && status.observed_generation.is_some()
+        && status.observed_generation == svm.metadata.generation
+        && status.uuid.is_some()
+}
+
+/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object wants them.
+fn confirms(svm: &StorageVirtualMachine, snapshot: &Snapshot) -> bool {
+    confirmed_svm(svm, snapshot).is_some_and(|found| lifs_confirmed(svm, &found.uuid, snapshot))
+}
+
+/// The SVM of a steady `svm` as `snapshot` shows it, when it is the recorded one, marked for
+/// this object, running, with the spec's protocols; `None` when anything is otherwise.
+pub fn confirmed_svm(svm: &StorageVirtualMachine, snapshot: &Snapshot) -> Option<Svm> {
+    let status = svm.status.as_ref()?;
+    let names = names_of(svm, status);
+    let found = snapshot.svm(&names.svm)?;
+    (status.uuid.as_deref() == Some(found.uuid.as_str())
+        && owned_by(found.comment.as_deref(), &names.uid) == Ownership::Ours
+        && found.state == Some(SvmState::Running)
+        && protocol_changes(&svm.spec.protocols, found).is_empty())
+    .then(|| found.clone())
+}
+
+/// Whether `snapshot` shows the SVM `svm_uuid` with exactly the LIFs `svm` plans.
+pub fn lifs_confirmed(svm: &StorageVirtualMachine, svm_uuid: &str, snapshot: &Snapshot) -> bool {
+    desired_lifs(svm)
+        .is_ok_and(|desired| plan_lifs(&desired, snapshot.interfaces(svm_uuid)).is_empty())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::api::StorageVirtualMachineStatus;
+    use crate::ontap::svm::desired::tests::base;
+    use crate::ontap::svm::ownership_comment;
+    use ontap_client::IpInterface;
+
+    const UUID: &str = "2f7d0f2a-0000-4000-8000-000000000001";
+
+    /// `base()` Ready at its generation, its SVM recorded.
+    fn steady() -> StorageVirtualMachine {
+        let mut svm = base();
+        svm.metadata.generation = Some(3);
+        svm.status = Some(StorageVirtualMachineStatus {
+            uuid: Some(UUID.into()),
+            phase: Some(SvmPhase::Ready),
+            observed_generation: Some(3),
+            ..StorageVirtualMachineStatus::default()
+        });
+        svm
+    }
+
+    /// ONTAP's record of `svm`'s SVM as the operator made it.
+    fn ontap_svm(svm: &StorageVirtualMachine) -> Svm {
+        let status = svm.status.clone().unwrap_or_default();
+        let names = names_of(svm, &status);
+        serde_json::from_value(serde_json::json!({
+            "uuid": UUID, "name": names.svm, "state": "running",
+            "comment": ownership_comment(&names.uid, &names.namespace, &svm.name_any()),
+            "nfs": { "enabled": true }, "iscsi": { "enabled": false }, "nvme": { "enabled": false },
+        }))
+        .unwrap()
+    }
+
+    /// ONTAP's records of `svm`'s LIFs as the operator created them.
+    fn ontap_lifs(svm: &StorageVirtualMachine) -> Vec<IpInterface> {
+        desired_lifs(svm)
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, lif)| {
+                let mut record = serde_json::to_value(lif.create_request(&lif.name, UUID)).unwrap();
+                record["uuid"] = format!("lif-{i}").into();
+                record["svm"] = serde_json::json!({ "uuid": UUID });
+                serde_json::from_value(record).unwrap()
+            })
+            .collect()
+    }
+
+    fn snapshot(svms: Vec<Svm>, interfaces: Vec<IpInterface>) -> Snapshot {
+        Snapshot::new(Instant::now(), svms, interfaces)
+    }
+
+    #[test]
+    fn a_snapshot_as_the_object_wants_it_confirms_svm_and_lifs() {
+        let svm = steady();
+        let snapshot = snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm));
+        assert!(is_steady(&svm));
+        assert_eq!(confirmed_svm(&svm, &snapshot).unwrap().uuid, UUID);
+        assert!(confirms(&svm, &snapshot));
+    }
+
+    #[test]
+    fn only_ready_owned_objects_at_their_generation_are_steady() {
+        let mut changed = steady();
+        changed.metadata.generation = Some(4);
+        let mut provisioning = steady();
+        provisioning.status.as_mut().unwrap().phase = Some(SvmPhase::Provisioning);
+        let mut unrecorded = steady();
+        unrecorded.status.as_mut().unwrap().uuid = None;
+        let mut account_only = steady();
+        account_only.spec.mode = SvmMode::AccountOnly;
+        for svm in [changed, provisioning, unrecorded, account_only] {
+            assert!(!is_steady(&svm), "{:?}", svm.status);
+        }
+    }
+
+    #[test]
+    fn anything_otherwise_than_wanted_is_not_confirmed() {
+        let svm = steady();
+        let mut renewed = ontap_svm(&svm);
+        renewed.uuid = "another".into();
+        let mut foreign = ontap_svm(&svm);
+        foreign.comment = Some("made by hand".into());
+        let mut stopped = ontap_svm(&svm);
+        stopped.state = Some(SvmState::Stopped);
+        let mut iscsi = ontap_svm(&svm);
+        iscsi.iscsi = Some(ontap_client::ProtocolState { enabled: true });
+        for found in [renewed, foreign, stopped, iscsi] {
+            let snapshot = snapshot(vec![found.clone()], ontap_lifs(&svm));
+            assert!(confirmed_svm(&svm, &snapshot).is_none(), "{found:?}");
+        }
+        assert!(confirmed_svm(&svm, &snapshot(Vec::new(), ontap_lifs(&svm))).is_none());
+        let mut lifs = ontap_lifs(&svm);
+        lifs.pop();
+        assert!(!confirms(&svm, &snapshot(vec![ontap_svm(&svm)], lifs)));
+        let mut moved = ontap_lifs(&svm);
+        moved[0].ip.as_mut().unwrap().address = "192.0.2.99".into();
+        assert!(!confirms(&svm, &snapshot(vec![ontap_svm(&svm)], moved)));
+    }
+}
