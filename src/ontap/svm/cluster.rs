@@ -8,7 +8,7 @@ use super::errors::{Conflict, Invalid, Transient, Waiting};
 use super::naming::reserved_for_another_namespace;
 use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
 use super::tenancy;
-use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode};
+use crate::api::{OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
 use ontap_client::OntapClient;
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
@@ -46,19 +46,19 @@ impl SvmReconciler {
         }
         let claims = tenancy::Claims::of(svm, names.svm.clone(), names.account.clone());
         let others = self.svms.store().state();
+        let no_status = StorageVirtualMachineStatus::default();
         let contested = tenancy::contested(
             svm,
             &claims,
-            others.iter().map(|other| {
-                let status = other.status.clone().unwrap_or_default();
-                let names = names_of(other, &status);
+            tenancy::contenders(svm, others.iter().map(|other| &**other)).map(|other| {
+                let names = names_of(other, other.status.as_ref().unwrap_or(&no_status));
                 let mut claims = tenancy::Claims::of(other, names.svm.clone(), names.account);
                 // Refused the name, so holding no claim on it: the namespace it belongs to is
                 // not kept from it.
                 if self.squats(other, &names.svm) {
                     claims.svm_name = None;
                 }
-                (&**other, claims)
+                (other, claims)
             }),
         );
         match contested {

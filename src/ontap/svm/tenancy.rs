@@ -3,6 +3,7 @@
 //! request reaches ONTAP: one tenant must not take a name or an address another tenant's object
 //! asked for first, nor use a cluster its namespace was not granted.
 
+use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -78,16 +79,30 @@ impl Claims {
 /// Which of two objects holds a contested claim: one already provisioned in ONTAP, then the
 /// older one (creation times have whole seconds), then the first by namespace/name, so every
 /// pass (and every replica) decides the same way and a working SVM never loses its claim.
+/// Borrows only: it runs for every pair of objects on a cluster, once per pass.
 fn precedes(a: &StorageVirtualMachine, b: &StorageVirtualMachine) -> bool {
-    let key = |s: &StorageVirtualMachine| {
+    fn key(s: &StorageVirtualMachine) -> (bool, Option<Timestamp>, &str, &str) {
         (
             s.status.as_ref().and_then(|st| st.uuid.as_ref()).is_none(),
-            s.metadata.creation_timestamp.clone().map(|t| t.0),
-            s.namespace().unwrap_or_default(),
-            s.name_any(),
+            s.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            s.metadata.namespace.as_deref().unwrap_or_default(),
+            s.metadata.name.as_deref().unwrap_or_default(),
         )
-    };
+    }
     key(a) < key(b)
+}
+
+/// The objects among `others` whose claims `svm` must yield to, should they collide: older ones
+/// on the same cluster. Filtering them first spares computing every other object's claims.
+pub fn contenders<'a>(
+    svm: &'a StorageVirtualMachine,
+    others: impl IntoIterator<Item = &'a StorageVirtualMachine>,
+) -> impl Iterator<Item = &'a StorageVirtualMachine> {
+    others.into_iter().filter(move |other| {
+        other.metadata.uid != svm.metadata.uid
+            && other.spec.cluster_ref == svm.spec.cluster_ref
+            && precedes(other, svm)
+    })
 }
 
 /// The first claim of `svm` that an older object on the same cluster already holds, as the
@@ -100,10 +115,7 @@ pub fn contested<'a>(
 ) -> Option<String> {
     let namespace = svm.namespace().unwrap_or_default();
     for (other, theirs) in others {
-        if other.uid() == svm.uid()
-            || other.spec.cluster_ref != svm.spec.cluster_ref
-            || !precedes(other, svm)
-        {
+        if contenders(svm, [other]).next().is_none() {
             continue;
         }
         // A tenant learns that a name is taken, not who in another namespace took it.
