@@ -43,7 +43,7 @@ pub struct EngineArgs {
     #[arg(long, env = "ONTAP_OPERATOR_RECONCILE_BURST", default_value_t = 2000)]
     pub reconcile_burst: u32,
     /// Reconciles per controller that may wait without holding a worker (for a slot of an ONTAP
-    /// cluster's job limit); beyond it they requeue.
+    /// cluster's job limit); beyond it an object waits in line and is queued again when one leaves.
     #[arg(
         long,
         env = "ONTAP_OPERATOR_MAX_PARKED_RECONCILES",

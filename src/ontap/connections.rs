@@ -198,7 +198,8 @@ impl ClusterConnections {
     /// jobs than ONTAP runs at once would only be refused ("too many jobs"), each refusal a
     /// request and a pass spent for nothing. The wait does not hold a worker
     /// ([`Worker::park`]); slots go out first come, first served. A [`Wait`] when too many
-    /// passes wait already: the object is looked at again after [`ONTAP_BUSY_RECHECK`].
+    /// passes wait already: the object is looked at again when one of them leaves, at the latest
+    /// after [`JOB_SLOT_RECHECK`].
     pub async fn job_slot(
         &self,
         cluster: &str,
@@ -218,7 +219,7 @@ impl ClusterConnections {
                 "the operator runs as many ONTAP jobs on the cluster {cluster} as it allows ({}); waiting for one to end",
                 self.settings.svm_jobs_per_cluster
             ),
-            after: ONTAP_BUSY_RECHECK,
+            after: JOB_SLOT_RECHECK,
         };
         match worker.park(slots.acquire_owned()).await {
             Some(Ok(permit)) => Ok(permit),
@@ -419,6 +420,10 @@ pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
 /// How long to wait when ONTAP refuses a job because too many run (its back-pressure, not a
 /// failure): about one job's duration.
 pub const ONTAP_BUSY_RECHECK: Duration = Duration::from_secs(1);
+/// How long a pass that found no free job slot and no seat to wait in looks again at the latest:
+/// the engine queues it again as soon as a waiting pass leaves its seat, so this only bounds
+/// the wait should that never happen.
+pub const JOB_SLOT_RECHECK: Duration = Duration::from_secs(30);
 /// How long to wait when the SVM itself is busy with a create or delete job: those take longer.
 pub const SVM_BUSY_RECHECK: Duration = Duration::from_secs(5);
 

@@ -23,7 +23,8 @@ pub struct EngineConfig {
     /// Reconcile starts allowed at once.
     pub reconcile_burst: u32,
     /// Passes per controller that may wait without holding a worker at once
-    /// ([`Worker::park`](crate::Worker::park)); beyond it, a pass that must wait requeues.
+    /// ([`Worker::park`](crate::Worker::park)); beyond it, a pass that must wait requeues, and
+    /// its object is queued again when a parked pass leaves.
     pub max_parked_reconciles: u32,
 }
 

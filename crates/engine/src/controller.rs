@@ -23,7 +23,7 @@ use super::own_writes::OwnWrites;
 use super::pass::{Memory, Shared, fingerprint};
 use super::queue::{Next, QueueMetrics, WorkQueue};
 use super::requeue::{Backoff, TokenBucket};
-use super::worker::Worker;
+use super::worker::{Parking, Requeue, Worker};
 
 pub use super::object::{EngineResource, Object, StatusOf};
 pub use super::reconciler::{Lifecycle, Reconciler};
@@ -241,7 +241,7 @@ async fn dispatch<R: Reconciler>(
     let config = &shared.config;
     let bucket = TokenBucket::new(config.reconcile_rate, config.reconcile_burst);
     let semaphore = Arc::new(Semaphore::new(workers));
-    let parked = Arc::new(Semaphore::new(
+    let parking = Arc::new(Parking::new(
         usize::try_from(config.max_parked_reconciles).unwrap_or(usize::MAX),
     ));
     let mut running = JoinSet::new();
@@ -270,7 +270,12 @@ async fn dispatch<R: Reconciler>(
         let Some(obj_ref) = queue.pop() else {
             continue;
         };
-        let worker = Worker::new(semaphore.clone(), parked.clone(), permit);
+        let requeue: Requeue = {
+            let queue = queue.clone();
+            let obj_ref = obj_ref.clone();
+            Box::new(move || queue.add(obj_ref))
+        };
+        let worker = Worker::new(semaphore.clone(), parking.clone(), permit, requeue);
         running.spawn(run_pass(shared.clone(), queue.clone(), obj_ref, worker));
     }
     running

@@ -9,8 +9,11 @@
 //! waits, stays marked as being reconciled (so it is never run twice at once), and takes a worker
 //! again when the wait is over. The number of parked passes is bounded
 //! ([`EngineConfig::max_parked_reconciles`](crate::EngineConfig::max_parked_reconciles)): beyond
-//! it, `park` declines and the caller requeues.
+//! it, `park` declines and the caller requeues. A declined pass's object is also remembered, and
+//! queued again as soon as a parked pass leaves: with ten thousand objects waiting for a few job
+//! slots, requeueing on a timer alone would cost a pass per object and second for nothing.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,8 +32,44 @@ pub struct Worker {
 
 struct Inner {
     workers: Arc<Semaphore>,
-    parked: Arc<Semaphore>,
+    parking: Arc<Parking>,
     held: Mutex<Held>,
+    /// Queues this pass's object again; handed to `parking` when `park` declines.
+    requeue: Mutex<Option<Requeue>>,
+}
+
+/// Queues one object again.
+pub(crate) type Requeue = Box<dyn FnOnce() + Send>;
+
+/// A controller's seats for parked passes, and the objects whose passes found none.
+pub(crate) struct Parking {
+    seats: Arc<Semaphore>,
+    declined: Mutex<VecDeque<Requeue>>,
+}
+
+impl Parking {
+    pub(crate) fn new(seats: usize) -> Self {
+        Self {
+            seats: Arc::new(Semaphore::new(seats)),
+            declined: Mutex::default(),
+        }
+    }
+
+    fn decline(&self, requeue: Requeue) {
+        self.lock_declined().push_back(requeue);
+    }
+
+    /// A seat came free: the object that waited longest for one is queued again.
+    fn seat_freed(&self) {
+        let next = self.lock_declined().pop_front();
+        if let Some(requeue) = next {
+            requeue();
+        }
+    }
+
+    fn lock_declined(&self) -> std::sync::MutexGuard<'_, VecDeque<Requeue>> {
+        self.declined.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// What a pass holds while it runs, and gives up while parked: a worker, and its entry among
@@ -51,20 +90,23 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// The worker holding `permit` of `workers`; `parked` bounds the passes parked at once.
+    /// The worker holding `permit` of `workers`; `parking` bounds the passes parked at once,
+    /// and `requeue` queues the pass's object again once a seat is free, should it find none.
     pub(crate) fn new(
         workers: Arc<Semaphore>,
-        parked: Arc<Semaphore>,
+        parking: Arc<Parking>,
         permit: OwnedSemaphorePermit,
+        requeue: Requeue,
     ) -> Self {
         Worker {
             inner: Some(Arc::new(Inner {
                 workers,
-                parked,
+                parking,
                 held: Mutex::new(Held {
                     permit: Some(permit),
                     ..Held::default()
                 }),
+                requeue: Mutex::new(Some(requeue)),
             })),
         }
     }
@@ -81,7 +123,8 @@ impl Worker {
     /// Awaits `wait`. If it is not ready at once, the worker is handed back to the controller
     /// meanwhile and taken again (waiting in line with the controller's other starts) when
     /// `wait` is done. `None` when `wait` is not ready and as many passes are parked as
-    /// allowed: the caller should requeue the object instead of waiting.
+    /// allowed: the caller should requeue the object instead of waiting (a fallback: the
+    /// object is queued again as soon as a parked pass leaves).
     pub async fn park<T>(&self, wait: impl Future<Output = T>) -> Option<T> {
         let mut wait = pin!(wait);
         if let Poll::Ready(value) = futures::poll!(wait.as_mut()) {
@@ -90,7 +133,15 @@ impl Worker {
         let Some(inner) = &self.inner else {
             return Some(wait.await);
         };
-        let Ok(_parked) = inner.parked.clone().try_acquire_owned() else {
+        let Ok(seat) = inner.parking.seats.clone().try_acquire_owned() else {
+            let requeue = inner
+                .requeue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(requeue) = requeue {
+                inner.parking.decline(requeue);
+            }
             return None;
         };
         let (had_worker, in_flight) = {
@@ -99,6 +150,8 @@ impl Worker {
             (held.permit.take().is_some(), held.in_flight.clone())
         };
         let value = wait.await;
+        drop(seat);
+        inner.parking.seat_freed();
         // Closed only when the controller stops; then the pass finishes without a worker.
         let permit = if had_worker {
             inner.workers.clone().acquire_owned().await.ok()
@@ -127,9 +180,17 @@ mod tests {
     #[tokio::test]
     async fn a_parked_pass_frees_its_worker_and_takes_one_again() {
         let workers = Arc::new(Semaphore::new(1));
-        let parked = Arc::new(Semaphore::new(1));
+        let parking = Arc::new(Parking::new(1));
         let permit = workers.clone().acquire_owned().await.unwrap();
-        let worker = Worker::new(workers.clone(), parked.clone(), permit);
+        let (requeued_tx, mut requeued) = tokio::sync::mpsc::unbounded_channel();
+        let worker = Worker::new(
+            workers.clone(),
+            parking.clone(),
+            permit,
+            Box::new(move || {
+                let _ = requeued_tx.send(());
+            }),
+        );
         let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
         let pass = tokio::spawn({
             let worker = worker.clone();
@@ -141,13 +202,21 @@ mod tests {
             1,
             "the worker is free while parked"
         );
-        // A second pass cannot park: the bound is one.
+        // A second pass cannot park: the bound is one. Its object waits for the seat.
         assert!(worker.park(std::future::pending::<()>()).await.is_none());
+        assert!(
+            requeued.try_recv().is_err(),
+            "not queued before a seat is free"
+        );
         // Ready futures never park.
         assert_eq!(worker.park(async { 7 }).await, Some(7));
         let _ = tx.send(3);
         assert_eq!(pass.await.unwrap().unwrap().unwrap(), 3);
         assert_eq!(workers.available_permits(), 0, "the worker was taken again");
-        assert_eq!(parked.available_permits(), 1);
+        assert_eq!(parking.seats.available_permits(), 1);
+        assert!(
+            requeued.try_recv().is_ok(),
+            "the declined object is queued again once the seat is free"
+        );
     }
 }
