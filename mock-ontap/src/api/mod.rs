@@ -18,6 +18,8 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{any, get, post},
 };
+use std::time::{Duration, Instant};
+
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -192,14 +194,50 @@ fn with_location(mut response: Response, location: &str) -> Response {
     response
 }
 
-/// 202 with the job that carries the change, as ONTAP answers SVM changes.
-fn accepted(job: &Job, record: Option<Value>) -> Response {
+/// The longest `return_timeout` ONTAP accepts, in seconds.
+const MAX_RETURN_TIMEOUT: u64 = 120;
+
+/// The request's `return_timeout`: how long a change that starts a job may wait for it before
+/// answering. ONTAP's default is 0 (answer 202 at once).
+fn return_timeout(query: &Pairs) -> ApiResult<Duration> {
+    let Some((_, value)) = query.iter().find(|(k, _)| k == "return_timeout") else {
+        return Ok(Duration::ZERO);
+    };
+    match value.parse::<u64>() {
+        Ok(seconds) if seconds <= MAX_RETURN_TIMEOUT => Ok(Duration::from_secs(seconds)),
+        _ => Err(ApiError::invalid_value(
+            "return_timeout",
+            format!("{value} is not a number of seconds from 0 to {MAX_RETURN_TIMEOUT}"),
+        )),
+    }
+}
+
+/// The answer to a change carried by `job`, as ONTAP gives it: 202 with the job at once, or,
+/// when the request asked to wait (`return_timeout`) and the job succeeded within that time,
+/// 200 with the job (NetApp: "Asynchronous processing with the ONTAP REST API"). Called with
+/// no lock on the model held: it may sleep.
+async fn job_answer(job: &Job, record: Option<Value>, wait: Duration) -> Response {
     let mut body = json!({ "job": Job::link(&job.uuid) });
     if let (Some(record), Some(obj)) = (record, body.as_object_mut()) {
         obj.insert("num_records".into(), json!(1));
         obj.insert("records".into(), json!([record]));
     }
-    (StatusCode::ACCEPTED, Json(body)).into_response()
+    let until_end = job.end_at.saturating_duration_since(Instant::now());
+    if wait.is_zero() || until_end > wait {
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        return (StatusCode::ACCEPTED, Json(body)).into_response();
+    }
+    tokio::time::sleep(until_end).await;
+    // NetApp documents the answer of a job that succeeds within the time only; one that fails
+    // is answered as if the time had run out, and the client learns the failure from the job.
+    let status = if job.failure.is_none() {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    (status, Json(body)).into_response()
 }
 
 /// 201 for synchronous creation; the body is empty unless `return_records=true`.

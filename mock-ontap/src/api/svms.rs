@@ -7,7 +7,8 @@ use axum::{
 use serde_json::Value;
 
 use super::{
-    Pairs, accepted, parse_body, refuse_unsettable, require_admin, wants_records, with_location,
+    Pairs, job_answer, parse_body, refuse_unsettable, require_admin, return_timeout, wants_records,
+    with_location,
 };
 use crate::{
     error::ApiResult,
@@ -58,13 +59,16 @@ pub async fn create(
     body: Bytes,
 ) -> ApiResult<Response> {
     require_admin(&who)?;
+    let wait = return_timeout(&query)?;
     let req: SvmCreate = parse_body(&body, SvmCreate::FIELDS)?;
-    let (mut model, now) = state.model();
-    let (job, uuid) = model.create_svm(req, failure.map(|Extension(f)| f), now)?;
+    let (job, uuid) = {
+        let (mut model, now) = state.model();
+        model.create_svm(req, failure.map(|Extension(f)| f), now)?
+    };
     let record =
         wants_records(&query).then(|| serde_json::json!({ "uuid": uuid, "name": job.svm_name }));
     Ok(with_location(
-        accepted(&job, record),
+        job_answer(&job, record, wait).await,
         &format!("/api/svm/svms/{uuid}"),
     ))
 }
@@ -74,14 +78,18 @@ pub async fn patch(
     Extension(who): Extension<Principal>,
     failure: Option<Extension<InjectedFailure>>,
     Path(uuid): Path<String>,
+    Query(query): Query<Pairs>,
     body: Bytes,
 ) -> ApiResult<Response> {
     require_admin(&who)?;
+    let wait = return_timeout(&query)?;
     refuse_unsettable(&body, SvmPatch::NOT_PATCHABLE)?;
     let patch: SvmPatch = parse_body(&body, SvmPatch::FIELDS)?;
-    let (mut model, now) = state.model();
-    let job = model.patch_svm(&uuid, patch, failure.map(|Extension(f)| f), now)?;
-    Ok(accepted(&job, None))
+    let job = {
+        let (mut model, now) = state.model();
+        model.patch_svm(&uuid, patch, failure.map(|Extension(f)| f), now)?
+    };
+    Ok(job_answer(&job, None, wait).await)
 }
 
 pub async fn delete(
@@ -89,9 +97,13 @@ pub async fn delete(
     Extension(who): Extension<Principal>,
     failure: Option<Extension<InjectedFailure>>,
     Path(uuid): Path<String>,
+    Query(query): Query<Pairs>,
 ) -> ApiResult<Response> {
     require_admin(&who)?;
-    let (mut model, now) = state.model();
-    let job = model.delete_svm(&uuid, failure.map(|Extension(f)| f), now)?;
-    Ok(accepted(&job, None))
+    let wait = return_timeout(&query)?;
+    let job = {
+        let (mut model, now) = state.model();
+        model.delete_svm(&uuid, failure.map(|Extension(f)| f), now)?
+    };
+    Ok(job_answer(&job, None, wait).await)
 }

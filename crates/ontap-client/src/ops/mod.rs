@@ -240,7 +240,7 @@ impl OntapClient {
         let req = Request {
             method: Method::POST,
             endpoint: endpoints::SVMS,
-            url: self.url(&["api", "svm", "svms"], &[("return_records", "true")])?,
+            url: self.job_url(&["api", "svm", "svms"], &[("return_records", "true")])?,
             body: Some(Body::json(svm)?),
             auth: None,
             retry: RetryMode::Never,
@@ -273,7 +273,7 @@ impl OntapClient {
         let req = Request {
             method: Method::PATCH,
             endpoint: endpoints::SVM,
-            url: self.url(&["api", "svm", "svms", uuid], &[])?,
+            url: self.job_url(&["api", "svm", "svms", uuid], &[])?,
             body: Some(Body::json(patch)?),
             auth: None,
             retry: RetryMode::Idempotent,
@@ -288,7 +288,7 @@ impl OntapClient {
         let req = Request {
             method: Method::DELETE,
             endpoint: endpoints::SVM,
-            url: self.url(&["api", "svm", "svms", uuid], &[])?,
+            url: self.job_url(&["api", "svm", "svms", uuid], &[])?,
             body: None,
             auth: None,
             retry: RetryMode::Idempotent,

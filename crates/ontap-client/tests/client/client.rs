@@ -512,8 +512,13 @@ async fn failed_job_is_a_typed_error_with_code_and_message() {
 
 #[tokio::test]
 async fn expired_job_is_ambiguous() {
-    let env = Env::start_with(mock_config(), |cfg| {
-        cfg.job_poll.initial_interval = Duration::from_millis(300)
+    // The job outlasts the time the POST may wait for it (half the request timeout), so it is
+    // polled, and gone by the first poll after its end.
+    let mut mock = mock_config();
+    mock.settings.job_duration_ms = 1500;
+    let env = Env::start_with(mock, |cfg| {
+        cfg.request_timeout = Duration::from_secs(2);
+        cfg.job_poll.initial_interval = Duration::from_millis(300);
     })
     .await;
     env.mock.state().update_settings(|s| s.job_expiry_ms = 0);
@@ -800,4 +805,40 @@ async fn requests_go_straight_to_the_cluster() {
     cfg.retry.max_attempts = 1;
     cfg.tls = TlsVerification::CaBundle(mock.server.cert_pem().unwrap().as_bytes().to_vec());
     OntapClient::new(cfg).unwrap().cluster().await.unwrap();
+}
+
+/// A job that ends within half the request timeout is answered by the request that started it
+/// (`return_timeout`, 200), not polled.
+#[tokio::test]
+async fn a_short_job_is_answered_without_polling() {
+    let mut mock = mock_config();
+    mock.settings.job_duration_ms = 300;
+    let env = Env::start_with(mock, |cfg| cfg.request_timeout = Duration::from_secs(4)).await;
+    let svm = env.client.create_svm(&svm_create("svm1")).await.unwrap();
+    env.client.delete_svm(&svm.uuid).await.unwrap();
+    let requests = env.mock.requests(&[]).await;
+    let polls = requests
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("/api/cluster/jobs/")
+        })
+        .count();
+    assert_eq!(polls, 0, "{requests:#?}");
+    let waited: Vec<_> = requests
+        .iter()
+        .filter(|r| r["method"] != "GET")
+        .map(|r| (r["query"].clone(), r["status"].clone()))
+        .collect();
+    assert!(
+        waited.iter().all(|(query, status)| query
+            .as_str()
+            .unwrap_or_default()
+            .contains("return_timeout=2")
+            && *status == 200),
+        "{waited:?}"
+    );
+    assert!(env.client.svm_by_name("svm1").await.unwrap().is_none());
 }
