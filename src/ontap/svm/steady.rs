@@ -165,14 +165,23 @@ impl SteadyInventory {
                 return Vec::new();
             }
         };
-        self.svms
+        let drifted: Vec<_> = self
+            .svms
             .store()
             .state()
             .iter()
             .filter(|svm| svm.spec.cluster_ref.name == name && is_steady(svm))
             .filter(|svm| !confirms(svm, &snapshot))
             .map(|svm| ObjectRef::from_obj(&**svm))
-            .collect()
+            .collect();
+        if !drifted.is_empty() {
+            tracing::info!(
+                cluster = name,
+                objects = drifted.len(),
+                "the cluster's inventory shows Ready objects' SVMs or LIFs otherwise than wanted; re-verifying them now"
+            );
+        }
+        drifted
     }
 }
 
