@@ -323,14 +323,14 @@ impl Recipe {
 
 /// The floor Kubernetes sets: a plain client sends, in a namespace the operator does not
 /// watch, the writes the operator made per SVM (after the same user creates), each SVM's in
-/// order and `concurrency` SVMs at a time. Gives the time and the writes that failed.
+/// order and `concurrency` SVMs at a time. Gives the time and the errors of writes that failed.
 async fn bare_writes(
     world: &SvmWorld,
     settings: &Settings,
     recipe: &Recipe,
     status: &Value,
     seed: &Secret,
-) -> (Duration, usize) {
+) -> (Duration, Vec<String>) {
     let ns = format!("{}-bare", world.env.namespace);
     support::create_namespace(&world.env.client, &ns, json!({})).await;
     let client = world.env.client.clone();
@@ -338,27 +338,34 @@ async fn bare_writes(
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
     let start = Instant::now();
-    let created: Vec<Option<(usize, String)>> = futures::stream::iter(0..settings.count)
+    let created: Vec<Result<(usize, String), String>> = futures::stream::iter(0..settings.count)
         .map(|i| {
             let svms = svms.clone();
             async move {
                 let object = svms
                     .create(&PostParams::default(), &manifest("bare", i))
                     .await
-                    .ok()?;
-                Some((i, object.metadata.uid?))
+                    .map_err(|e| e.to_string())?;
+                Ok((i, object.metadata.uid.unwrap_or_default()))
             }
         })
         .buffer_unordered(CREATE_CONCURRENCY)
         .collect()
         .await;
-    let mut failed = created.iter().filter(|c| c.is_none()).count();
+    let mut failed: Vec<String> = created
+        .iter()
+        .filter_map(|c| c.as_ref().err().cloned())
+        .collect();
     let chains = created.into_iter().flatten().map(|(i, uid)| {
         let (svms, secrets, events) = (svms.clone(), secrets.clone(), events.clone());
-        let name = name_of(i);
+        let (name, ns) = (name_of(i), ns.clone());
         async move {
-            let mut failed = 0;
-            let mut ok = |r: Result<(), kube::Error>| failed += usize::from(r.is_err());
+            let mut failed = Vec::new();
+            let mut ok = |r: Result<(), kube::Error>| {
+                if let Err(e) = r {
+                    failed.push(e.to_string());
+                }
+            };
             let patches = recipe.of("PATCH", i);
             let status_writes = patches.saturating_sub(1) + recipe.of("PUT", i);
             if patches > 0 {
@@ -377,7 +384,7 @@ async fn bare_writes(
                         .await
                         .map(drop));
                 } else {
-                    let event = bare_event(&name, &uid, post);
+                    let event = bare_event(&ns, &name, &uid, post);
                     ok(events
                         .create(&PostParams::default(), &event)
                         .await
@@ -407,10 +414,11 @@ async fn bare_writes(
             failed
         }
     });
-    failed += futures::stream::iter(chains)
+    let chained: Vec<Vec<String>> = futures::stream::iter(chains)
         .buffer_unordered(settings.bare_concurrency)
-        .fold(0, |sum, f| async move { sum + f })
+        .collect()
         .await;
+    failed.extend(chained.into_iter().flatten());
     (start.elapsed(), failed)
 }
 
@@ -439,7 +447,7 @@ fn bare_secret(seed: &Secret, name: &str, uid: &str) -> Secret {
     }
 }
 
-fn bare_event(name: &str, uid: &str, n: usize) -> k8s_openapi::api::events::v1::Event {
+fn bare_event(ns: &str, name: &str, uid: &str, n: usize) -> k8s_openapi::api::events::v1::Event {
     serde_json::from_value(json!({
         "metadata": {"name": format!("{name}.{n}")},
         "eventTime": humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
@@ -452,6 +460,7 @@ fn bare_event(name: &str, uid: &str, n: usize) -> k8s_openapi::api::events::v1::
         "regarding": {
             "apiVersion": "ontap.storage.dev/v1alpha1",
             "kind": "StorageVirtualMachine",
+            "namespace": ns,
             "name": name,
             "uid": uid,
         },
@@ -902,9 +911,13 @@ async fn bench_many_svms_created_at_once() {
         settings.clusters
     ));
     line(format!(
-        "bare-writes floor        {:.1} s   (a plain client, {} SVMs at a time, {bare_failed} writes failed): {}",
+        "bare-writes floor        {:.1} s   (a plain client, {} SVMs at a time, {} writes failed{}): {}",
         secs(bare),
         settings.bare_concurrency,
+        bare_failed.len(),
+        bare_failed
+            .first()
+            .map_or(String::new(), |e| format!(", the first: {e}")),
         recipe.describe()
     ));
     line(format!(
