@@ -771,7 +771,11 @@ async fn bench_many_svms_created_at_once() {
         &failed[..1]
     );
 
-    let deadline = Duration::from_secs(30 * 60).max(settings.job_floor(count) * 5);
+    let job_floor = (0..settings.clusters)
+        .map(|c| settings.job_floor(settings.svms_of(c)))
+        .max()
+        .unwrap_or_default();
+    let deadline = Duration::from_secs(30 * 60).max(job_floor * 5);
     let mut progress = Vec::new();
     let mut last_report = Instant::now();
     let mut restarted_at = None;
@@ -874,10 +878,6 @@ async fn bench_many_svms_created_at_once() {
         count,
     };
     let (bare, bare_failed) = bare_writes(&world, &settings, &recipe, &sample_status, &seed).await;
-    let job_floor = (0..settings.clusters)
-        .map(|c| settings.job_floor(settings.svms_of(c)))
-        .max()
-        .unwrap_or_default();
     let floor = job_floor.max(bare);
 
     let mut report = String::new();
