@@ -6,7 +6,7 @@ LOCAL := $(CURDIR)/.local
 # Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
 BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 
-.PHONY: run test up down crds manifests lint bench deps build unit-test gardener-registration test-rules
+.PHONY: run test up down crds manifests lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -73,9 +73,20 @@ test: deps lint
 	PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \
 	exit $$rc
 
-## bench: benchmarks that print their figures (tests/bench_svm.rs: 1,000 SVMs at once, BENCH_SVMS=n
-## for another count; tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and
-## BENCH_KYMA_TIME_SCALE=s, default 1 = the experiment's real time)
+## bench: benchmarks that print their figures (tests/bench_svm.rs: 10,000 SVMs at once over 10 mock
+## ONTAPs with 2 s jobs, BENCH_SVMS / BENCH_CLUSTERS / BENCH_JOB_MS change that, docs/benchmarks/svm.md;
+## tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and BENCH_KYMA_TIME_SCALE=s,
+## default 1 = the experiment's real time)
 bench: deps
 	$(CARGO) test --release --test bench_svm -- --ignored --nocapture
 	$(CARGO) test --release --test bench_kyma -- --ignored --nocapture
+
+## bench-svm: the SVM benchmark alone; bench-svm-slow: the same with one cluster answering every
+## request 2 s late (BENCH_SLOW_CLUSTER=1); bench-svm-lost: with 1 % of ONTAP answers lost and the
+## operator restarted halfway (BENCH_LOST_ANSWERS=0.01)
+bench-svm: deps
+	$(CARGO) test --release --test bench_svm -- --ignored --nocapture
+bench-svm-slow: deps
+	BENCH_SLOW_CLUSTER=1 $(CARGO) test --release --test bench_svm -- --ignored --nocapture
+bench-svm-lost: deps
+	BENCH_LOST_ANSWERS=0.01 $(CARGO) test --release --test bench_svm -- --ignored --nocapture

@@ -84,39 +84,7 @@ impl SvmWorld {
         let mock = Mock::start_tls(mock).await;
         let ns = env.namespace.clone();
         let cluster = format!("c-{ns}");
-        let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &ns);
-        let admin = mock.server.admin();
-        secrets
-            .create(
-                &PostParams::default(),
-                &secret(
-                    "ontap-admin",
-                    json!({"username": admin.user, "password": admin.password}),
-                ),
-            )
-            .await
-            .unwrap();
-        secrets
-            .create(
-                &PostParams::default(),
-                &secret(
-                    "ontap-ca",
-                    json!({"ca.crt": mock.server.cert_pem().unwrap()}),
-                ),
-            )
-            .await
-            .unwrap();
-        let clusters: Api<OntapCluster> = Api::all(env.client.clone());
-        let object = ontap_cluster(&cluster)
-            .endpoint(&mock.base_url())
-            .credentials(&ns, "ontap-admin")
-            .ca(&ns, "ontap-ca")
-            .label("ontap-test", &ns)
-            .build();
-        clusters
-            .create(&PostParams::default(), &object)
-            .await
-            .unwrap();
+        install_cluster(&env, &cluster, &mock, "").await;
 
         let defaults = [
             format!("--namespace={ns}"),
@@ -352,22 +320,7 @@ impl SvmWorld {
     /// Whether `username`/`password` authenticate against the mock and see `svm`, as a
     /// workload using the seed Secret would.
     pub async fn authenticates(&self, username: &str, password: &str, svm: &str) -> bool {
-        let response = self
-            .mock
-            .http
-            .get(format!(
-                "{}/api/svm/svms?name={svm}&fields=name",
-                self.mock.base_url()
-            ))
-            .basic_auth(username, Some(password))
-            .send()
-            .await
-            .unwrap();
-        if !response.status().is_success() {
-            return false;
-        }
-        let body: Value = response.json().await.unwrap();
-        body["num_records"] == 1
+        authenticates_on(&self.mock, username, password, svm).await
     }
 
     /// The seed Secret's credentials, decoded.
@@ -377,6 +330,82 @@ impl SvmWorld {
         let get = |k: &str| data.get(k).map(|v| String::from_utf8(v.0.clone()).unwrap());
         Some((get("username")?, get("password")?, get("svm")?))
     }
+}
+
+/// Another OntapCluster of a world, with its own mock ONTAP ([`SvmWorld::add_cluster`]).
+pub struct ExtraCluster {
+    pub name: String,
+    pub mock: Mock,
+}
+
+impl SvmWorld {
+    /// One more mock ONTAP (over TLS) and an OntapCluster pointing at it, in this world's
+    /// namespace and selected by its operator like the first; `index` (from 1) names the
+    /// cluster and its Secrets apart from the first's.
+    pub async fn add_cluster(&self, index: usize, mock: MockConfig) -> ExtraCluster {
+        let mock = Mock::start_tls(mock).await;
+        let name = format!("{}-{index}", self.cluster);
+        install_cluster(&self.env, &name, &mock, &format!("-{index}")).await;
+        ExtraCluster { name, mock }
+    }
+}
+
+/// The credentials and CA Secrets (`ontap-admin{suffix}`, `ontap-ca{suffix}`) of `mock` in the
+/// world's namespace, and the OntapCluster `name` pointing at it with the label the world's
+/// operator selects.
+async fn install_cluster(env: &TestEnv, name: &str, mock: &Mock, suffix: &str) {
+    let ns = &env.namespace;
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), ns);
+    let admin = mock.server.admin();
+    let (credentials, ca) = (format!("ontap-admin{suffix}"), format!("ontap-ca{suffix}"));
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret(
+                &credentials,
+                json!({"username": admin.user, "password": admin.password}),
+            ),
+        )
+        .await
+        .unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret(&ca, json!({"ca.crt": mock.server.cert_pem().unwrap()})),
+        )
+        .await
+        .unwrap();
+    let clusters: Api<OntapCluster> = Api::all(env.client.clone());
+    let object = ontap_cluster(name)
+        .endpoint(&mock.base_url())
+        .credentials(ns, &credentials)
+        .ca(ns, &ca)
+        .label("ontap-test", ns)
+        .build();
+    clusters
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+/// Whether `username`/`password` authenticate against `mock` and see `svm`, as a workload
+/// using the seed Secret would.
+pub async fn authenticates_on(mock: &Mock, username: &str, password: &str, svm: &str) -> bool {
+    let response = mock
+        .http
+        .get(format!(
+            "{}/api/svm/svms?name={svm}&fields=name",
+            mock.base_url()
+        ))
+        .basic_auth(username, Some(password))
+        .send()
+        .await
+        .unwrap();
+    if !response.status().is_success() {
+        return false;
+    }
+    let body: Value = response.json().await.unwrap();
+    body["num_records"] == 1
 }
 
 fn secret(name: &str, string_data: Value) -> Secret {
