@@ -426,9 +426,9 @@ pub(crate) fn owner_refs<P: Object, C: Resource>(
                 Some(ns) => ObjectRef::new(&o.name).within(&ns),
                 None => ObjectRef::new(&o.name),
             };
-            if parents.get(&namespaced).is_none() {
+            if !parents.contains(&namespaced) {
                 let cluster = ObjectRef::new(&o.name);
-                if parents.get(&cluster).is_some() {
+                if parents.contains(&cluster) {
                     return cluster;
                 }
             }

@@ -162,6 +162,11 @@ impl<K: Object> SharedCache<K> {
         self.inner.store.get(obj_ref)
     }
 
+    /// Whether an object is cached at `obj_ref`, without decoding it.
+    pub fn contains(&self, obj_ref: &ObjectRef<K>) -> bool {
+        self.inner.store.contains(obj_ref)
+    }
+
     /// Resolves once the initial list is in the store. Every waiter is woken (a controller and a
     /// test, two controllers sharing the cache): kube's reflector store, which this store
     /// replaced, kept a single waker, so one of two waiters could sleep for ever.

@@ -61,6 +61,13 @@ impl<K: Object> Store<K> {
         inner.decoded(held)
     }
 
+    /// Whether an object is cached at `key`. Unlike [`Store::get`] it never decodes a packed
+    /// object: asked once per child event to find the owner, a decode there cost a Kyma's
+    /// whole JSON for every HelmComponent status write.
+    pub fn contains(&self, key: &ObjectRef<K>) -> bool {
+        self.read().objects.contains_key(key)
+    }
+
     /// The store's own reference to the object at `key`, to share rather than copy.
     pub fn shared_ref(&self, key: &ObjectRef<K>) -> Option<SharedRef<K>> {
         self.read()
