@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ontap_client::{AccountCreate, CredentialCheck, OntapMetrics};
 use secrecy::SecretString;
@@ -49,7 +50,15 @@ async fn no_password_in_logs_spans_errors_or_metrics() {
     let mut registry = prometheus_client::registry::Registry::default();
     metrics.register(&mut registry);
     let m = metrics.clone();
-    let env = Env::start_with(mock_config(), move |cfg| cfg.metrics = Some(m)).await;
+    // The SVM job outlasts the time its POST may wait for it (half the request timeout), so it
+    // is polled, and the job's endpoint and outcome reach the metrics checked below.
+    let mut mock = mock_config();
+    mock.settings.job_duration_ms = 1500;
+    let env = Env::start_with(mock, move |cfg| {
+        cfg.metrics = Some(m);
+        cfg.request_timeout = Duration::from_secs(2);
+    })
+    .await;
     let c = &env.client;
     let svm = env.create_svm("svm1").await;
     let pw = SecretString::from(SVM_PASSWORD.to_owned());
