@@ -157,6 +157,16 @@ async fn a_kyma_writes_its_status_three_times_however_long_it_waits() {
         .collect();
     world.create_kyma("patient", &components).await;
     world.wait_success("patient").await;
+    // The watch delivers the last write a moment after a GET sees it.
+    let delivered = try_poll(Duration::from_secs(10), async || {
+        kymas
+            .of("patient")
+            .last()
+            .is_some_and(|s| s.status == Some(KymaState::Success))
+            .then_some(())
+    })
+    .await;
+    assert!(delivered.is_ok(), "the watch never delivered Success");
 
     // The engine writes a status only when it differs, so each change the watch delivered is
     // one write.
