@@ -32,9 +32,8 @@ pub struct Snapshot {
 impl Snapshot {
     /// The SVMs and interfaces of a reading that began at `started`.
     pub fn new(started: Instant, svms: Vec<Svm>, all_interfaces: Vec<IpInterface>) -> Self {
-        // A snapshot of 10,000 SVMs and their 20,000 interfaces is a fifth of the operator's
-        // memory: what no confirmation reads (an SVM's aggregates, an interface's SVM, which its
-        // key names) is not kept.
+        // Held for every SVM of every cluster between reads: what no confirmation reads (an
+        // SVM's aggregates, an interface's SVM, which its key names) is not kept.
         let mut interfaces: HashMap<String, Vec<IpInterface>> = HashMap::new();
         for mut interface in all_interfaces {
             // Cluster-scoped interfaces (node management, cluster LIFs) belong to no SVM.
