@@ -2,7 +2,9 @@
 //! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`) with
 //! the pure planning only it uses (`svm` the create body and protocol patch, `lifs` the LIF
 //! plan). `credentials` is the one writer of the seed Secret and the only place a password is
-//! minted: the Secret-first handoff both `account` and `secret` use. The rest is pure logic: default
+//! minted: the Secret-first handoff both `account` and `secret` use. `steady` decides when a
+//! pass over a Ready object may take its SVM and LIFs from the cluster's inventory, and runs the
+//! refresher that re-reads it. The rest is pure logic: default
 //! names, passwords, netmasks, the seed Secret contract, and the SVM requests a spec calls for.
 //! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
 
