@@ -28,6 +28,18 @@ async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
     names
 }
 
+/// The requests ONTAP saw from sequence number `from` on, without the OntapCluster's own probe
+/// (on its own schedule).
+async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
+    world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= from))
+        .filter(|r| r["path"] != "/api/cluster")
+        .collect()
+}
+
 #[tokio::test]
 async fn provisioning_costs_at_most_ten_ontap_requests_per_svm_in_one_pass() {
     const SVMS: u8 = 6;
@@ -39,14 +51,7 @@ async fn provisioning_costs_at_most_ten_ontap_requests_per_svm_in_one_pass() {
     create_all_ready(&world, SVMS).await;
     // The event of the seed Secret a pass wrote would start a second pass right away.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let log: Vec<Value> = world
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= from))
-        // The OntapCluster's own probe, on its own schedule.
-        .filter(|r| r["path"] != "/api/cluster")
-        .collect();
+    let log = requests_since(&world, from).await;
     let mut by_request: BTreeMap<String, usize> = BTreeMap::new();
     let mut as_account: BTreeMap<String, usize> = BTreeMap::new();
     for r in &log {
@@ -127,13 +132,7 @@ async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
     let from = world.next_seq().await;
     // Two sync periods: every SVM is re-verified at least once.
     tokio::time::sleep(Duration::from_secs(9)).await;
-    let log: Vec<Value> = world
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= from))
-        .filter(|r| r["path"] != "/api/cluster")
-        .collect();
+    let log = requests_since(&world, from).await;
     let describe = |r: &Value| {
         format!(
             "{} {}?{}",

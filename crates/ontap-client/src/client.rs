@@ -1,5 +1,9 @@
 //! The HTTP layer: one request with timeout, concurrency limit, tracing, metrics and a size
 //! limit on the answer; retries of idempotent requests; pagination; job polling.
+//!
+//! One file because every piece is a step of the same request path over `Inner`'s private
+//! state (endpoint, credentials, limiter, timeouts): split, each would need that state opened
+//! to the others.
 
 use std::fmt;
 use std::sync::Arc;
