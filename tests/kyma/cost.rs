@@ -130,3 +130,27 @@ async fn passes_that_find_nothing_to_do_write_nothing() {
         "objects changed after a restart"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kyma_is_woken_by_its_childs_success_not_by_each_state_before_it() {
+    // The longest standard name: its states are 21 / 20 = 1.05 s apart, far more than a pass
+    // takes, so a Kyma woken by every state could not fold them into fewer passes.
+    let world = KymaWorld::start(&[]).await;
+    let fresh = world.metrics().await;
+    world
+        .create_kyma("quiet", &[("application-connector", None)])
+        .await;
+    world.wait_success("quiet").await;
+    // The Kyma's success write is its own: it wakes nothing, but let it land first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let kyma_passes =
+        passes(&world.metrics().await, KYMA_CONTROLLER) - passes(&fresh, KYMA_CONTROLLER);
+    // Its creation, the child's creation, the child's success. Woken by each of the child's
+    // five states as well, it would make at least three more: `failing`, `retrying` and
+    // `success` come a second apart.
+    assert!(
+        kyma_passes <= 3.0,
+        "{kyma_passes} Kyma passes for one child\n--- operator log ---\n{}",
+        tail(&world.operator.logs(), 40)
+    );
+}

@@ -97,7 +97,12 @@ impl<R: Reconciler> Controller<R> {
     /// Also reconcile the owner (of this controller's kind) whenever an object in `children`
     /// changes — how a parent learns that a child became ready.
     pub fn owns<C: Object>(mut self, children: &SharedCache<C>) -> Self {
-        let (owners, listed) = owner_triggers(children, &self.cache, self.reconciler.own_writes());
+        let (owners, listed) = owner_triggers(
+            children,
+            &self.cache,
+            self.reconciler.own_writes(),
+            wakes_always(),
+        );
         self.waits.push(listed);
         self.triggers.push(owners);
         self
@@ -358,12 +363,25 @@ async fn feed_from_cache<R: Reconciler>(
     }
 }
 
+/// Which created or updated children wake their owner ([`Registration::owns_when`]); a child's
+/// deletion always does.
+///
+/// [`Registration::owns_when`]: crate::Registration::owns_when
+pub(crate) type WakesOwner<C> = Arc<dyn Fn(&C) -> bool + Send + Sync>;
+
+/// Every change of a child wakes its owner.
+pub(crate) fn wakes_always<C>() -> WakesOwner<C> {
+    Arc::new(|_| true)
+}
+
 /// The owners (of kind `P`, cached in `parents`) to reconcile whenever an object in `children`
-/// changes, and when the children's initial list has been handled that way.
+/// changes in a way `wakes` says matters to its owner, and when the children's initial list
+/// has been handled that way.
 pub(crate) fn owner_triggers<P: Object, C: Object>(
     children: &SharedCache<C>,
     parents: &SharedCache<P>,
     own_writes: Option<OwnWrites>,
+    wakes: WakesOwner<C>,
 ) -> (Trigger<P>, Ready) {
     let parents = parents.clone();
     let (changes, listed) = until_listed(children.subscribe());
@@ -373,30 +391,44 @@ pub(crate) fn owner_triggers<P: Object, C: Object>(
             let parents = parents.clone();
             let children = children.clone();
             let own_writes = own_writes.clone();
+            let wakes = wakes.clone();
             async move {
-                owners_to_reconcile::<P, C>(&change, &children, &parents, own_writes.as_ref()).await
+                owners_to_reconcile::<P, C>(
+                    &change,
+                    &children,
+                    &parents,
+                    own_writes.as_ref(),
+                    wakes.as_ref(),
+                )
+                .await
             }
         })
         .flat_map(futures::stream::iter);
     (owners.boxed(), listed)
 }
 
-/// The owners a child's change reconciles: none when the change is the reconciler's own write.
+/// The owners a child's change reconciles: none when the change is the reconciler's own write,
+/// or one `wakes` says its owner has no use for.
 async fn owners_to_reconcile<P: Object, C: Object>(
     change: &Change<C>,
     children: &SharedCache<C>,
     parents: &SharedCache<P>,
     own_writes: Option<&OwnWrites>,
+    wakes: &(dyn Fn(&C) -> bool + Send + Sync),
 ) -> Vec<ObjectRef<P>> {
     let Some(child) = change.object(children) else {
         return Vec::new();
     };
+    let deleted = matches!(change, Change::Deleted(_));
     if let Some(w) = own_writes {
-        if matches!(change, Change::Deleted(_)) {
+        if deleted {
             w.forget(&*child);
         } else if w.is_own(&*child).await {
             return Vec::new();
         }
+    }
+    if !deleted && !wakes(&*child) {
+        return Vec::new();
     }
     let owners = owner_refs::<P, C>(&*child, parents);
     if !owners.is_empty() {

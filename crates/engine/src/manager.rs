@@ -23,7 +23,7 @@ use kube::{Client, ResourceExt};
 
 use super::cache::{SharedCache, until_listed};
 use super::config::{EngineConfig, Identity};
-use super::controller::{Controller, Ready, Trigger, owner_triggers};
+use super::controller::{Controller, Ready, Trigger, WakesOwner, owner_triggers, wakes_always};
 pub use super::manifest::{engine_columns, merge_rules, resource_rule, rule, with_engine_columns};
 use super::manifest::{own_rules, with_read};
 use super::metrics::Metrics;
@@ -391,12 +391,36 @@ where
     /// The controller creates and manages objects of kind `C` (with an owner reference to their
     /// parent): they are cached (restricted by `config`), a change to one reconciles its owner,
     /// and the controller may use `verbs` on them besides reading.
-    pub fn owns<C: Object>(mut self, config: watcher::Config, verbs: &[&str]) -> Self {
+    pub fn owns<C: Object>(self, config: watcher::Config, verbs: &[&str]) -> Self {
+        self.wire_owned(config, verbs, wakes_always::<C>())
+    }
+
+    /// As [`owns`](Self::owns), but a created or updated child wakes its owner only when
+    /// `wakes` says so; a deleted one always does. For a parent that depends on little of a
+    /// child that changes often: a Kyma needs to hear of a HelmComponent's `success`, not of
+    /// every state before it. What `wakes` filters out is seen at the owner's next pass anyway
+    /// (a sibling's change, its own timer, the periodic resync), so a filter may only drop
+    /// changes that cannot change what the owner does or reports.
+    pub fn owns_when<C: Object>(
+        self,
+        config: watcher::Config,
+        verbs: &[&str],
+        wakes: impl Fn(&C) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.wire_owned(config, verbs, Arc::new(wakes))
+    }
+
+    fn wire_owned<C: Object>(
+        mut self,
+        config: watcher::Config,
+        verbs: &[&str],
+        wakes: WakesOwner<C>,
+    ) -> Self {
         self.rules.push(rule::<C>(&with_read(verbs)));
         let own_writes = self.reconciler.own_writes();
         self.wiring.push(Box::new(move |manager, parents| {
             let children = manager.cache_with::<C>(config)?;
-            let (owners, listed) = owner_triggers(&children, parents, own_writes);
+            let (owners, listed) = owner_triggers(&children, parents, own_writes, wakes);
             Ok((owners, Some(listed)))
         }));
         self
