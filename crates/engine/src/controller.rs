@@ -245,6 +245,12 @@ async fn dispatch<R: Reconciler>(
 ) -> JoinSet<()> {
     let config = &shared.config;
     let bucket = TokenBucket::new(config.reconcile_rate, config.reconcile_burst);
+    // The initial list is admitted as fast as the bucket lets passes start: no faster, so the
+    // queue stays within the burst; no slower, so no pass waits for the sweep.
+    queue.start(match &bucket {
+        Some(_) => usize::try_from(config.reconcile_burst).unwrap_or(usize::MAX),
+        None => usize::MAX,
+    });
     let semaphore = Arc::new(Semaphore::new(workers));
     let parking = Arc::new(Parking::new(
         usize::try_from(config.max_parked_reconciles).unwrap_or(usize::MAX),
@@ -343,11 +349,10 @@ async fn feed_from_cache<R: Reconciler>(
                     .observed(&r, obj.meta().resource_version.as_deref());
                 if shared.memory.saw(&r, fingerprint(&*obj)) {
                     tracing::debug!(object = %r, "the object changed");
-                    let key = match change {
-                        Change::Present(key) => key,
-                        _ => queue_key(&shared.cache, r),
-                    };
-                    queue.add(key);
+                    match change {
+                        Change::Present(key) => queue.sweep_in(key),
+                        _ => queue.add(queue_key(&shared.cache, r)),
+                    }
                 }
             }
             // Taken out by `until_listed`.

@@ -132,6 +132,7 @@ fn limiter_histogram() -> Histogram {
 /// | `{prefix}_step_duration_seconds` | histogram | `controller`, `step`, `outcome` |
 /// | `{prefix}_step_errors_total` | counter | `controller`, `step`, `category` |
 /// | `{prefix}_workqueue_oldest_item_age_seconds` | gauge | `name` |
+/// | `{prefix}_workqueue_unswept` | gauge | `name` |
 ///
 /// The prefix of the engine's own metrics is the embedding program's (see [`Metrics::new`]).
 ///
@@ -154,6 +155,7 @@ pub struct Metrics {
     active_workers: Family<ControllerLabels, Gauge>,
     max_concurrent_reconciles: Family<ControllerLabels, Gauge>,
     workqueue_depth: Family<QueueLabels, Gauge>,
+    workqueue_unswept: Family<QueueLabels, Gauge>,
     workqueue_adds_total: Family<QueueLabels, Counter>,
     workqueue_retries_total: Family<QueueLabels, Counter>,
     workqueue_queue_duration_seconds: HistogramFamily<QueueLabels>,
@@ -288,6 +290,11 @@ impl Metrics {
             "Failed reconcile steps by controller, step and error category",
             metrics.step_errors_total.clone(),
         );
+        registry.register(
+            format!("{prefix}_workqueue_unswept"),
+            "Objects of a controller's initial list not yet admitted into its work queue",
+            metrics.workqueue_unswept.clone(),
+        );
         registry.register_collector(Box::new(QueueAgeCollector {
             name: format!("{prefix}_workqueue_oldest_item_age_seconds"),
             ages: metrics.queue_ages.clone(),
@@ -304,6 +311,7 @@ impl Metrics {
             active_workers: Family::default(),
             max_concurrent_reconciles: Family::default(),
             workqueue_depth: Family::default(),
+            workqueue_unswept: Family::default(),
             workqueue_adds_total: Family::default(),
             workqueue_retries_total: Family::default(),
             workqueue_queue_duration_seconds: Family::new_with_constructor(queue_histogram),
@@ -371,6 +379,12 @@ impl Metrics {
     /// `workqueue_depth{name}`.
     pub fn workqueue_depth(&self, name: &str) -> Gauge {
         self.workqueue_depth
+            .get_or_create_owned(&queue_labels(name))
+    }
+
+    /// `{prefix}_workqueue_unswept{name}`.
+    pub fn workqueue_unswept(&self, name: &str) -> Gauge {
+        self.workqueue_unswept
             .get_or_create_owned(&queue_labels(name))
     }
 

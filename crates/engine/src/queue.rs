@@ -11,6 +11,15 @@
 //! - delayed adds keep the earliest time per object;
 //! - the failure count per object drives exponential backoff and is reset on success.
 //!
+//! One addition: the objects a controller finds at its start (its cache's initial list) are
+//! not queued at once but swept in ([`WorkQueue::sweep_in`]): admitted in list order whenever
+//! fewer than the reconcile bucket's burst are queued. A process that restarts with 76,000
+//! objects present looks at every one of them anyway, at the bucket's rate; queuing them all at
+//! once only made the queue 72,000 deep for the minute that takes. Kept apart, the queue stays
+//! within the bucket, and `{prefix}_workqueue_unswept` says how much of the initial list is
+//! still to come. An object of the initial list that an event names before the sweep reaches
+//! it is queued at once, ahead of the sweep.
+//!
 //! kube-runtime's watcher still feeds it, through the engine's cache; only the scheduling is ours.
 
 use std::cmp::Ordering;
@@ -48,6 +57,8 @@ pub(crate) enum Next {
 
 pub(crate) struct QueueMetrics {
     pub depth: Gauge,
+    /// Objects of the initial list not yet admitted into the queue.
+    pub unswept: Gauge,
     pub adds: Counter,
     pub retries: Counter,
     /// From entering the queue to being handed out.
@@ -61,6 +72,7 @@ impl QueueMetrics {
     pub fn of(metrics: &Metrics, name: &str) -> Self {
         QueueMetrics {
             depth: metrics.workqueue_depth(name),
+            unswept: metrics.workqueue_unswept(name),
             adds: metrics.workqueue_adds_total(name),
             retries: metrics.workqueue_retries_total(name),
             queue_duration: metrics.workqueue_queue_duration(name),
@@ -88,6 +100,14 @@ struct State<T> {
     timers: BinaryHeap<Timer<T>>,
     seq: u64,
     failures: HashMap<T, u32>,
+    /// The initial list, in list order, as far as it is not admitted yet (entries no longer in
+    /// `unswept` are skipped when reached).
+    sweep: VecDeque<T>,
+    /// The items of `sweep` still to be admitted.
+    unswept: HashSet<T>,
+    /// Until the dispatcher starts, `None`: the initial list is swept in, nothing is admitted.
+    /// Then the queue length up to which the sweep is admitted.
+    admit: Option<usize>,
 }
 
 /// A heap entry; stale entries (whose time no longer matches `due`) are skipped when popped, which
@@ -128,6 +148,9 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
                 timers: BinaryHeap::new(),
                 seq: 0,
                 failures: HashMap::new(),
+                sweep: VecDeque::new(),
+                unswept: HashSet::new(),
+                admit: None,
             }),
             ready: Notify::new(),
             timer: Notify::new(),
@@ -143,7 +166,59 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     /// Queues `item` now.
     pub fn add(&self, item: T) {
         let mut state = self.lock();
+        if state.unswept.contains(&item) {
+            if state.admit.is_none() {
+                // Nothing has been passed yet: the sweep looks at it anyway.
+                return;
+            }
+            // Named by an event: ahead of the sweep.
+            state.unswept.remove(&item);
+            self.metrics.unswept.set(gauge_value(state.unswept.len()));
+        }
         self.enqueue(&mut state, item, true);
+    }
+
+    /// Adds `item`, found at the controller's start, to the sweep (see the module docs); once
+    /// the dispatcher has started, the same as [`add`](Self::add).
+    pub fn sweep_in(&self, item: T) {
+        let mut state = self.lock();
+        if state.admit.is_some() {
+            self.enqueue(&mut state, item, true);
+            return;
+        }
+        if state.queued.contains_key(&item) || !state.unswept.insert(item.clone()) {
+            return;
+        }
+        state.sweep.push_back(item);
+        self.metrics.unswept.set(gauge_value(state.unswept.len()));
+    }
+
+    /// The dispatcher starts: from now on the sweep is admitted while fewer than `admit` items
+    /// are queued (at least one).
+    pub fn start(&self, admit: usize) {
+        let mut state = self.lock();
+        state.admit = Some(admit.max(1));
+        self.admit_swept(&mut state);
+    }
+
+    fn admit_swept(&self, state: &mut State<T>) {
+        let Some(admit) = state.admit else {
+            return;
+        };
+        while state.queue.len() < admit {
+            let Some(item) = state.sweep.pop_front() else {
+                break;
+            };
+            if state.unswept.remove(&item) {
+                self.enqueue(state, item, true);
+            }
+        }
+        if state.sweep.is_empty() {
+            // Done: give the initial list's memory back.
+            state.sweep = VecDeque::new();
+            state.unswept = HashSet::new();
+        }
+        self.metrics.unswept.set(gauge_value(state.unswept.len()));
     }
 
     fn enqueue(&self, state: &mut State<T>, item: T, count: bool) {
@@ -202,14 +277,16 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
             .map_or(Duration::ZERO, Instant::elapsed)
     }
 
-    /// Whether nothing is ready to be handed out.
+    /// Whether nothing is ready to be handed out (the sweep counts once the dispatcher started).
     pub fn is_empty(&self) -> bool {
-        self.lock().queue.is_empty()
+        let state = self.lock();
+        state.queue.is_empty() && (state.admit.is_none() || state.unswept.is_empty())
     }
 
     /// Hands out the next ready item and marks it as processing.
     pub fn pop(&self) -> Option<T> {
         let mut state = self.lock();
+        self.admit_swept(&mut state);
         let item = state.queue.pop_front()?;
         if let Some(since) = state.queued.remove(&item) {
             self.metrics
@@ -219,6 +296,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         // The reconcile's result decides the next time; an older timer would only add a run.
         state.due.remove(&item);
         state.processing.insert(item.clone(), Instant::now());
+        self.admit_swept(&mut state);
         self.metrics.depth.set(gauge_value(state.queue.len()));
         Some(item)
     }
@@ -275,6 +353,9 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         let mut state = self.lock();
         state.failures.remove(item);
         state.due.remove(item);
+        if state.unswept.remove(item) {
+            self.metrics.unswept.set(gauge_value(state.unswept.len()));
+        }
     }
 
     /// Consecutive failures recorded for `item`.
@@ -344,6 +425,7 @@ mod tests {
         let metrics = QueueMetrics::of(&Metrics::unregistered(), "test");
         let observed = QueueMetrics {
             depth: metrics.depth.clone(),
+            unswept: metrics.unswept.clone(),
             adds: metrics.adds.clone(),
             retries: metrics.retries.clone(),
             queue_duration: metrics.queue_duration.clone(),
@@ -354,6 +436,75 @@ mod tests {
             metrics,
         );
         (Arc::new(q), observed)
+    }
+
+    #[test]
+    fn the_initial_list_is_admitted_within_the_burst_in_list_order() {
+        let (q, m) = queue();
+        let listed = ["a", "b", "c", "d", "e"];
+        for item in listed {
+            q.sweep_in(item);
+        }
+        // A second feed naming a listed object before the start changes nothing.
+        q.add("c");
+        assert_eq!(
+            (m.depth.get(), m.unswept.get()),
+            (0, 5),
+            "nothing admitted before the start"
+        );
+        assert!(q.is_empty(), "nothing to hand out before the start");
+        q.start(2);
+        assert_eq!((m.depth.get(), m.unswept.get()), (2, 3));
+        let mut handed = Vec::new();
+        while let Some(item) = q.pop() {
+            assert!(m.depth.get() <= 2, "queue beyond the burst");
+            handed.push(item);
+        }
+        assert_eq!(handed, listed, "each once, in list order");
+        assert_eq!(m.unswept.get(), 0);
+        assert_eq!(m.adds.get(), 5);
+    }
+
+    #[test]
+    fn an_event_puts_a_listed_object_ahead_of_the_sweep_once() {
+        let (q, _) = queue();
+        for item in ["a", "b", "c"] {
+            q.sweep_in(item);
+        }
+        q.start(1);
+        q.add("c");
+        let mut handed = Vec::new();
+        while let Some(item) = q.pop() {
+            handed.push(item);
+        }
+        assert_eq!(
+            handed,
+            ["a", "c", "b"],
+            "c named by an event, and not again by the sweep"
+        );
+    }
+
+    #[test]
+    fn a_listed_object_deleted_before_the_sweep_reaches_it_is_not_handed_out() {
+        let (q, m) = queue();
+        for item in ["a", "b"] {
+            q.sweep_in(item);
+        }
+        q.forget("b");
+        assert_eq!(m.unswept.get(), 1);
+        q.start(10);
+        assert_eq!(q.pop(), Some("a"));
+        assert_eq!(q.pop(), None);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn after_the_start_a_relisted_object_is_queued_at_once() {
+        let (q, m) = queue();
+        q.start(1);
+        q.sweep_in("a");
+        q.sweep_in("b");
+        assert_eq!((m.depth.get(), m.unswept.get()), (2, 0));
     }
 
     #[test]

@@ -7,13 +7,13 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::{Api, ResourceExt};
+use kube::{Api, CustomResourceExt, ResourceExt};
 use reconcile_engine::{ClientLimits, EngineConfig, StepName};
 use serde_json::json;
 
 use super::{fast_backoff, poke, unlimited};
 use crate::toy::toy;
-use crate::toy::{ToyController, ToyStep, condition, create, get, toys, wait_condition};
+use crate::toy::{Toy, ToyController, ToyStep, condition, create, get, toys, wait_condition};
 use test_support::poll;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -465,6 +465,65 @@ async fn a_burst_of_1000_objects_is_processed_with_bounded_concurrency() {
         .map(|t| t.name_any())
         .collect();
     assert!(not_ready.is_empty(), "not ready: {not_ready:?}");
+    ctl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_present_at_the_start_are_swept_in_within_the_burst_once_each() {
+    let env = test_support::env().await;
+    // Present before the controller starts, as after a restart.
+    test_support::install_crd(&env.client, Toy::crd()).await;
+    let names: Vec<String> = (0..300).map(|i| format!("s{i}")).collect();
+    futures::stream::iter(&names)
+        .map(|name| {
+            let env = &env;
+            async move { create(env, toy(name).build()).await }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+    let config = EngineConfig {
+        max_concurrent_reconciles: 4,
+        reconcile_rate: 300.0,
+        reconcile_burst: 20,
+        ..EngineConfig::default()
+    };
+    let ctl = ToyController::new(config)
+        .limits(unlimited())
+        .start(&env)
+        .await;
+    let mut deepest = 0.0_f64;
+    let mut unswept_seen = 0.0_f64;
+    poll(
+        "300 successful reconciles",
+        Duration::from_secs(120),
+        async || {
+            deepest = deepest.max(ctl.metric("workqueue_depth", &[("name", "toy")]));
+            unswept_seen =
+                unswept_seen.max(ctl.metric("toy_workqueue_unswept", &[("name", "toy")]));
+            let ok = ctl.metric(
+                "controller_runtime_reconcile_total",
+                &[("result", "success")],
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            (ok >= 300.0).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        deepest <= 20.0,
+        "the queue held {deepest} objects, beyond the burst of 20"
+    );
+    assert!(
+        unswept_seen > 0.0,
+        "the sweep was never seen: the metric does not move"
+    );
+    assert_eq!(ctl.metric("toy_workqueue_unswept", &[("name", "toy")]), 0.0);
+    let twice: Vec<&String> = names
+        .iter()
+        .filter(|n| ctl.world.starts(n).len() != 1)
+        .collect();
+    assert!(twice.is_empty(), "not passed exactly once: {twice:?}");
     ctl.stop().await;
 }
 
