@@ -205,6 +205,9 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         let Some(admit) = state.admit else {
             return;
         };
+        if state.sweep.is_empty() {
+            return;
+        }
         while state.queue.len() < admit {
             let Some(item) = state.sweep.pop_front() else {
                 break;
@@ -286,6 +289,8 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
     /// Hands out the next ready item and marks it as processing.
     pub fn pop(&self) -> Option<T> {
         let mut state = self.lock();
+        // Topped up before each hand-out, so the queue never holds more than `admit` from the
+        // sweep.
         self.admit_swept(&mut state);
         let item = state.queue.pop_front()?;
         if let Some(since) = state.queued.remove(&item) {
@@ -296,7 +301,6 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         // The reconcile's result decides the next time; an older timer would only add a run.
         state.due.remove(&item);
         state.processing.insert(item.clone(), Instant::now());
-        self.admit_swept(&mut state);
         self.metrics.depth.set(gauge_value(state.queue.len()));
         Some(item)
     }
