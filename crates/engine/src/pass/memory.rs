@@ -193,28 +193,38 @@ impl<S: Clone + Default + Serialize> Memory<S> {
     }
 
     /// We wrote `status`, which produced the resourceVersion `to` (`None`: unknown, so nothing
-    /// is remembered).
+    /// is remembered). `cached_version` reads the version the cache shows now.
+    ///
+    /// The watch often shows a write before its answer arrives: that event found nothing to
+    /// drop, and no later one comes to an object that stays as it is, so the record would be
+    /// held for good — a status per object, 0.5 KiB on each of 10,000 SVMs. The record is made
+    /// first and the cache read second: an event the cache takes after that read is handled
+    /// (by [`observed`](Self::observed)) after the record exists, and drops it as usual.
     pub(crate) fn wrote<K: Resource<DynamicType = ()>>(
         &self,
         obj_ref: &ObjectRef<K>,
         to: Option<String>,
         status: &S,
+        cached_version: impl FnOnce() -> Option<String>,
     ) {
-        let mut written = lock(&self.written);
-        match to {
-            Some(to) => {
-                written.insert(
-                    key_of(obj_ref),
-                    Written {
-                        to,
-                        status: status.clone(),
-                    },
-                );
-            }
-            None => {
-                written.remove(&key_of(obj_ref));
-            }
-        }
+        let Some(to) = to else {
+            lock(&self.written).remove(&key_of(obj_ref));
+            return;
+        };
+        lock(&self.written).insert(
+            key_of(obj_ref),
+            Written {
+                to,
+                status: status.clone(),
+            },
+        );
+        self.observed(obj_ref, cached_version().as_deref());
+    }
+
+    /// How many status writes the cache has not shown yet.
+    #[cfg(test)]
+    fn unconfirmed(&self) -> usize {
+        lock(&self.written).len()
     }
 
     /// The Events of a pass with `records` that follow from what the last pass reported, for a
@@ -296,5 +306,37 @@ mod tests {
             fingerprint(&cm(None, "10", &[])),
             fingerprint(&cm(None, "11", &[]))
         );
+    }
+
+    fn obj_ref(name: &str) -> ObjectRef<ConfigMap> {
+        ObjectRef::new(name).within("ns")
+    }
+
+    #[test]
+    fn a_write_the_watch_showed_before_its_answer_is_not_remembered() {
+        let memory: Memory<String> = Memory::default();
+        let a = obj_ref("a");
+        // The event of our write is handled first, while nothing is recorded yet...
+        memory.observed(&a, Some("10"));
+        // ...then the answer arrives; the cache already shows the write.
+        memory.wrote(&a, Some("10".into()), &"new".into(), || Some("10".into()));
+        assert_eq!(memory.unconfirmed(), 0, "nothing is left to wait for");
+
+        // The usual order: the answer first, the cache behind it until its event.
+        let b = obj_ref("b");
+        memory.wrote(&b, Some("20".into()), &"new".into(), || Some("19".into()));
+        assert_eq!(memory.unconfirmed(), 1);
+        assert_eq!(
+            memory.unconfirmed_write(&b, Some("19")),
+            Some((serde_json::json!("new"), "20".to_owned())),
+            "the stale cache is overruled by our write"
+        );
+        memory.observed(&b, Some("20"));
+        assert_eq!(memory.unconfirmed(), 0);
+
+        // An answer without a version forgets what an earlier write left.
+        memory.wrote(&b, Some("30".into()), &"x".into(), || None);
+        memory.wrote(&b, None, &"y".into(), || None);
+        assert_eq!(memory.unconfirmed(), 0);
     }
 }

@@ -100,7 +100,11 @@ impl<R: Reconciler> Shared<R> {
         .await
         {
             Ok(to) => {
-                self.memory.wrote(obj_ref, to, status);
+                self.memory.wrote(obj_ref, to, status, || {
+                    self.cache
+                        .get(obj_ref)
+                        .and_then(|cached| cached.meta().resource_version.clone())
+                });
                 StatusWrite::Written
             }
             // The pass may itself have ended the object's life: nothing is left to write to.
