@@ -214,6 +214,7 @@ mod queue;
 pub mod reasons;
 pub mod reconciler;
 pub mod requeue;
+pub mod sparse;
 pub mod status;
 pub mod step;
 pub mod text;

@@ -36,6 +36,11 @@ use tokio::time::Instant;
 
 use super::metrics::Metrics;
 use super::requeue::{Backoff, REJECTED_BACKOFF_BASE};
+use super::sparse::Sparse;
+
+/// Stale timers (see [`Timer`]) tolerated beyond one per live timer before the heap is rebuilt
+/// without them.
+const STALE_TIMERS_SLACK: usize = 1024;
 
 /// What to do with an object after a reconcile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +116,9 @@ struct State<T> {
 }
 
 /// A heap entry; stale entries (whose time no longer matches `due`) are skipped when popped, which
-/// is cheaper than removing from the middle of a heap.
+/// is cheaper than removing from the middle of a heap. A stale entry of a long delay (a resync an
+/// hour away, replaced by every pass before it) would wait that long to be popped, though: once
+/// the stale outnumber the live, the heap is rebuilt without them ([`State::drop_stale_timers`]).
 struct Timer<T> {
     at: Instant,
     seq: u64,
@@ -266,6 +273,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         state.seq += 1;
         let seq = state.seq;
         state.timers.push(Timer { at, seq, item });
+        state.drop_stale_timers();
         self.timer.notify_one();
     }
 
@@ -302,6 +310,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         state.due.remove(&item);
         state.processing.insert(item.clone(), Instant::now());
         self.metrics.depth.set(gauge_value(state.queue.len()));
+        state.give_back_room();
         Some(item)
     }
 
@@ -345,6 +354,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         if let Some(delay) = delay {
             self.schedule(&mut state, item, delay);
         }
+        state.give_back_room();
         delay
     }
 
@@ -360,6 +370,18 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         if state.unswept.remove(item) {
             self.metrics.unswept.set(gauge_value(state.unswept.len()));
         }
+        state.give_back_room();
+    }
+
+    /// Timer heap entries, and the room the queue's maps keep (`queued`, `due`).
+    #[cfg(test)]
+    fn held(&self) -> (usize, usize, usize) {
+        let state = self.lock();
+        (
+            state.timers.len(),
+            state.queued.capacity(),
+            state.due.capacity(),
+        )
     }
 
     /// Consecutive failures recorded for `item`.
@@ -395,6 +417,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
                 self.enqueue(&mut state, item, true);
             }
         }
+        state.give_back_room();
         None
     }
 
@@ -412,6 +435,34 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
                 None => notified.await,
             }
         }
+    }
+}
+
+impl<T: Eq + Hash> State<T> {
+    /// Rebuilds the timer heap without its stale entries once they outnumber the live ones
+    /// (plus a slack): O(n) after at least n/2 pushes, so O(1) per push, and the heap stays
+    /// within about twice the objects that have a timer.
+    fn drop_stale_timers(&mut self) {
+        if self.timers.len() <= 2 * self.due.len() + STALE_TIMERS_SLACK {
+            return;
+        }
+        let due = &self.due;
+        self.timers
+            .retain(|timer| due.get(&timer.item) == Some(&timer.at));
+        self.timers.give_back_room();
+    }
+
+    /// Gives back the room of collections a burst filled and that have since emptied (see
+    /// [`Sparse`]): after a creation wave, 72,000 objects' worth of queue, waiting times and
+    /// timers.
+    fn give_back_room(&mut self) {
+        self.queue.give_back_room();
+        self.queued.give_back_room();
+        self.processing.give_back_room();
+        self.dirty.give_back_room();
+        self.due.give_back_room();
+        self.timers.give_back_room();
+        self.failures.give_back_room();
     }
 }
 
@@ -667,6 +718,63 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert!(q.is_empty());
         timers.abort();
+    }
+
+    /// A Kyma's hour-long wait, replaced by each of its passes long before it fires, left one
+    /// heap entry per pass for that hour (72,000 at 4,000 Kymas).
+    #[tokio::test(start_paused = true)]
+    async fn replaced_timers_do_not_pile_up() {
+        let (q, _) = queue();
+        for _ in 0..20_000 {
+            q.add("a");
+            let item = q.pop().expect("ready");
+            q.finish(item, Next::After(Duration::from_secs(3600)));
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let (timers, _, _) = q.held();
+        assert!(
+            timers <= 2 + STALE_TIMERS_SLACK,
+            "{timers} timers for one object"
+        );
+        // The live timer survived the rebuilds.
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        q.promote_due();
+        assert_eq!(q.pop(), Some("a"));
+        assert_eq!(q.pop(), None, "once");
+    }
+
+    /// After a creation wave has drained, the room it filled is given back.
+    #[tokio::test(start_paused = true)]
+    async fn a_drained_burst_gives_its_room_back() {
+        let metrics = QueueMetrics::of(&Metrics::unregistered(), "test");
+        let q: WorkQueue<u32> = WorkQueue::new(
+            Backoff::new(Duration::from_secs(1), Duration::from_secs(1000)),
+            metrics,
+        );
+        for i in 0..50_000 {
+            q.add(i);
+        }
+        let (_, burst, _) = q.held();
+        while let Some(i) = q.pop() {
+            q.finish(i, Next::After(Duration::from_secs(u64::from(i) + 1)));
+        }
+        let (_, queued, due) = q.held();
+        assert!(queued < burst / 8, "queued keeps {queued} of {burst}");
+        assert!(due >= 50_000, "every object still has its timer");
+        tokio::time::advance(Duration::from_secs(50_001)).await;
+        q.promote_due();
+        let mut handed = 0;
+        while let Some(i) = q.pop() {
+            q.finish(i, Next::Forget);
+            handed += 1;
+        }
+        assert_eq!(handed, 50_000, "each timer fired once");
+        let (timers, queued, due) = q.held();
+        assert_eq!(timers, 0);
+        assert!(
+            queued < burst / 8 && due < burst / 8,
+            "{queued} and {due} of {burst} kept"
+        );
     }
 
     #[tokio::test(start_paused = true)]
