@@ -68,6 +68,40 @@ mod tests {
         );
     }
 
+    /// The probe's Kyma statuses are ones the Kyma controller writes, and its refresh of
+    /// `waitingFor` is the small patch the controller sends, not a whole status.
+    #[test]
+    fn the_probe_writes_kyma_statuses_the_controller_would() {
+        use crate::probe::probe_kyma_status;
+        use kyma_inventory::api::{KymaState, KymaStatus};
+        let waiting: KymaStatus = serde_json::from_value(probe_kyma_status(&["istio", "logging"]))
+            .expect("a Kyma status");
+        assert_eq!(waiting.status, Some(KymaState::Reconciling));
+        assert_eq!(waiting.waiting_for, ["istio", "logging"]);
+        let ready = waiting.conditions.first().expect("Ready");
+        assert_eq!(
+            (ready.type_.as_str(), ready.status.as_str()),
+            ("Ready", "False")
+        );
+        let done: KymaStatus =
+            serde_json::from_value(probe_kyma_status(&[])).expect("a Kyma status");
+        assert_eq!(done.status, Some(KymaState::Success));
+        assert!(done.waiting_for.is_empty());
+        assert!(done.conditions.iter().all(|c| c.status == "True"));
+
+        let before = probe_kyma_status(&["istio", "logging"]);
+        std::thread::sleep(Duration::from_millis(2));
+        let mut after = probe_kyma_status(&["logging"]);
+        crate::probe::keep_transition_times(&mut after, &before);
+        let patch = reconcile_engine::status::status_patch(&before, &after)
+            .expect("serializes")
+            .expect("a change");
+        assert_eq!(
+            patch,
+            serde_json::json!({"status": {"waitingFor": ["logging"]}})
+        );
+    }
+
     #[test]
     fn percentiles_by_nearest_rank() {
         let v: Vec<Duration> = (1..=100).map(Duration::from_secs).collect();

@@ -127,8 +127,9 @@ mod memory;
 
 use memory::{Expectations, Expected, Progress, key};
 
-/// The HelmComponent a Kyma implies for one of its components.
-fn desired_child(kyma: &Kyma, name: &str, namespace: Option<&str>) -> HelmComponent {
+/// The HelmComponent a Kyma implies for one of its components (public for the load driver,
+/// whose bare-writes probe sends the controller's own create bodies).
+pub fn desired_child(kyma: &Kyma, name: &str, namespace: Option<&str>) -> HelmComponent {
     HelmComponent {
         metadata: ObjectMeta {
             name: Some(child_name(kyma, name)),
