@@ -38,7 +38,7 @@ use super::metrics::Metrics;
 use super::requeue::{Backoff, REJECTED_BACKOFF_BASE};
 use super::sparse::Sparse;
 
-/// Stale timers (see [`Timer`]) tolerated beyond one per live timer before the heap is rebuilt
+/// Stale timers (see [`Timer`]) tolerated beyond half the live ones before the heap is rebuilt
 /// without them.
 const STALE_TIMERS_SLACK: usize = 1024;
 
@@ -88,6 +88,8 @@ impl QueueMetrics {
 
 pub(crate) struct WorkQueue<T> {
     state: Mutex<State<T>>,
+    /// Tick 0.
+    epoch: Instant,
     ready: Notify,
     timer: Notify,
     backoff: Backoff,
@@ -101,9 +103,9 @@ struct State<T> {
     /// Items handed out, with the time they were.
     processing: HashMap<T, Instant>,
     dirty: HashSet<T>,
-    due: HashMap<T, Instant>,
+    /// The tick each item with a timer is due at (see [`Tick`]).
+    due: HashMap<T, Tick>,
     timers: BinaryHeap<Timer<T>>,
-    seq: u64,
     failures: HashMap<T, u32>,
     /// The initial list, in list order, as far as it is not admitted yet (entries no longer in
     /// `unswept` are skipped when reached).
@@ -118,16 +120,22 @@ struct State<T> {
 /// A heap entry; stale entries (whose time no longer matches `due`) are skipped when popped, which
 /// is cheaper than removing from the middle of a heap. A stale entry of a long delay (a resync an
 /// hour away, replaced by every pass before it) would wait that long to be popped, though: once
-/// the stale outnumber the live, the heap is rebuilt without them ([`State::drop_stale_timers`]).
+/// the stale are half as many as the live, the heap is rebuilt without them
+/// ([`State::drop_stale_timers`]).
 struct Timer<T> {
-    at: Instant,
-    seq: u64,
+    at: Tick,
     item: T,
 }
 
+/// A timer's time: milliseconds since the queue was made, rounded up. Every object has a timer
+/// (its next resync at the least) in `due` and in the heap: at 76,000 objects a 16-byte
+/// `Instant` and a tie-breaking sequence number in each took about 3 MB more than this does, and a
+/// requeue needs no finer time than a millisecond.
+type Tick = u64;
+
 impl<T> PartialEq for Timer<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
+        self.at == other.at
     }
 }
 impl<T> Eq for Timer<T> {}
@@ -139,7 +147,7 @@ impl<T> PartialOrd for Timer<T> {
 impl<T> Ord for Timer<T> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+        other.at.cmp(&self.at)
     }
 }
 
@@ -153,17 +161,30 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
                 dirty: HashSet::new(),
                 due: HashMap::new(),
                 timers: BinaryHeap::new(),
-                seq: 0,
                 failures: HashMap::new(),
                 sweep: VecDeque::new(),
                 unswept: HashSet::new(),
                 admit: None,
             }),
+            epoch: Instant::now(),
             ready: Notify::new(),
             timer: Notify::new(),
             backoff,
             metrics,
         }
+    }
+
+    /// The tick of `at`, rounded up: a timer never fires before its time.
+    fn tick_at(&self, at: Instant) -> Tick {
+        let since = at.saturating_duration_since(self.epoch);
+        let millis =
+            since.as_millis() + u128::from(!since.subsec_nanos().is_multiple_of(1_000_000));
+        Tick::try_from(millis).unwrap_or(Tick::MAX)
+    }
+
+    /// The ticks that have passed completely.
+    fn ticks_passed(&self) -> Tick {
+        Tick::try_from(self.epoch.elapsed().as_millis()).unwrap_or(Tick::MAX)
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -265,14 +286,12 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         if state.queued.contains_key(&item) {
             return;
         }
-        let at = Instant::now() + delay;
+        let at = self.tick_at(Instant::now() + delay);
         if state.due.get(&item).is_some_and(|due| *due <= at) {
             return;
         }
         state.due.insert(item.clone(), at);
-        state.seq += 1;
-        let seq = state.seq;
-        state.timers.push(Timer { at, seq, item });
+        state.timers.push(Timer { at, item });
         state.drop_stale_timers();
         self.timer.notify_one();
     }
@@ -403,11 +422,11 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
 
     /// Moves due items into the queue; returns when the next timer fires.
     fn promote_due(&self) -> Option<Instant> {
-        let now = Instant::now();
+        let now = self.ticks_passed();
         let mut state = self.lock();
         while let Some(top) = state.timers.peek() {
             if top.at > now {
-                return Some(top.at);
+                return Some(self.epoch + Duration::from_millis(top.at));
             }
             let Some(Timer { at, item, .. }) = state.timers.pop() else {
                 break;
@@ -439,11 +458,11 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
 }
 
 impl<T: Eq + Hash> State<T> {
-    /// Rebuilds the timer heap without its stale entries once they outnumber the live ones
-    /// (plus a slack): O(n) after at least n/2 pushes, so O(1) per push, and the heap stays
-    /// within about twice the objects that have a timer.
+    /// Rebuilds the timer heap without its stale entries once they exceed half the live ones
+    /// (plus a slack): O(n) after at least n/3 pushes, so O(1) per push, and the heap stays
+    /// within 1.5 times the objects that have a timer.
     fn drop_stale_timers(&mut self) {
-        if self.timers.len() <= 2 * self.due.len() + STALE_TIMERS_SLACK {
+        if self.timers.len() <= self.due.len() + self.due.len() / 2 + STALE_TIMERS_SLACK {
             return;
         }
         let due = &self.due;
@@ -733,7 +752,7 @@ mod tests {
         }
         let (timers, _, _) = q.held();
         assert!(
-            timers <= 2 + STALE_TIMERS_SLACK,
+            timers <= 1 + STALE_TIMERS_SLACK,
             "{timers} timers for one object"
         );
         // The live timer survived the rebuilds.
