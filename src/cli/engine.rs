@@ -27,7 +27,7 @@ pub struct EngineArgs {
     #[arg(
         long,
         env = "ONTAP_OPERATOR_KUBE_API_MAX_MUTATING_IN_FLIGHT",
-        default_value_t = 100
+        default_value_t = 32
     )]
     pub kube_api_max_mutating_in_flight: u32,
     /// First retry delay after a failed reconcile; doubles per consecutive failure.
