@@ -259,7 +259,7 @@ fn job_running(world: &SvmWorld) -> bool {
 }
 
 /// Kills the operator at random moments (100 ms to 1.5 s apart, every third one while an ONTAP
-/// job runs, as long as work is left for one) until `kills` of them landed while `busy` said work was left, or three times as
+/// job runs) until `kills` of them landed while `busy` said work was left, or three times as
 /// many were tried. Returns the kills tried, those that landed while busy, and those that
 /// landed while a job ran.
 async fn kill_while_busy(
@@ -269,9 +269,6 @@ async fn kill_while_busy(
 ) -> (usize, usize, usize) {
     let mut rng = rand::rng();
     let (mut tried, mut during_work, mut during_jobs) = (0, 0, 0);
-    // Waits of a job kill that saw no job, in all: on a loaded machine the restarted operator
-    // can take longer than one wait to start its next job.
-    let mut missed_jobs = 0;
     while during_work < kills && tried < 3 * kills {
         let delay = rng.random_range(100..=1500);
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -281,11 +278,6 @@ async fn kill_while_busy(
             let deadline = Instant::now() + Duration::from_secs(3);
             while !job_running(world) && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            if !job_running(world) && missed_jobs < 2 * kills && busy(world).await {
-                // Work is left but no job has started yet: this kill still waits for one.
-                missed_jobs += 1;
-                continue;
             }
         }
         let working = busy(world).await;
