@@ -209,11 +209,13 @@ async fn rotations_and_deletions_through_operator_kills_leave_working_credential
 }
 
 /// One SVM at a time, and an ONTAP that takes 300 ms per answer (real ones take 100 ms to
-/// seconds) and 300 ms per job: the work lasts long enough for every kill to interrupt it, even
-/// now that an SVM costs about nine requests.
+/// seconds) and 1.5 s per job (real SVM jobs take seconds): the work lasts long enough for every
+/// kill to interrupt it, even now that an SVM costs about nine requests. A job is the one window
+/// a kill can land in per SVM (a create is sent once), so it must outlast a restart: at 300 ms,
+/// a loaded machine's restarts ate it, and as few as 4 of 30 kills caught a job.
 async fn slow_world(extra: &[&str]) -> SvmWorld {
     let mut config = fast_mock();
-    config.settings.job_duration_ms = 300;
+    config.settings.job_duration_ms = 1_500;
     let mut args = vec!["--max-concurrent-reconciles=1"];
     args.extend_from_slice(extra);
     let world = SvmWorld::with(config, &args).await;
