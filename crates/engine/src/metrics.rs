@@ -133,6 +133,7 @@ fn limiter_histogram() -> Histogram {
 /// | `{prefix}_step_errors_total` | counter | `controller`, `step`, `category` |
 /// | `{prefix}_workqueue_oldest_item_age_seconds` | gauge | `name` |
 /// | `{prefix}_workqueue_unswept` | gauge | `name` |
+/// | `{prefix}_reconciles_awaiting_slot` | gauge | `controller` |
 ///
 /// The prefix of the engine's own metrics is the embedding program's (see [`Metrics::new`]).
 ///
@@ -156,6 +157,7 @@ pub struct Metrics {
     max_concurrent_reconciles: Family<ControllerLabels, Gauge>,
     workqueue_depth: Family<QueueLabels, Gauge>,
     workqueue_unswept: Family<QueueLabels, Gauge>,
+    reconciles_awaiting_slot: Family<ControllerLabels, Gauge>,
     workqueue_adds_total: Family<QueueLabels, Counter>,
     workqueue_retries_total: Family<QueueLabels, Counter>,
     workqueue_queue_duration_seconds: HistogramFamily<QueueLabels>,
@@ -295,6 +297,11 @@ impl Metrics {
             "Objects of a controller's initial list not yet admitted into its work queue",
             metrics.workqueue_unswept.clone(),
         );
+        registry.register(
+            format!("{prefix}_reconciles_awaiting_slot"),
+            "Reconciles taken from the work queue that wait, without a worker, for one of the pass slots of the remote system their object is on",
+            metrics.reconciles_awaiting_slot.clone(),
+        );
         registry.register_collector(Box::new(QueueAgeCollector {
             name: format!("{prefix}_workqueue_oldest_item_age_seconds"),
             ages: metrics.queue_ages.clone(),
@@ -312,6 +319,7 @@ impl Metrics {
             max_concurrent_reconciles: Family::default(),
             workqueue_depth: Family::default(),
             workqueue_unswept: Family::default(),
+            reconciles_awaiting_slot: Family::default(),
             workqueue_adds_total: Family::default(),
             workqueue_retries_total: Family::default(),
             workqueue_queue_duration_seconds: Family::new_with_constructor(queue_histogram),
@@ -386,6 +394,12 @@ impl Metrics {
     pub fn workqueue_unswept(&self, name: &str) -> Gauge {
         self.workqueue_unswept
             .get_or_create_owned(&queue_labels(name))
+    }
+
+    /// `{prefix}_reconciles_awaiting_slot{controller}`.
+    pub fn reconciles_awaiting_slot(&self, controller: &str) -> Gauge {
+        self.reconciles_awaiting_slot
+            .get_or_create_owned(&controller_labels(controller))
     }
 
     /// `workqueue_adds_total{name}`.

@@ -2,6 +2,9 @@
 //! [`Lifecycle`] stage a pass runs in.
 
 use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
 
 use super::object::{EngineResource, StatusOf};
 use super::step::{Halt, StepName, StepRunner, Summary};
@@ -57,6 +60,18 @@ pub trait Reconciler: Send + Sync + 'static {
     fn admits(&self, obj: &Self::Resource) -> bool {
         let _ = obj;
         true
+    }
+
+    /// The slots bounding how many passes run at once over the objects `obj` shares a remote
+    /// system with, when their passes spend most of their time in its answers; `None` (the
+    /// default): no bound but the controller's workers. A pass takes a slot before it begins
+    /// and holds it to its end, and waits for one without holding a worker
+    /// ([`Worker::released_while`](crate::Worker::released_while)): a slow system then holds
+    /// no more workers than it has slots, and objects of other systems keep the rest. Decided
+    /// from the object and caches only (no requests).
+    fn pass_slots(&self, obj: &Self::Resource) -> Option<Arc<Semaphore>> {
+        let _ = obj;
+        None
     }
 
     /// Where this reconciler records its own writes of owned children

@@ -12,10 +12,18 @@
 //! it, `park` declines and the caller requeues. A declined pass's object is also remembered, and
 //! queued again as soon as a parked pass leaves: with ten thousand objects waiting for a few job
 //! slots, requeueing on a timer alone would cost a pass per object and second for nothing.
+//!
+//! Some waits need no seat, because something else bounds them already, and must not be declined:
+//! [`Worker::released_while`]. A request that starts an ONTAP job is answered when the job ends,
+//! seconds later; the pass sends it holding one of the cluster's few job slots, so the passes
+//! waiting that way are no more than the slots. And a pass that waits for one of a remote
+//! system's pass slots ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)) has not begun:
+//! it is a small task, at most one per object. Without this, ten clusters' 50 job slots would
+//! hold all 50 workers, and one slow cluster's passes would hold the workers the others need.
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
@@ -144,28 +152,60 @@ impl Worker {
             }
             return None;
         };
-        let (had_worker, in_flight) = {
-            let mut held = inner.lock();
-            held.running = None;
-            (held.permit.take().is_some(), held.in_flight.clone())
-        };
-        let value = wait.await;
-        drop(seat);
-        inner.parking.seat_freed();
-        // Closed only when the controller stops; then the pass finishes without a worker.
-        let permit = if had_worker {
-            inner.workers.clone().acquire_owned().await.ok()
-        } else {
-            None
-        };
-        let mut held = inner.lock();
-        held.permit = permit;
-        held.running = in_flight.map(|f| f.start());
+        let value = inner
+            .without_worker(wait, || {
+                drop(seat);
+                inner.parking.seat_freed();
+            })
+            .await;
         Some(value)
+    }
+
+    /// Awaits `wait` with the worker handed back meanwhile, as [`park`](Self::park) does, but
+    /// needing no seat and never declining. For waits the caller has bounded already, where
+    /// declining would lose work: an ONTAP job's request sent under a job slot the pass holds
+    /// (its answer comes when the job ends, seconds later, and dropping it would drop the
+    /// request), or a pass waiting for one of a remote system's pass slots
+    /// ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)).
+    pub async fn released_while<T>(&self, wait: impl Future<Output = T>) -> T {
+        let mut wait = pin!(wait);
+        if let Poll::Ready(value) = futures::poll!(wait.as_mut()) {
+            return value;
+        }
+        match &self.inner {
+            Some(inner) => inner.without_worker(wait, || {}).await,
+            None => wait.await,
+        }
     }
 }
 
 impl Inner {
+    /// Hands the worker back (and leaves the running reconciles) until `wait` is done, calls
+    /// `waited`, then takes a worker again, in line with the controller's other starts.
+    async fn without_worker<T>(
+        &self,
+        wait: Pin<&mut impl Future<Output = T>>,
+        waited: impl FnOnce(),
+    ) -> T {
+        let (had_worker, in_flight) = {
+            let mut held = self.lock();
+            held.running = None;
+            (held.permit.take().is_some(), held.in_flight.clone())
+        };
+        let value = wait.await;
+        waited();
+        // Closed only when the controller stops; then the pass finishes without a worker.
+        let permit = if had_worker {
+            self.workers.clone().acquire_owned().await.ok()
+        } else {
+            None
+        };
+        let mut held = self.lock();
+        held.permit = permit;
+        held.running = in_flight.map(|f| f.start());
+        value
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -217,6 +257,40 @@ mod tests {
         assert!(
             requeued.try_recv().is_ok(),
             "the declined object is queued again once the seat is free"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pass_released_while_a_job_runs_needs_no_seat() {
+        let workers = Arc::new(Semaphore::new(1));
+        // No seat at all: `park` would decline.
+        let parking = Arc::new(Parking::new(0));
+        let permit = workers.clone().acquire_owned().await.unwrap();
+        let worker = Worker::new(workers.clone(), parking, permit, Box::new(|| {}));
+        let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
+        let pass = tokio::spawn({
+            let worker = worker.clone();
+            async move { worker.released_while(rx).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            workers.available_permits(),
+            1,
+            "the worker is free meanwhile"
+        );
+        // Another pass takes the free worker; the first waits for it once its job is done.
+        let other = workers.clone().acquire_owned().await.unwrap();
+        let _ = tx.send(5);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!pass.is_finished(), "no worker to come back to yet");
+        drop(other);
+        assert_eq!(pass.await.unwrap().unwrap(), 5);
+        assert_eq!(workers.available_permits(), 0, "the worker was taken again");
+        assert_eq!(worker.released_while(async { 9 }).await, 9);
+        assert_eq!(
+            workers.available_permits(),
+            0,
+            "a ready future keeps its worker"
         );
     }
 }

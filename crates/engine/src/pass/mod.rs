@@ -49,6 +49,29 @@ impl<R: Reconciler> Shared<R> {
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
         };
+        let Some(slots) = self.reconciler.pass_slots(&obj) else {
+            return Box::pin(self.run(obj_ref, obj, worker)).await;
+        };
+        let awaiting = Counted::enter(self.metrics.reconciles_awaiting_slot(self.name));
+        // Closed never: the reconciler owns the semaphore and does not close it.
+        let _slot = worker.released_while(slots.acquire_owned()).await.ok();
+        drop(awaiting);
+        // The wait may have been long: the pass works on the object as it is now.
+        let Some(obj) = self.cache.get(obj_ref) else {
+            return Next::Forget;
+        };
+        // Boxed: thousands of passes may wait for a slot above, each a task the size of this
+        // future, which without the box would be the size of the deepest reconcile.
+        Box::pin(self.run(obj_ref, obj, worker)).await
+    }
+
+    /// The pass proper, on `obj` as the cache holds it.
+    async fn run(
+        &self,
+        obj_ref: &ObjectRef<R::Resource>,
+        obj: std::sync::Arc<R::Resource>,
+        worker: Worker,
+    ) -> Next {
         let span = tracing::info_span!(
             "reconcile",
             controller = self.name,
@@ -58,7 +81,7 @@ impl<R: Reconciler> Shared<R> {
         let trace_id = self.identity.trace_id(&span);
         worker.run_in(&self.in_flight);
         // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
-        let _active = ActiveWorker::enter(self.metrics.active_workers(self.name));
+        let _active = Counted::enter(self.metrics.active_workers(self.name));
         let start = Instant::now();
         let next = self
             .reconcile_object(obj_ref, &obj, trace_id, worker)
@@ -271,16 +294,17 @@ impl<R: Reconciler> Shared<R> {
     }
 }
 
-struct ActiveWorker(prometheus_client::metrics::gauge::Gauge);
+/// One counted in a gauge until dropped: also when the pass panics or its future is dropped.
+struct Counted(prometheus_client::metrics::gauge::Gauge);
 
-impl ActiveWorker {
+impl Counted {
     fn enter(gauge: prometheus_client::metrics::gauge::Gauge) -> Self {
         gauge.inc();
-        ActiveWorker(gauge)
+        Counted(gauge)
     }
 }
 
-impl Drop for ActiveWorker {
+impl Drop for Counted {
     fn drop(&mut self) {
         self.0.dec();
     }

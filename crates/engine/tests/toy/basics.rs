@@ -13,7 +13,9 @@ use serde_json::json;
 
 use super::{fast_backoff, poke, unlimited};
 use crate::toy::toy;
-use crate::toy::{Toy, ToyController, ToyStep, condition, create, get, toys, wait_condition};
+use crate::toy::{
+    SLOW_PREFIX, Toy, ToyController, ToyStep, condition, create, get, toys, wait_condition,
+};
 use test_support::poll;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -621,5 +623,66 @@ async fn a_deleted_child_is_recreated_and_found_through_the_owner_index() {
         (cm.uid() != old_uid).then_some(())
     })
     .await;
+    ctl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_backend_holds_no_more_workers_than_its_pass_slots() {
+    let env = test_support::env().await;
+    let config = EngineConfig {
+        max_concurrent_reconciles: 4,
+        ..fast_backoff()
+    };
+    let ctl = ToyController::new(config)
+        .limits(unlimited())
+        .slow_pass_slots(2)
+        .start(&env)
+        .await;
+    // Queued first: without the slots they would take all four workers, twice over.
+    for i in 0..8 {
+        create(
+            &env,
+            toy(&format!("{SLOW_PREFIX}{i}")).delay_ms(1500).build(),
+        )
+        .await;
+    }
+    for i in 0..4 {
+        create(&env, toy(&format!("fast-{i}")).build()).await;
+    }
+    for i in 0..4 {
+        wait_condition(&env, &format!("fast-{i}"), "Ready", "True", None).await;
+    }
+    let slow_ready = |list: &[Toy]| {
+        list.iter()
+            .filter(|t| t.name_any().starts_with(SLOW_PREFIX))
+            .filter(|t| condition(t, "Ready").is_some_and(|c| c.status == "True"))
+            .count()
+    };
+    let list = toys(&env).list(&ListParams::default()).await.unwrap();
+    // Two at a time, 1.5 s each: the last of them is Ready six seconds in.
+    assert!(
+        slow_ready(&list.items) < 8,
+        "the fast toys waited for every slow one"
+    );
+    let awaiting = || ctl.metric("toy_reconciles_awaiting_slot", &[("controller", "toy")]);
+    assert!(awaiting() >= 1.0, "the slow toys' passes wait for a slot");
+    poll(
+        "every slow toy Ready",
+        Duration::from_secs(60),
+        async || {
+            let list = toys(&env).list(&ListParams::default()).await.unwrap();
+            (slow_ready(&list.items) == 8).then_some(())
+        },
+    )
+    .await;
+    let slow_at_once = ctl
+        .world
+        .max_slow_in_flight
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        slow_at_once, 2,
+        "at most two slow passes at once, and both slots used"
+    );
+    assert_eq!(awaiting(), 0.0);
     ctl.stop().await;
 }

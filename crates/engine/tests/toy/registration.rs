@@ -66,7 +66,11 @@ async fn one_registration_line_brings_caches_metrics_readiness_and_rbac() {
         probes.clone(),
     );
     let world = Arc::new(World::default());
-    let reconciler = ToyReconciler { client, world };
+    let reconciler = ToyReconciler {
+        client,
+        world,
+        slow_pass_slots: None,
+    };
 
     // The one line.
     manager

@@ -90,7 +90,14 @@ pub struct World {
     pub steps: Mutex<HashMap<String, Vec<&'static str>>>,
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
+    /// Like `in_flight`, for the toys of the slow backend ([`SLOW_PREFIX`]).
+    pub slow_in_flight: AtomicUsize,
+    pub max_slow_in_flight: AtomicUsize,
 }
+
+/// Toys named so share one backend, whose pass slots the controller may bound
+/// ([`ToyController::slow_pass_slots`]).
+pub const SLOW_PREFIX: &str = "slow-";
 
 fn toggle(set: &Mutex<HashSet<String>>, name: &str, on: bool) {
     let mut set = set.lock().unwrap();
@@ -158,25 +165,29 @@ impl World {
     }
 }
 
-struct InFlight<'a>(&'a World);
+struct InFlight<'a> {
+    now: &'a AtomicUsize,
+}
 
 impl<'a> InFlight<'a> {
-    fn enter(world: &'a World) -> Self {
-        let now = world.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        world.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        InFlight(world)
+    fn enter(now: &'a AtomicUsize, max: &AtomicUsize) -> Self {
+        let count = now.fetch_add(1, Ordering::SeqCst) + 1;
+        max.fetch_max(count, Ordering::SeqCst);
+        InFlight { now }
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.now.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 pub struct ToyReconciler {
     pub client: Client,
     pub world: Arc<World>,
+    /// The pass slots of the slow backend's toys; `None`: unbounded.
+    pub slow_pass_slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl World {
@@ -241,6 +252,12 @@ impl Reconciler for ToyReconciler {
     type Resource = Toy;
     type Step = ToyStep;
 
+    fn pass_slots(&self, toy: &Toy) -> Option<Arc<tokio::sync::Semaphore>> {
+        self.slow_pass_slots
+            .clone()
+            .filter(|_| toy.name_any().starts_with(SLOW_PREFIX))
+    }
+
     async fn reconcile(
         &self,
         toy: &Toy,
@@ -256,7 +273,10 @@ impl Reconciler for ToyReconciler {
             .entry(name.clone())
             .or_default()
             .push(Instant::now());
-        let _in_flight = InFlight::enter(world);
+        let _in_flight = InFlight::enter(&world.in_flight, &world.max_in_flight);
+        let _slow_in_flight = name
+            .starts_with(SLOW_PREFIX)
+            .then(|| InFlight::enter(&world.slow_in_flight, &world.max_slow_in_flight));
 
         steps
             .step(ToyStep::SpecValid, || async {
@@ -577,6 +597,7 @@ pub struct ToyController {
     finalizer: bool,
     gated: bool,
     trace_id: Option<&'static str>,
+    slow_pass_slots: Option<usize>,
 }
 
 impl ToyController {
@@ -588,7 +609,14 @@ impl ToyController {
             finalizer: false,
             gated: false,
             trace_id: None,
+            slow_pass_slots: None,
         }
+    }
+
+    /// At most `slots` passes over the slow backend's toys ([`SLOW_PREFIX`]) run at once.
+    pub fn slow_pass_slots(mut self, slots: usize) -> Self {
+        self.slow_pass_slots = Some(slots);
+        self
     }
 
     pub fn limits(mut self, limits: ClientLimits) -> Self {
@@ -634,6 +662,9 @@ impl ToyController {
         let reconciler = ToyReconciler {
             client: client.clone(),
             world: world.clone(),
+            slow_pass_slots: self
+                .slow_pass_slots
+                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
         };
         let mut config = manager_config(env, self.config.clone());
         if let Some(id) = self.trace_id {
