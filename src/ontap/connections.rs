@@ -101,11 +101,19 @@ pub struct ClusterConnections {
     kube: Client,
     settings: ClientSettings,
     clients: Arc<Mutex<HashMap<String, (u64, OntapClient)>>>,
-    /// Job slots per cluster name; they outlive a client rebuilt for new credentials, as the
-    /// jobs started through the old one still run.
-    job_slots: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    /// Job and pass slots per cluster name; they outlive a client rebuilt for new credentials,
+    /// as the jobs and passes started through the old one still run.
+    slots: Arc<Mutex<HashMap<String, ClusterSlots>>>,
     /// Each cluster's aggregates as last listed, and when.
     aggregates: Arc<Mutex<HashMap<String, Listed>>>,
+}
+
+/// What one cluster lets the operator run on it at once.
+struct ClusterSlots {
+    /// ONTAP jobs ([`ClientSettings::svm_jobs_per_cluster`]).
+    jobs: Arc<Semaphore>,
+    /// Passes of objects on the cluster ([`ClusterConnections::pass_slots`]).
+    passes: Arc<Semaphore>,
 }
 
 /// A cluster's aggregates and when they were listed.
@@ -161,7 +169,7 @@ impl ClusterConnections {
             kube,
             settings,
             clients: Arc::default(),
-            job_slots: Arc::default(),
+            slots: Arc::default(),
             aggregates: Arc::default(),
         }
     }
@@ -205,14 +213,7 @@ impl ClusterConnections {
         cluster: &str,
         worker: &Worker,
     ) -> Result<OwnedSemaphorePermit, Wait> {
-        let slots = {
-            let mut all = self.job_slots.lock().unwrap_or_else(|p| p.into_inner());
-            all.entry(cluster.to_owned())
-                .or_insert_with(|| {
-                    Arc::new(Semaphore::new(self.settings.svm_jobs_per_cluster.max(1)))
-                })
-                .clone()
-        };
+        let slots = self.slots_of(cluster, |s| &s.jobs);
         let busy = || Wait {
             reason: Connect::JobSlotBusy.as_str().into(),
             message: format!(
@@ -225,6 +226,29 @@ impl ClusterConnections {
             Some(Ok(permit)) => Ok(permit),
             Some(Err(_)) | None => Err(busy()),
         }
+    }
+
+    /// The slots bounding the passes that run at once over the objects on `cluster`: as many
+    /// as its client sends requests at once. A pass sends one request at a time, so more
+    /// passes would only wait for the client holding workers; a cluster that answers slowly
+    /// would then hold every worker of the controller, and the other clusters' objects none.
+    pub fn pass_slots(&self, cluster: &str) -> Arc<Semaphore> {
+        self.slots_of(cluster, |s| &s.passes)
+    }
+
+    fn slots_of(
+        &self,
+        cluster: &str,
+        which: impl Fn(&ClusterSlots) -> &Arc<Semaphore>,
+    ) -> Arc<Semaphore> {
+        let mut all = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let slots = all
+            .entry(cluster.to_owned())
+            .or_insert_with(|| ClusterSlots {
+                jobs: Arc::new(Semaphore::new(self.settings.svm_jobs_per_cluster.max(1))),
+                passes: Arc::new(Semaphore::new(OntapConfig::DEFAULT_MAX_CONCURRENT)),
+            });
+        which(slots).clone()
     }
 
     /// Steady StorageVirtualMachines a cluster needs for its inventory to be read.

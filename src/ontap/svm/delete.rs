@@ -163,7 +163,9 @@ impl SvmReconciler {
                     .connections
                     .job_slot(&svm.spec.cluster_ref.name, &worker)
                     .await?;
-                if let Some(wait) = job(client.delete_svm(&found.uuid).await, Failed::SvmDelete)? {
+                // The slot held bounds the passes waiting for their delete job this way.
+                let deleted = worker.released_while(client.delete_svm(&found.uuid)).await;
+                if let Some(wait) = job(deleted, Failed::SvmDelete)? {
                     return Err(wait.into());
                 }
                 Ok(Outcome::changed())

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
+use tokio::sync::Semaphore;
 
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
@@ -217,6 +218,10 @@ impl Reconciler for SvmReconciler {
 
     fn own_writes(&self) -> Option<OwnWrites> {
         Some(self.own_writes.clone())
+    }
+
+    fn pass_slots(&self, svm: &StorageVirtualMachine) -> Option<Arc<Semaphore>> {
+        Some(self.connections.pass_slots(&svm.spec.cluster_ref.name))
     }
 
     async fn reconcile(

@@ -276,7 +276,7 @@ impl SvmReconciler {
         slot.take().await?;
         body.aggregates = self.create_aggregates(svm, client, body.aggregates).await?;
         let cluster = &svm.spec.cluster_ref.name;
-        match client.create_svm(&body).await {
+        match slot.released_while(client.create_svm(&body)).await {
             Ok(created) => Ok(created),
             Err(e) => {
                 if let Some(wait) = ontap_busy(&e) {
@@ -379,8 +379,7 @@ impl SvmReconciler {
                     )),
                     ..SvmPatch::default()
                 };
-                client
-                    .patch_svm(&found.uuid, &mark)
+                slot.released_while(client.patch_svm(&found.uuid, &mark))
                     .await
                     .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
                 Ok(true)
@@ -417,6 +416,13 @@ impl JobSlot<'_> {
         }
         Ok(())
     }
+
+    /// Awaits `request`, which runs a job, with the worker handed back until the job is done:
+    /// the job slot, taken first, bounds how many passes wait that way.
+    async fn released_while<T>(&self, request: impl Future<Output = T>) -> T {
+        debug_assert!(self.held.is_some(), "a job is only started under its slot");
+        self.worker.released_while(request).await
+    }
 }
 
 /// Waits while ONTAP settles the SVM's state, and starts a stopped one.
@@ -444,7 +450,8 @@ async fn start_if_stopped(
                 ..SvmPatch::default()
             };
             if let Some(wait) = job(
-                client.patch_svm(&found.uuid, &start).await,
+                slot.released_while(client.patch_svm(&found.uuid, &start))
+                    .await,
                 Failed::SvmStart,
             )? {
                 return Err(wait.into());
