@@ -115,6 +115,23 @@ async fn the_operator_runs_no_more_ontap_jobs_per_cluster_than_its_slots() {
     );
 }
 
+/// A create job runs for seconds; its pass gives the worker back meanwhile, under the job slot
+/// it holds. With one worker, the cluster's slots still fill: a pass holding its worker through
+/// the job would have run one job at a time.
+#[tokio::test]
+async fn create_jobs_run_at_once_on_a_single_worker() {
+    let mut mock = fast_mock();
+    mock.settings.job_duration_ms = 1500;
+    mock.settings.max_concurrent_svm_jobs = 5;
+    let world = SvmWorld::with(mock, &["--max-concurrent-reconciles=1"]).await;
+    world.wait_cluster_ready(READY_WITHIN).await;
+    create_all_ready(&world, 4).await;
+    let stats = world.state()["job_stats"].clone();
+    eprintln!("mock job statistics: {stats}");
+    let peak = stats["peak_in_flight"].as_u64().unwrap_or_default();
+    assert!(peak >= 2, "one job at a time on one worker: {stats}");
+}
+
 /// A pass over a Ready SVM, in a cluster read as an inventory, costs ONTAP one request: the
 /// login that proves the seed Secret. Its SVM and LIFs come from the cluster's paged reads.
 #[tokio::test]

@@ -258,6 +258,13 @@ async fn dispatch<R: Reconciler>(
     let mut running = JoinSet::new();
     loop {
         while running.try_join_next().is_some() {}
+        // A worker is taken only once there is work for it: one held while the queue is empty
+        // would be missing to every pass that gave its worker back and waits to take one again,
+        // and with a single worker those passes would wait for ever.
+        tokio::select! {
+            () = queue.wait_ready() => {}
+            () = &mut shutdown => break,
+        }
         let permit = tokio::select! {
             permit = semaphore.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
@@ -265,10 +272,6 @@ async fn dispatch<R: Reconciler>(
             },
             () = &mut shutdown => break,
         };
-        tokio::select! {
-            () = queue.wait_ready() => {}
-            () = &mut shutdown => break,
-        }
         // MaxOf(per-object backoff, global bucket): the backoff already delayed the item's
         // entry into the queue; the bucket now delays its start.
         if let Some(bucket) = &bucket {
