@@ -23,7 +23,7 @@ use super::own_writes::OwnWrites;
 use super::pass::{Memory, Shared, fingerprint};
 use super::queue::{Next, QueueMetrics, WorkQueue};
 use super::requeue::{Backoff, TokenBucket};
-use super::worker::{Parking, Requeue, Worker};
+use super::worker::{Parking, PassSlotLines, Requeue, Worker};
 
 pub use super::object::{EngineResource, Object, StatusOf};
 pub use super::reconciler::{Lifecycle, Reconciler};
@@ -187,6 +187,7 @@ impl<R: Reconciler> Controller<R> {
             recorder,
             in_flight,
             memory: Memory::default(),
+            slot_lines: PassSlotLines::default(),
         };
         Parts {
             shared: Arc::new(shared),

@@ -58,6 +58,10 @@ pub(crate) enum Next {
     },
     /// The object is gone: drop everything we know about it.
     Forget,
+    /// The pass did not begin (no seat to wait in for its remote system's pass slot): the
+    /// failure count stays as it is, and a timer looks again after the delay should nothing
+    /// queue the object sooner.
+    Deferred(Duration),
 }
 
 pub(crate) struct QueueMetrics {
@@ -365,6 +369,7 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
                 state.due.remove(&item);
                 None
             }
+            Next::Deferred(delay) => Some(delay),
         };
         if state.dirty.remove(&item) {
             // Something changed while we were reconciling: look again now, as client-go does.
@@ -579,6 +584,27 @@ mod tests {
         q.sweep_in("a");
         q.sweep_in("b");
         assert_eq!((m.depth.get(), m.unswept.get()), (2, 0));
+    }
+
+    #[test]
+    fn a_deferred_pass_keeps_the_failure_count_and_sets_a_net_timer() {
+        let (q, m) = queue();
+        q.add("a");
+        let item = q.pop().expect("queued");
+        q.finish(item, Next::Backoff);
+        q.add("a");
+        let item = q.pop().expect("queued");
+        let net = Duration::from_secs(600);
+        assert_eq!(q.finish(item, Next::Deferred(net)), Some(net));
+        assert_eq!(
+            q.failures(&"a"),
+            1,
+            "a pass that did not begin neither failed nor succeeded"
+        );
+        assert_eq!(m.retries.get(), 1, "not counted as a retry");
+        // Queued again when its line moves, before the net's timer.
+        q.add("a");
+        assert_eq!(q.pop(), Some("a"));
     }
 
     #[test]

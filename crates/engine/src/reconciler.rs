@@ -65,10 +65,12 @@ pub trait Reconciler: Send + Sync + 'static {
     /// The slots bounding how many passes run at once over the objects `obj` shares a remote
     /// system with, when their passes spend most of their time in its answers; `None` (the
     /// default): no bound but the controller's workers. A pass takes a slot before it begins
-    /// and holds it to its end, and waits for one without holding a worker
-    /// ([`Worker::released_while`](crate::Worker::released_while)): a slow system then holds
-    /// no more workers than it has slots, and objects of other systems keep the rest. Decided
-    /// from the object and caches only (no requests).
+    /// and holds it to its end. As many passes as there are slots (the semaphore's permits when
+    /// the engine first meets it) wait for one without holding a worker; the objects of further
+    /// passes wait in the slots' own line, without a pass, and are queued again as waiting passes
+    /// get their slots. A slow system then holds no more workers than it has slots, and objects
+    /// of other systems keep the rest. Return the same semaphore for every object of a system.
+    /// Decided from the object and caches only (no requests).
     fn pass_slots(&self, obj: &Self::Resource) -> Option<Arc<Semaphore>> {
         let _ = obj;
         None

@@ -16,12 +16,17 @@
 //! Some waits need no seat, because something else bounds them already, and must not be declined:
 //! [`Worker::released_while`]. A request that starts an ONTAP job is answered when the job ends,
 //! seconds later; the pass sends it holding one of the cluster's few job slots, so the passes
-//! waiting that way are no more than the slots. And a pass that waits for one of a remote
-//! system's pass slots ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)) has not begun:
-//! it is a small task, at most one per object. Without this, ten clusters' 50 job slots would
-//! hold all 50 workers, and one slow cluster's passes would hold the workers the others need.
+//! waiting that way are no more than the slots. Without this, ten clusters' 50 job slots would
+//! hold all 50 workers.
+//!
+//! A pass waiting for one of a remote system's pass slots
+//! ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)) parks in seats of that system's
+//! own, as many as it has slots, and a pass that finds none waits in that system's own line,
+//! without a pass: one slow system's objects then take neither the workers nor the seats that
+//! the objects of the others need, and ten thousand objects created at once are not ten thousand
+//! waiting tasks.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -49,7 +54,8 @@ struct Inner {
 /// Queues one object again.
 pub(crate) type Requeue = Box<dyn FnOnce() + Send>;
 
-/// A controller's seats for parked passes, and the objects whose passes found none.
+/// Seats for parked passes, and the objects whose passes found none: a controller's, or those
+/// of one set of pass slots.
 pub(crate) struct Parking {
     seats: Arc<Semaphore>,
     declined: Mutex<VecDeque<Requeue>>,
@@ -77,6 +83,25 @@ impl Parking {
 
     fn lock_declined(&self) -> std::sync::MutexGuard<'_, VecDeque<Requeue>> {
         self.declined.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The seats and lines of a controller's sets of pass slots, by set.
+#[derive(Default)]
+pub(crate) struct PassSlotLines(Mutex<HashMap<usize, Arc<Parking>>>);
+
+impl PassSlotLines {
+    /// The seats and line of the set `slots`: as many seats as it has free slots now, which is
+    /// all of them when a set is first met.
+    pub(crate) fn of(&self, slots: &Arc<Semaphore>) -> Arc<Parking> {
+        // The address identifies the set: the reconciler keeps each set for its system's life.
+        let key = Arc::as_ptr(slots) as usize;
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_insert_with(|| Arc::new(Parking::new(slots.available_permits().max(1))))
+            .clone()
     }
 }
 
@@ -134,6 +159,18 @@ impl Worker {
     /// allowed: the caller should requeue the object instead of waiting (a fallback: the
     /// object is queued again as soon as a parked pass leaves).
     pub async fn park<T>(&self, wait: impl Future<Output = T>) -> Option<T> {
+        match &self.inner {
+            Some(inner) => self.park_in(&inner.parking, wait).await,
+            None => Some(wait.await),
+        }
+    }
+
+    /// [`park`](Self::park) in the seats of `parking` rather than the controller's.
+    pub(crate) async fn park_in<T>(
+        &self,
+        parking: &Parking,
+        wait: impl Future<Output = T>,
+    ) -> Option<T> {
         let mut wait = pin!(wait);
         if let Poll::Ready(value) = futures::poll!(wait.as_mut()) {
             return Some(value);
@@ -141,21 +178,21 @@ impl Worker {
         let Some(inner) = &self.inner else {
             return Some(wait.await);
         };
-        let Ok(seat) = inner.parking.seats.clone().try_acquire_owned() else {
+        let Ok(seat) = parking.seats.clone().try_acquire_owned() else {
             let requeue = inner
                 .requeue
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some(requeue) = requeue {
-                inner.parking.decline(requeue);
+                parking.decline(requeue);
             }
             return None;
         };
         let value = inner
             .without_worker(wait, || {
                 drop(seat);
-                inner.parking.seat_freed();
+                parking.seat_freed();
             })
             .await;
         Some(value)
@@ -165,8 +202,7 @@ impl Worker {
     /// needing no seat and never declining. For waits the caller has bounded already, where
     /// declining would lose work: an ONTAP job's request sent under a job slot the pass holds
     /// (its answer comes when the job ends, seconds later, and dropping it would drop the
-    /// request), or a pass waiting for one of a remote system's pass slots
-    /// ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)).
+    /// request).
     pub async fn released_while<T>(&self, wait: impl Future<Output = T>) -> T {
         let mut wait = pin!(wait);
         if let Poll::Ready(value) = futures::poll!(wait.as_mut()) {

@@ -52,10 +52,17 @@ impl<R: Reconciler> Shared<R> {
         let Some(slots) = self.reconciler.pass_slots(&obj) else {
             return Box::pin(self.run(obj_ref, obj, worker)).await;
         };
+        let line = self.slot_lines.of(&slots);
         let awaiting = Counted::enter(self.metrics.reconciles_awaiting_slot(self.name));
-        // Closed never: the reconciler owns the semaphore and does not close it.
-        let _slot = worker.released_while(slots.acquire_owned()).await.ok();
+        let slot = worker.park_in(&line, slots.acquire_owned()).await;
         drop(awaiting);
+        // No seat: the object waits in the slots' line, queued again as a waiting pass gets its
+        // slot; the timer is a net should that never happen.
+        let Some(slot) = slot else {
+            return Next::Deferred(self.config.sync_period);
+        };
+        // Closed never: the reconciler owns the semaphore and does not close it.
+        let _slot = slot.ok();
         // The wait may have been long: the pass works on the object as it is now.
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;

@@ -14,6 +14,7 @@ use crate::inflight::InFlight;
 use crate::metrics::Metrics;
 use crate::object::StatusOf;
 use crate::reconciler::Reconciler;
+use crate::worker::PassSlotLines;
 
 /// What every pass of one controller shares.
 pub(crate) struct Shared<R: Reconciler> {
@@ -27,6 +28,8 @@ pub(crate) struct Shared<R: Reconciler> {
     pub(crate) recorder: Recorder,
     pub(crate) in_flight: InFlight,
     pub(crate) memory: Memory<StatusOf<R::Resource>>,
+    /// Where passes wait for the reconciler's pass slots.
+    pub(crate) slot_lines: PassSlotLines,
 }
 
 /// What a pass works on besides the status it computes.
