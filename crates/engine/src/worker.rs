@@ -71,6 +71,11 @@ impl Parking {
 
     fn decline(&self, requeue: Requeue) {
         self.lock_declined().push_back(requeue);
+        // The seat this pass found taken may have come free before the object joined the line,
+        // with no one left in it to queue the object again when it did.
+        if self.seats.available_permits() > 0 {
+            self.seat_freed();
+        }
     }
 
     /// A seat came free: the object that waited longest for one is queued again.

@@ -67,8 +67,8 @@ impl<R: Reconciler> Shared<R> {
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
         };
-        // Boxed: thousands of passes may wait for a slot above, each a task the size of this
-        // future, which without the box would be the size of the deepest reconcile.
+        // Boxed: passes waiting for a slot above are tasks the size of this future, which
+        // without the box would be the size of the deepest reconcile.
         Box::pin(self.run(obj_ref, obj, worker)).await
     }
 
