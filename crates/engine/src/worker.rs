@@ -22,7 +22,7 @@
 //! A pass waiting for one of a remote system's pass slots
 //! ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)) parks in seats of that system's
 //! own, as many as it has slots, and a pass that finds none waits in that system's own line,
-//! without a pass: one slow system's objects then take neither the workers nor the seats that
+//! without a pass, queued again as a seat or a slot comes free: one slow system's objects then take neither the workers nor the seats that
 //! the objects of the others need, and ten thousand objects created at once are not ten thousand
 //! waiting tasks.
 
@@ -58,6 +58,8 @@ pub(crate) type Requeue = Box<dyn FnOnce() + Send>;
 /// of one set of pass slots.
 pub(crate) struct Parking {
     seats: Arc<Semaphore>,
+    /// The pass slots the seats are for; `None` for a controller's own seats.
+    slots: Option<Arc<Semaphore>>,
     declined: Mutex<VecDeque<Requeue>>,
 }
 
@@ -65,21 +67,31 @@ impl Parking {
     pub(crate) fn new(seats: usize) -> Self {
         Self {
             seats: Arc::new(Semaphore::new(seats)),
+            slots: None,
             declined: Mutex::default(),
         }
     }
 
     fn decline(&self, requeue: Requeue) {
         self.lock_declined().push_back(requeue);
-        // The seat this pass found taken may have come free before the object joined the line,
-        // with no one left in it to queue the object again when it did.
-        if self.seats.available_permits() > 0 {
-            self.seat_freed();
+        // The seat or slot this pass found taken may have come free before the object joined
+        // the line, with no one left to queue the object again when it did.
+        if self.has_room() {
+            self.room_freed();
         }
     }
 
-    /// A seat came free: the object that waited longest for one is queued again.
-    fn seat_freed(&self) {
+    /// Whether a pass coming now would find a seat or a slot.
+    fn has_room(&self) -> bool {
+        self.seats.available_permits() > 0
+            || self
+                .slots
+                .as_ref()
+                .is_some_and(|s| s.available_permits() > 0)
+    }
+
+    /// A seat or slot came free: the object that waited longest for one is queued again.
+    fn room_freed(&self) {
         let next = self.lock_declined().pop_front();
         if let Some(requeue) = next {
             requeue();
@@ -105,8 +117,46 @@ impl PassSlotLines {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(key)
-            .or_insert_with(|| Arc::new(Parking::new(slots.available_permits().max(1))))
+            .or_insert_with(|| {
+                Arc::new(Parking {
+                    slots: Some(slots.clone()),
+                    ..Parking::new(slots.available_permits().max(1))
+                })
+            })
             .clone()
+    }
+}
+
+/// A pass slot a pass holds. Its line is woken when it is released to no waiting pass as well as
+/// when a seat comes free: otherwise a line whose seats had emptied (their passes got slots
+/// before the objects queued for those seats came) would wait for its timer while slots stood
+/// free.
+pub(crate) struct HeldSlot {
+    permit: Option<OwnedSemaphorePermit>,
+    line: Arc<Parking>,
+}
+
+impl HeldSlot {
+    pub(crate) fn new(permit: OwnedSemaphorePermit, line: Arc<Parking>) -> Self {
+        Self {
+            permit: Some(permit),
+            line,
+        }
+    }
+}
+
+impl Drop for HeldSlot {
+    fn drop(&mut self) {
+        // Released first: a waiting pass takes the slot at once, and then needs no one woken.
+        drop(self.permit.take());
+        if self
+            .line
+            .slots
+            .as_ref()
+            .is_some_and(|s| s.available_permits() > 0)
+        {
+            self.line.room_freed();
+        }
     }
 }
 
@@ -197,7 +247,7 @@ impl Worker {
         let value = inner
             .without_worker(wait, || {
                 drop(seat);
-                parking.seat_freed();
+                parking.room_freed();
             })
             .await;
         Some(value)
@@ -299,6 +349,50 @@ mod tests {
             requeued.try_recv().is_ok(),
             "the declined object is queued again once the seat is free"
         );
+    }
+
+    #[tokio::test]
+    async fn a_slot_released_to_no_waiting_pass_wakes_the_line() {
+        let workers = Arc::new(Semaphore::new(3));
+        let slots = Arc::new(Semaphore::new(1));
+        let line = PassSlotLines::default().of(&slots);
+        let (requeued_tx, mut requeued) = tokio::sync::mpsc::unbounded_channel();
+        let worker_of = |name: &'static str| {
+            let permit = workers.clone().try_acquire_owned().unwrap();
+            let requeued_tx = requeued_tx.clone();
+            let requeue: Requeue = Box::new(move || {
+                let _ = requeued_tx.send(name);
+            });
+            Worker::new(workers.clone(), line.clone(), permit, requeue)
+        };
+        let first = HeldSlot::new(slots.clone().try_acquire_owned().unwrap(), line.clone());
+        let seated = tokio::spawn({
+            let (worker, slots, line) = (worker_of("seated"), slots.clone(), line.clone());
+            async move { worker.park_in(&line, slots.acquire_owned()).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for name in ["c", "d"] {
+            let declined = worker_of(name)
+                .park_in(&line, slots.clone().acquire_owned())
+                .await;
+            assert!(declined.is_none(), "{name} finds the one seat taken");
+        }
+        assert!(requeued.try_recv().is_err());
+        // The seated pass takes the slot; its seat is c's.
+        drop(first);
+        let slot = seated.await.unwrap().unwrap().unwrap();
+        assert_eq!(requeued.try_recv(), Ok("c"));
+        assert!(requeued.try_recv().is_err());
+        // Its pass ends before c's begins: the slot goes to no one, so d is queued for it
+        // rather than left to its timer.
+        drop(HeldSlot::new(slot, line.clone()));
+        assert_eq!(requeued.try_recv(), Ok("d"));
+        // With the line empty, a released slot queues nothing.
+        drop(HeldSlot::new(
+            slots.clone().try_acquire_owned().unwrap(),
+            line.clone(),
+        ));
+        assert!(requeued.try_recv().is_err());
     }
 
     #[tokio::test]

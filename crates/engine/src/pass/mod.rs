@@ -23,7 +23,7 @@ use crate::reconciler::{Lifecycle, Reconciler};
 use crate::requeue::jittered;
 use crate::status::StatusWrite;
 use crate::step::{StepRecord, StepRunner, StepState, Summary};
-use crate::worker::Worker;
+use crate::worker::{HeldSlot, Worker};
 
 pub(crate) use memory::{Memory, fingerprint};
 use shared::Pass;
@@ -56,13 +56,13 @@ impl<R: Reconciler> Shared<R> {
         let awaiting = Counted::enter(self.metrics.reconciles_awaiting_slot(self.name));
         let slot = worker.park_in(&line, slots.acquire_owned()).await;
         drop(awaiting);
-        // No seat: the object waits in the slots' line, queued again as a waiting pass gets its
-        // slot; the timer is a net should that never happen.
+        // No seat: the object waits in the slots' line, queued again as a seat or a slot comes
+        // free; the timer is a net should that never happen.
         let Some(slot) = slot else {
             return Next::Deferred(self.config.sync_period);
         };
         // Closed never: the reconciler owns the semaphore and does not close it.
-        let _slot = slot.ok();
+        let _slot = slot.ok().map(|permit| HeldSlot::new(permit, line));
         // The wait may have been long: the pass works on the object as it is now.
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
