@@ -73,24 +73,38 @@ struct Reading {
 }
 
 impl Reading {
+    /// Sized for as many SVMs as `previous` held, so that the maps are not grown by doubling
+    /// (and copied once more to shrink them) while the previous snapshot is still held.
+    fn sized_like(previous: Option<&Snapshot>) -> Self {
+        previous.map_or_else(Self::default, |previous| Self {
+            svms: HashMap::with_capacity(previous.svms.len()),
+            interfaces: HashMap::with_capacity(previous.interfaces.len()),
+        })
+    }
+
     /// Held for every SVM of every cluster between reads: what no confirmation reads (an
-    /// SVM's aggregates, an interface's SVM, which its key names) is not kept.
+    /// SVM's aggregates, subtype and IPspace, an interface's SVM, which its key names) is not
+    /// kept.
     fn add_svm(&mut self, mut svm: Svm) {
         svm.aggregates = Vec::new();
+        svm.subtype = None;
+        svm.ipspace = None;
         self.svms.insert(svm.name.clone(), svm);
     }
 
     fn add_interface(&mut self, mut interface: IpInterface) {
         // Cluster-scoped interfaces (node management, cluster LIFs) belong to no SVM.
         if let Some(uuid) = interface.svm.take().and_then(|s| s.uuid) {
-            self.interfaces.entry(uuid).or_default().push(interface);
+            let interfaces = self.interfaces.entry(uuid).or_default();
+            // Exactly: a vector grown by doubling keeps room for four of an SVM's two LIFs.
+            interfaces.reserve_exact(1);
+            interfaces.push(interface);
         }
     }
 
     fn finish(mut self, started: Instant) -> Snapshot {
         self.svms.shrink_to_fit();
         self.interfaces.shrink_to_fit();
-        self.interfaces.values_mut().for_each(Vec::shrink_to_fit);
         Snapshot {
             started,
             svms: self.svms,
@@ -125,11 +139,15 @@ impl Inventory {
 
     /// The cluster's snapshot, if young enough to use.
     pub fn fresh(&self, cluster: &str) -> Option<Arc<Snapshot>> {
+        self.held(cluster).filter(|s| s.age() <= self.max_age)
+    }
+
+    /// The cluster's snapshot, however old.
+    fn held(&self, cluster: &str) -> Option<Arc<Snapshot>> {
         self.snapshots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(cluster)
-            .filter(|s| s.age() <= self.max_age)
             .cloned()
     }
 
@@ -177,7 +195,9 @@ impl Inventory {
         pace: Duration,
     ) -> Result<Arc<Snapshot>, OntapError> {
         let started = Instant::now();
-        let mut reading = Reading::default();
+        let previous = self.held(cluster);
+        let mut reading = Reading::sized_like(previous.as_deref());
+        drop(previous);
         for_each_record(client.svm_pages(PAGE_RECORDS)?, pace, |svm| {
             reading.add_svm(svm);
         })

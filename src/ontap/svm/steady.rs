@@ -8,7 +8,7 @@
 //!
 //! A snapshot is up to [`Inventory`]'s age limit old, so it could confirm what changed after it
 //! was read. The refresher closes that window: every half sync period it reads each cluster's
-//! inventory anew, spreading the pages over a quarter period, and asks for a pass of every steady
+//! inventory anew, the clusters in turn over a quarter period, and asks for a pass of every steady
 //! object the new snapshot does not confirm. A LIF deleted behind the operator's back is thus
 //! found within three quarters of a sync period, whatever the object's own schedule.
 
@@ -102,8 +102,9 @@ impl SteadyInventory {
             .unwrap_or_default()
     }
 
-    /// Every refresh interval, each cluster's inventory read anew, pages spread over half the
-    /// interval, and the steady objects it does not confirm: for the controller's queue.
+    /// Every refresh interval, each cluster's inventory read anew, the clusters in turn over
+    /// half the interval, and the steady objects it does not confirm: for the controller's
+    /// queue.
     pub fn drifted(
         self,
         clusters: SharedCache<OntapCluster>,
@@ -124,11 +125,20 @@ impl SteadyInventory {
                     interval
                 });
                 interval.tick().await;
-                let sweeps = clusters
-                    .store()
-                    .state()
-                    .into_iter()
-                    .map(|cluster| this.sweep(cluster, &connections));
+                let clusters = clusters.store().state();
+                // One cluster after another, each in its share of half the interval: a read
+                // holds its new snapshot beside the one it replaces, and every cluster read at
+                // once held two of every snapshot (at 10,000 SVMs, some 15 MB). Each still
+                // starts at its own time, so a slow cluster delays only its own read.
+                let share = this.refresh / 2 / u32::try_from(clusters.len().max(1)).unwrap_or(1);
+                let sweeps = clusters.into_iter().enumerate().map(|(i, cluster)| {
+                    let (this, connections) = (&this, &connections);
+                    async move {
+                        let turn = share.saturating_mul(u32::try_from(i).unwrap_or(u32::MAX));
+                        tokio::time::sleep(turn).await;
+                        this.sweep(cluster, connections, share).await
+                    }
+                });
                 let drifted: Vec<_> = futures::future::join_all(sweeps)
                     .await
                     .into_iter()
@@ -140,11 +150,13 @@ impl SteadyInventory {
         .flatten()
     }
 
-    /// One cluster's new snapshot, and its steady objects that snapshot does not confirm.
+    /// One cluster's new snapshot, its pages spread over `window`, and its steady objects that
+    /// snapshot does not confirm.
     async fn sweep(
         &self,
         cluster: Arc<OntapCluster>,
         connections: &ClusterConnections,
+        window: Duration,
     ) -> Vec<ObjectRef<StorageVirtualMachine>> {
         let name = cluster.name_any();
         if self.steady_on(&name) < self.min_svms {
@@ -157,7 +169,7 @@ impl SteadyInventory {
             return Vec::new();
         };
         let pages = self.inventory.fresh(&name).map_or(2, |s| s.pages());
-        let pace = self.refresh / 2 / u32::try_from(pages).unwrap_or(u32::MAX);
+        let pace = window / u32::try_from(pages).unwrap_or(u32::MAX);
         let snapshot = match self.inventory.read(&name, &client, pace).await {
             Ok(snapshot) => snapshot,
             Err(error) => {
