@@ -237,3 +237,72 @@ async fn for_each_record<T: DeserializeOwned>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn record<T: DeserializeOwned>(value: serde_json::Value) -> T {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_keeps_what_confirmations_read_and_no_room_besides() {
+        let svm: Svm = record(serde_json::json!({
+            "uuid": "u-1", "name": "svm-1", "state": "running", "comment": "ours",
+            "subtype": "default", "ipspace": { "name": "Default" },
+            "aggregates": [{ "name": "aggr1", "uuid": "a-1" }],
+        }));
+        let lif = |name: &str| -> IpInterface {
+            record(serde_json::json!({
+                "uuid": format!("{name}-uuid"), "name": name,
+                "ip": { "address": "192.0.2.1", "netmask": "24" },
+                "svm": { "name": "svm-1", "uuid": "u-1" },
+            }))
+        };
+        let cluster_lif: IpInterface =
+            record(serde_json::json!({ "uuid": "c", "name": "cluster" }));
+        let snapshot = Snapshot::new(
+            Instant::now(),
+            vec![svm],
+            vec![lif("data-1"), cluster_lif, lif("data-2")],
+        );
+        let kept = snapshot.svm("svm-1").unwrap();
+        assert_eq!(
+            (kept.uuid.as_str(), kept.comment.as_deref()),
+            ("u-1", Some("ours"))
+        );
+        assert!(kept.aggregates.is_empty() && kept.subtype.is_none() && kept.ipspace.is_none());
+        let names: Vec<_> = snapshot
+            .interfaces("u-1")
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect();
+        assert_eq!(names, ["data-1", "data-2"]);
+        assert!(snapshot.interfaces("u-1").iter().all(|i| i.svm.is_none()));
+        assert_eq!(
+            snapshot.interfaces["u-1"].capacity(),
+            2,
+            "room for exactly its LIFs"
+        );
+        assert_eq!(
+            snapshot.interfaces.len(),
+            1,
+            "the cluster's own LIF belongs to no SVM"
+        );
+    }
+
+    #[test]
+    fn a_reading_is_sized_like_the_snapshot_it_replaces() {
+        let svms: Vec<Svm> = (0..100)
+            .map(|i| {
+                record(serde_json::json!({ "uuid": format!("u-{i}"), "name": format!("svm-{i}") }))
+            })
+            .collect();
+        let previous = Snapshot::new(Instant::now(), svms, Vec::new());
+        let reading = Reading::sized_like(Some(&previous));
+        assert!(reading.svms.capacity() >= 100);
+        assert!(Reading::sized_like(None).svms.capacity() < 100);
+    }
+}

@@ -22,9 +22,9 @@
 //! A pass waiting for one of a remote system's pass slots
 //! ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)) parks in seats of that system's
 //! own, as many as it has slots, and a pass that finds none waits in that system's own line,
-//! without a pass, queued again as a seat or a slot comes free: one slow system's objects then take neither the workers nor the seats that
-//! the objects of the others need, and ten thousand objects created at once are not ten thousand
-//! waiting tasks.
+//! without a pass, queued again as a seat or a slot comes free: one slow system's objects then
+//! take neither the workers nor the seats that the objects of the others need, and ten thousand
+//! objects created at once are not ten thousand waiting tasks.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
