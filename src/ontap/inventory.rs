@@ -195,9 +195,7 @@ impl Inventory {
         pace: Duration,
     ) -> Result<Arc<Snapshot>, OntapError> {
         let started = Instant::now();
-        let previous = self.held(cluster);
-        let mut reading = Reading::sized_like(previous.as_deref());
-        drop(previous);
+        let mut reading = Reading::sized_like(self.held(cluster).as_deref());
         for_each_record(client.svm_pages(PAGE_RECORDS)?, pace, |svm| {
             reading.add_svm(svm);
         })

@@ -83,11 +83,14 @@ impl Parking {
 
     /// Whether a pass coming now would find a seat or a slot.
     fn has_room(&self) -> bool {
-        self.seats.available_permits() > 0
-            || self
-                .slots
-                .as_ref()
-                .is_some_and(|s| s.available_permits() > 0)
+        self.seats.available_permits() > 0 || self.slot_free()
+    }
+
+    /// Whether one of the pass slots the seats are for is free.
+    fn slot_free(&self) -> bool {
+        self.slots
+            .as_ref()
+            .is_some_and(|s| s.available_permits() > 0)
     }
 
     /// A seat or slot came free: the object that waited longest for one is queued again.
@@ -149,12 +152,7 @@ impl Drop for HeldSlot {
     fn drop(&mut self) {
         // Released first: a waiting pass takes the slot at once, and then needs no one woken.
         drop(self.permit.take());
-        if self
-            .line
-            .slots
-            .as_ref()
-            .is_some_and(|s| s.available_permits() > 0)
-        {
+        if self.line.slot_free() {
             self.line.room_freed();
         }
     }
