@@ -76,10 +76,12 @@ test: deps lint
 ## bench: benchmarks that print their figures (tests/bench_svm.rs: 10,000 SVMs at once over 10 mock
 ## ONTAPs with 2 s jobs, BENCH_SVMS / BENCH_CLUSTERS / BENCH_JOB_MS change that, docs/benchmarks/svm.md;
 ## tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and BENCH_KYMA_TIME_SCALE=s,
-## default 1 = the experiment's real time)
+## default 1 = the experiment's real time; tests/bench_render.rs: 300 HelmComponents rendering into
+## namespaces of their own, BENCH_RENDER_COMPONENTS=n)
 bench: deps
 	$(CARGO) test --release --test bench_svm -- --ignored --nocapture
 	$(CARGO) test --release --test bench_kyma -- --ignored --nocapture
+	$(CARGO) test --release --test bench_render -- --ignored --nocapture
 
 ## bench-svm: the SVM benchmark alone; bench-svm-slow: the same with one cluster answering every
 ## request 2 s late (BENCH_SLOW_CLUSTER=1); bench-svm-lost: with 1 % of ONTAP answers lost and the

@@ -28,7 +28,7 @@ use support::fixtures::svm;
 use support::metrics::metric_sums;
 use support::mock::Mock;
 use support::svm::{ExtraCluster, SvmWorld, authenticates_on, no_orphans};
-use support::{tail, try_poll};
+use support::{env_or, tail, try_poll};
 use test_support::process::{loadavg, proc_cpu, proc_status_kb};
 
 /// ONTAP runs at most this many SVM jobs at a time, per cluster.
@@ -36,13 +36,6 @@ const JOB_LIMIT: usize = 5;
 /// How many SVMs the bench creates at once, as a user's tool would.
 const CREATE_CONCURRENCY: usize = 32;
 const SVM_CONTROLLER: &str = "storagevirtualmachine";
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 struct Settings {
     count: usize,

@@ -10,3 +10,12 @@ pub mod gardener;
 pub mod kyma;
 pub mod operator;
 pub mod svm;
+
+/// A benchmark's setting from the environment variable `name`, or `default` when unset or
+/// unparsable.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
