@@ -77,11 +77,13 @@ test: deps lint
 ## ONTAPs with 2 s jobs, BENCH_SVMS / BENCH_CLUSTERS / BENCH_JOB_MS change that, docs/benchmarks/svm.md;
 ## tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and BENCH_KYMA_TIME_SCALE=s,
 ## default 1 = the experiment's real time; tests/bench_render.rs: 300 HelmComponents rendering into
-## namespaces of their own, BENCH_RENDER_COMPONENTS=n)
+## namespaces of their own, BENCH_RENDER_COMPONENTS=n; tests/bench_identity.rs: the API server's
+## CPU per write as the admin and as the operator's ServiceAccount, BENCH_IDENTITY_KYMAS=n)
 bench: deps
 	$(CARGO) test --release --test bench_svm -- --ignored --nocapture
 	$(CARGO) test --release --test bench_kyma -- --ignored --nocapture
 	$(CARGO) test --release --test bench_render -- --ignored --nocapture
+	$(CARGO) test --release --test bench_identity -- --ignored --nocapture
 
 ## bench-svm: the SVM benchmark alone; bench-svm-slow: the same with one cluster answering every
 ## request 2 s late (BENCH_SLOW_CLUSTER=1); bench-svm-lost: with 1 % of ONTAP answers lost and the

@@ -4,8 +4,9 @@
 //! with everything present. Prints the single-Kyma time, the time until all of the many reached
 //! `success` and its ratio to the single time, writes per Kyma, the write rates a plain client
 //! gets from the same API server for ConfigMap creates and for the HelmComponent writes the
-//! controllers make and the floors they set, how long the same HelmComponent writes take with
-//! only a watch around them (the least a controller can do), the CPU the API server, etcd and
+//! controllers make and the floors they set, how long the same writes take with only a watch
+//! around them, each sent as the identity that sends it in the run (the least a controller can
+//! do), the CPU the API server, etcd and
 //! the operator used during the run and the API server's CPU per write against the plain
 //! client's, the requests refused with 429, the operator's peak RSS and work-queue depth, and
 //! what the restart cost. For the 4,000-at-once target it also prints the run's time
@@ -33,10 +34,10 @@ use kyma_load::{
     LoadReport, WRITE_VERBS, plain_helmcomponent_write_rates, plain_write_rate, run_load,
     single_kyma_time, watched_writes,
 };
-use support::kyma::{helm, kyma_identity};
+use support::kyma::{helm, kyma_identity, kyma_identity_client};
 use support::metrics::{kube_writes, metric_sum, metric_sums};
 use support::operator::OperatorProcess;
-use support::{control_plane, env, env_or, tail, try_poll};
+use support::{control_plane_processes, env, env_or, tail, try_poll};
 use test_support::process::{CpuMeter, CpuUse, loadavg, proc_status_kb};
 
 /// Generous: at time scale 1 and 1,000 Kymas, minutes.
@@ -155,23 +156,6 @@ impl Bench {
     }
 }
 
-/// The control plane's processes, when this binary started it (`hack/control-plane.sh` records
-/// `etcd-pid apiserver-pid` in its folder); none on an existing cluster.
-fn control_plane_processes() -> Vec<(&'static str, u32)> {
-    let Some(dir) = &control_plane().dir else {
-        return Vec::new();
-    };
-    let pids = std::fs::read_to_string(dir.join("pids")).unwrap_or_default();
-    let pids: Vec<u32> = pids
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    match pids[..] {
-        [etcd, apiserver] => vec![("kube-apiserver", apiserver), ("etcd", etcd)],
-        _ => Vec::new(),
-    }
-}
-
 /// The API server's CPU per write during `cpu`, in milliseconds.
 fn apiserver_ms_per_write(cpu: &CpuUse, writes: f64) -> String {
     match cpu.of("kube-apiserver") {
@@ -266,9 +250,15 @@ async fn bench_kymas_created_at_once() {
         .await
         .unwrap();
     // The run's writes with nothing but a watch around them: how close to the floor any
-    // controller can come here.
+    // controller can come here. As the run's requests are, the controllers' writes and the
+    // watch go as the operator's identity and the Kyma creates as the load driver's.
     let watched_ns = format!("{}-watched", env.namespace);
-    let watched = watched_writes(&client, &watched_ns, many, &plane)
+    let controllers = if bench.kubeconfig == env.kubeconfig {
+        client.clone()
+    } else {
+        kyma_identity_client(&client).await
+    };
+    let watched = watched_writes(&client, &controllers, &watched_ns, many, &plane)
         .await
         .unwrap();
     let writes = report.writes();
@@ -401,7 +391,7 @@ async fn bench_kymas_created_at_once() {
     ));
     let watched_floor = hc_rates.floor(watched.creates as f64, watched.other as f64);
     out.push(format!(
-        "watched writes only      the run's {} creates + {} finalizer and status patches, the controllers' bodies, a watch open, nothing else: {:.1} s = {:.2} x their floor ({:.1} s); the API server spent {} per write",
+        "watched writes only      the run's {} creates + {} finalizer and status patches, the controllers' bodies and identity, a watch open, nothing else: {:.1} s = {:.2} x their floor ({:.1} s); the API server spent {} per write",
         watched.creates,
         watched.other,
         watched.took.as_secs_f64(),

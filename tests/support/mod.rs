@@ -19,3 +19,20 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// The control plane's processes, when this binary started it (`hack/control-plane.sh` records
+/// `etcd-pid apiserver-pid` in its folder); none on an existing cluster.
+pub fn control_plane_processes() -> Vec<(&'static str, u32)> {
+    let Some(dir) = &control_plane().dir else {
+        return Vec::new();
+    };
+    let pids = std::fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    let pids: Vec<u32> = pids
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    match pids[..] {
+        [etcd, apiserver] => vec![("kube-apiserver", apiserver), ("etcd", etcd)],
+        _ => Vec::new(),
+    }
+}

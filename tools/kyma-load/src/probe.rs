@@ -211,17 +211,24 @@ pub struct WatchedWrites {
 /// In a namespace of its own, emptied afterwards. No Kyma controller may run meanwhile: it would
 /// take these objects for its own.
 ///
+/// `client` is the load driver's: it makes the namespace, creates the Kymas and clears up, as
+/// in a run. `controllers` is the identity the controllers run as: their writes and the watch
+/// go with it, because the API server's cost per request depends on who asks (an identity in
+/// `system:masters` skips authorization and priority and fairness, a ServiceAccount pays both),
+/// and the same writes are the same requests.
+///
 /// Against the floor the plain client's rates set, this says how close a controller can come
 /// at all on this API server; a run's time divided by this one compares the same writes.
 pub async fn watched_writes(
     client: &Client,
+    controllers: &Client,
     namespace: &str,
     kymas: usize,
     processes: &[(&str, u32)],
 ) -> anyhow::Result<WatchedWrites> {
     ensure_namespace(client, namespace).await?;
     let kyma_api: Api<Kyma> = Api::namespaced(client.clone(), namespace);
-    let api: Api<HelmComponent> = Api::namespaced(client.clone(), namespace);
+    let api: Api<HelmComponent> = Api::namespaced(controllers.clone(), namespace);
     let watch = tokio::spawn({
         let api = api.clone();
         async move {
@@ -231,12 +238,17 @@ pub async fn watched_writes(
     });
     let meter = CpuMeter::start(processes);
     let start = Instant::now();
-    let result = the_runs_writes(client, &kyma_api, &api, namespace, kymas).await;
+    let result = the_runs_writes(&kyma_api, controllers, &api, namespace, kymas).await;
     let took = start.elapsed();
     let cpu = meter.stop();
     watch.abort();
     clean_up_kymas(&kyma_api).await;
-    clean_up(client, &api, namespace).await;
+    clean_up(
+        client,
+        &Api::<HelmComponent>::namespaced(client.clone(), namespace),
+        namespace,
+    )
+    .await;
     let (creates, other) = result?;
     Ok(WatchedWrites {
         creates,
@@ -246,10 +258,12 @@ pub async fn watched_writes(
     })
 }
 
-/// The writes of [`watched_writes`]; how many creates and other writes were sent.
+/// The writes of [`watched_writes`]: the Kyma creates through `kyma_api` (the load driver's),
+/// the rest as `client` and through `api` (the controllers'); how many creates and other
+/// writes were sent.
 async fn the_runs_writes(
-    client: &Client,
     kyma_api: &Api<Kyma>,
+    client: &Client,
     api: &Api<HelmComponent>,
     namespace: &str,
     kymas: usize,
