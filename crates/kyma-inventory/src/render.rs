@@ -64,6 +64,15 @@ pub fn chart_names() -> Vec<&'static str> {
     names
 }
 
+/// Whether `name` is one of the shipped charts' folders. Asked on every pass: `Dir::contains`
+/// searches every embedded file's path, a comparison of the folder names does not.
+fn is_shipped_chart(name: &str) -> bool {
+    !name.contains(['/', '.'])
+        && CHARTS
+            .dirs()
+            .any(|d| d.path().file_name().and_then(|n| n.to_str()) == Some(name))
+}
+
 /// What a manifest is cached by: what changes helm's output, not the namespace.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct RenderKey {
@@ -238,7 +247,7 @@ impl Renderer {
 
     /// The manifest of `request`: from the cache, or rendered once however many ask at once.
     pub async fn render(&self, request: &RenderRequest) -> Result<Arc<str>, Arc<RenderError>> {
-        if !CHARTS.contains(&request.chart) || request.chart.contains(['/', '.']) {
+        if !is_shipped_chart(&request.chart) {
             self.inner.metrics.count("error");
             return Err(Arc::new(RenderError::UnknownChart(request.chart.clone())));
         }
@@ -543,6 +552,15 @@ mod tests {
         };
         let err = renderer.render(&request).await.expect_err("unknown");
         assert!(err.is_invalid(), "{err}");
+        // A path into a chart, or out of the charts, is no chart.
+        for chart in ["istio/Chart.yaml", "istio/templates", "..", "."] {
+            request.chart = chart.into();
+            let err = renderer.render(&request).await.expect_err(chart);
+            assert!(
+                matches!(*err, RenderError::UnknownChart(_)),
+                "{chart}: {err}"
+            );
+        }
         request.chart = "istio".into();
         request.version = "9.9.9".into();
         let err = renderer
