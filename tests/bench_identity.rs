@@ -22,8 +22,8 @@ mod support;
 use std::collections::BTreeMap;
 
 use kyma_load::watched_writes;
-use support::kyma::kyma_identity_client;
-use support::{control_plane_processes, env, env_or};
+use support::kyma::kyma_identity;
+use support::{client_for, control_plane_processes, env, env_or};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: make bench"]
@@ -32,7 +32,7 @@ async fn bench_identity_cost_per_write() {
     let rounds: usize = env_or("BENCH_IDENTITY_ROUNDS", 4);
     let env = env().await;
     let admin = env.client.clone();
-    let service_account = kyma_identity_client(&admin).await;
+    let service_account = client_for(&kyma_identity(&admin).await).await;
     let plane = control_plane_processes();
     assert!(
         !plane.is_empty(),

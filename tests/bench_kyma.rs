@@ -6,13 +6,12 @@
 //! gets from the same API server for ConfigMap creates and for the HelmComponent writes the
 //! controllers make and the floors they set, how long the same writes take with only a watch
 //! around them, each sent as the identity that sends it in the run (the least a controller can
-//! do), the CPU the API server, etcd and
-//! the operator used during the run and the API server's CPU per write against the plain
-//! client's, the requests refused with 429, the operator's peak RSS and work-queue depth, and
-//! what the restart cost. For the 4,000-at-once target it also prints the run's time
-//! against the watched writes of the same run, the CPU per Kyma of the operator beside the API
-//! server's and etcd's, and the restart's deepest work queue against the reconcile bucket.
-//! Nothing here is asserted against a clock: the figures are the result.
+//! do), the CPU the API server, etcd and the operator used during the run and the API server's
+//! CPU per write against the plain client's, the requests refused with 429, the operator's peak
+//! RSS and work-queue depth, and what the restart cost. For the 4,000-at-once target it
+//! also prints the run's time against the watched writes of the same run, the CPU per Kyma of
+//! the operator beside the API server's and etcd's, and the restart's deepest work queue against
+//! the reconcile bucket. Nothing here is asserted against a clock: the figures are the result.
 //!
 //! Ignored by `make test`; run with
 //! `cargo test --release --test bench_kyma -- --ignored --nocapture`. `BENCH_KYMAS_MANY` sets N
@@ -34,10 +33,10 @@ use kyma_load::{
     LoadReport, WRITE_VERBS, plain_helmcomponent_write_rates, plain_write_rate, run_load,
     single_kyma_time, watched_writes,
 };
-use support::kyma::{helm, kyma_identity, kyma_identity_client};
+use support::kyma::{helm, kyma_identity};
 use support::metrics::{kube_writes, metric_sum, metric_sums};
 use support::operator::OperatorProcess;
-use support::{control_plane_processes, env, env_or, tail, try_poll};
+use support::{client_for, control_plane_processes, env, env_or, tail, try_poll};
 use test_support::process::{CpuMeter, CpuUse, loadavg, proc_status_kb};
 
 /// Generous: at time scale 1 and 1,000 Kymas, minutes.
@@ -253,11 +252,7 @@ async fn bench_kymas_created_at_once() {
     // controller can come here. As the run's requests are, the controllers' writes and the
     // watch go as the operator's identity and the Kyma creates as the load driver's.
     let watched_ns = format!("{}-watched", env.namespace);
-    let controllers = if bench.kubeconfig == env.kubeconfig {
-        client.clone()
-    } else {
-        kyma_identity_client(&client).await
-    };
+    let controllers = client_for(&bench.kubeconfig).await;
     let watched = watched_writes(&client, &controllers, &watched_ns, many, &plane)
         .await
         .unwrap();

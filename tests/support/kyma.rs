@@ -322,12 +322,3 @@ impl<S> Drop for StatusLog<S> {
 pub fn component_state(c: &HelmComponent) -> Option<HelmComponentState> {
     c.status.as_ref()?.status
 }
-
-/// A client as [`kyma_identity`]: the operator's ServiceAccount with the chart's Kyma rules.
-pub async fn kyma_identity_client(client: &Client) -> Client {
-    let kubeconfig = kyma_identity(client).await;
-    let config = reconcile_engine::load_config(Some(&kubeconfig), "ontap-operator-tests")
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
