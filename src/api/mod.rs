@@ -12,8 +12,9 @@ mod svm;
 
 pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};
 pub use svm::{
-    ClusterReference, DeletionPolicy, LifSpec, StorageVirtualMachine, StorageVirtualMachineSpec,
-    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
+    ClusterReference, DeletionPolicy, LifSpec, ProviderReference, StorageVirtualMachine,
+    StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase,
+    SvmProtocols,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";
@@ -26,4 +27,11 @@ pub const GROUP: &str = "ontap.storage.dev";
 /// exists on it keeps its password: the object waits for its seed Secret, which carries it,
 /// instead of rotating it.
 pub const ADOPT_SVM_UUID_ANNOTATION: &str = "ontap.storage.dev/adopt-svm-uuid";
+
+/// On a StorageVirtualMachine the Gardener extension declares (in its project namespace, or in
+/// a shoot namespace gardenlet labelled — where only the operator and gardenlet write): the
+/// Gardener project, as its namespace in the garden, the object serves. The SVM controller
+/// records it in ONTAP's mark, which is what lets another seed's objects of the same project —
+/// and only those — serve or take over the SVM.
+pub const GARDENER_PROJECT_ANNOTATION: &str = "ontap.storage.dev/gardener-project";
 pub const VERSION: &str = "v1alpha1";

@@ -44,6 +44,12 @@ use super::rules;
     "self.mode != 'AccountOnly' || has(self.svmName)"
 ).message("an AccountOnly object names the existing SVM it makes its account on in svmName").field_path(".svmName"))]
 #[x_kube(validation = Rule::new(
+    "self.mode != 'AccountOnly' || has(self.provider)"
+).message("an AccountOnly object names the StorageVirtualMachine that provisions its SVM in provider").field_path(".provider"))]
+#[x_kube(validation = Rule::new(
+    "self.mode == 'AccountOnly' || !has(self.provider)"
+).message("only an AccountOnly object names a provider: an Owned object provisions its own SVM").field_path(".provider"))]
+#[x_kube(validation = Rule::new(
     "self.mode == oldSelf.mode || (oldSelf.mode == 'Owned' && self.mode == 'AccountOnly' && oldSelf.deletionPolicy == 'Retain')"
 ).message("mode is immutable, but for Owned to AccountOnly once deletionPolicy is Retain").field_path(".mode").reason(Reason::FieldValueForbidden))]
 #[x_kube(validation = Rule::new(
@@ -102,8 +108,28 @@ pub struct StorageVirtualMachineSpec {
     /// The namespaces (by their labels) whose `AccountOnly` objects may make accounts on this
     /// object's SVM; the object's own namespace always may. Absent: only the own namespace.
     /// An account is full (vsadmin) access to the SVM: share with the namespaces you trust.
+    /// Narrowing it revokes: an excluded consumer's account is locked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_with: Option<LabelSelector>,
+    /// For an `AccountOnly` object: the `Owned` StorageVirtualMachine that provisions the SVM
+    /// of `svmName`. The account is made only while that object shares its SVM with this
+    /// object's namespace (`shareWith`) and ONTAP's mark shows the SVM is that object's: a
+    /// grant given on both sides, never taken from whoever provisions a name first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderReference>,
+}
+
+/// The StorageVirtualMachine that provisions the SVM an `AccountOnly` object uses.
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+pub struct ProviderReference {
+    /// Its namespace. Default: the object's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(rules::DNS_LABEL).message(rules::DNS_LABEL_MESSAGE))]
+    pub namespace: Option<String>,
+    #[schemars(length(min = 1, max = 253))]
+    #[x_kube(validation = Rule::new(rules::DNS_SUBDOMAIN).message(rules::DNS_SUBDOMAIN_MESSAGE))]
+    pub name: String,
 }
 
 /// The OntapCluster an SVM lives on (cluster-scoped, so a name is enough).

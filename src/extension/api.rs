@@ -26,11 +26,7 @@ pub const FORCE_DELETION_ANNOTATION: &str = "confirmation.gardener.cloud/force-d
 /// On the Shoot: the metal-stack project the shoot belongs to.
 pub const METAL_PROJECT_ANNOTATION: &str = "cluster.metal-stack.io/project";
 
-/// On a per-project StorageVirtualMachine (in the project namespace, where only the operator
-/// writes): the Gardener project, as its namespace in the garden, whose shoots may use the
-/// metal-stack project's SVM. Written when the first shoot of the metal-stack project is seen,
-/// because the metal-stack project itself is a Shoot annotation its owner may write anything into.
-pub const GARDENER_PROJECT_ANNOTATION: &str = "ontap.storage.dev/gardener-project";
+pub use crate::api::GARDENER_PROJECT_ANNOTATION;
 /// The label gardenlet puts on a shoot's control-plane namespace in the seed.
 pub const SHOOT_NAMESPACE_ROLE_LABEL: &str = "gardener.cloud/role";
 /// Value of [`SHOOT_NAMESPACE_ROLE_LABEL`] on shoot namespaces.

@@ -15,6 +15,18 @@ const SHOOT_NAMESPACE_PREFIXES: [&str; 2] = ["shoot--", "shoot-"];
 /// metal-stack truncates account names to this length.
 const METAL_STACK_ACCOUNT_NAME_MAX: usize = 25;
 
+/// Whether `id` has the form of a metal-stack project id: a UUID in lowercase hex, 8-4-4-4-12.
+/// Its SVM then has the shape [`crate::ontap::svm::authority::is_metal_stack_svm_name`] asks.
+pub fn is_metal_project_id(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, len)| {
+            g.len() == len
+                && g.chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        })
+}
+
 /// The per-project SVM of a metal-stack project: `p` and the project id without dashes.
 pub fn project_svm_name(metal_project: &str) -> String {
     format!("p{}", metal_project.replace('-', ""))
@@ -99,6 +111,23 @@ mod tests {
             credentials_secret_name(&svm, "shoot--prod--web-a"),
             Some("p0b1f9c3eaaaabbbbcccc123456789abc-prod--web-a-credentials".into())
         );
+    }
+
+    #[test]
+    fn metal_stack_project_ids_are_uuids() {
+        let id = "0b1f9c3e-aaaa-bbbb-cccc-123456789abc";
+        assert!(is_metal_project_id(id));
+        assert!(crate::ontap::svm::authority::is_metal_stack_svm_name(
+            &project_svm_name(id)
+        ));
+        for other in [
+            "ayroll",
+            "0B1F9C3E-AAAA-BBBB-CCCC-123456789ABC",
+            "0b1f9c3eaaaabbbbcccc123456789abc",
+            "0b1f9c3e-aaaa-bbbb-cccc-123456789abc-",
+        ] {
+            assert!(!is_metal_project_id(other), "{other}");
+        }
     }
 
     #[test]

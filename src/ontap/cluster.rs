@@ -12,6 +12,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{CustomResourceExt, ResourceExt};
 
 use super::connections::{ClusterConnections, ontap_error};
+use super::svm::tenancy::namespace_allowed;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{OntapCluster, OntapClusterStatus, StorageVirtualMachine};
@@ -59,6 +61,7 @@ pub fn register(
     watch: kube::runtime::watcher::Config,
 ) -> Result<(), ManagerError> {
     let svms = manager.cache::<StorageVirtualMachine>()?;
+    let namespaces = manager.cache::<Namespace>()?;
     manager.register(
         Registration::new(
             CONTROLLER,
@@ -66,6 +69,7 @@ pub fn register(
                 connections,
                 probes,
                 svms,
+                namespaces,
             },
         )
         .watching(watch)
@@ -130,17 +134,32 @@ pub struct ClusterReconciler {
     pub connections: ClusterConnections,
     pub probes: ClusterProbes,
     pub svms: SharedCache<StorageVirtualMachine>,
+    pub namespaces: SharedCache<Namespace>,
 }
 
 impl ClusterReconciler {
-    /// `namespace/name` of every StorageVirtualMachine that uses `cluster`, sorted.
-    fn users(&self, cluster: &str) -> Vec<String> {
+    /// `namespace/name` of every StorageVirtualMachine that holds something on `cluster`,
+    /// sorted: one its namespaceSelector admits, or one that provisioned before it stopped
+    /// admitting it. An object the cluster never admitted holds nothing to clean up, so naming
+    /// the cluster cannot keep its deletion waiting.
+    fn users(&self, cluster: &OntapCluster) -> Vec<String> {
+        let name = cluster.name_any();
+        let admitted = |svm: &StorageVirtualMachine| {
+            let namespace = svm.namespace().unwrap_or_default();
+            let labels = self
+                .namespaces
+                .get(&ObjectRef::new(&namespace))
+                .map(|ns| ns.labels().clone())
+                .unwrap_or_default();
+            namespace_allowed(cluster.spec.namespace_selector.as_ref(), &labels).unwrap_or(true)
+        };
         let mut users: Vec<String> = self
             .svms
             .store()
             .state()
             .iter()
-            .filter(|svm| svm.spec.cluster_ref.name == cluster)
+            .filter(|svm| svm.spec.cluster_ref.name == name)
+            .filter(|svm| svm.status.as_ref().is_some_and(|s| s.uuid.is_some()) || admitted(svm))
             .map(|svm| format!("{}/{}", svm.namespace().unwrap_or_default(), svm.name_any()))
             .collect();
         users.sort();
@@ -209,7 +228,7 @@ impl Reconciler for ClusterReconciler {
     ) -> Result<(), Halt> {
         steps
             .step(ClusterStep::Unused, || async {
-                let users = self.users(&cluster.name_any());
+                let users = self.users(cluster);
                 if users.is_empty() {
                     return Ok(Outcome::unchanged());
                 }

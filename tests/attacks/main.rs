@@ -7,5 +7,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod grants;
 mod shoot_owner;
 mod tenant;

@@ -96,7 +96,8 @@ async fn victim_project(
             "mode": "AccountOnly", "clusterRef": {"name": w.cluster}, "svmName": svm,
             "managementLif": lif(lifs[0]), "dataLifs": [lif(lifs[1])],
             "protocols": {"nfs": true},
-            "account": {"name": "victimweb"}, "secretName": "victim-shoot-credentials"
+            "account": {"name": "victimweb"}, "secretName": "victim-shoot-credentials",
+            "provider": {"name": naming::project_object_name(project).unwrap()}
         }
     });
     for object in [provider, account] {
@@ -166,7 +167,8 @@ async fn a_shoot_naming_another_projects_metal_project_gets_no_account_on_its_sv
 
 /// A shoot naming the metal-stack project `rod`: an unmarked SVM `prod` (someone's, made by
 /// hand or by metal-stack's extension) is not adopted because of it: its protocols, LIFs and
-/// accounts stay, and no account of the shoot's lands on it. Adoption is an administrator's act.
+/// accounts stay, and no account of the shoot's lands on it. `rod` is no metal-stack project id,
+/// so the shoot is refused before any object is declared; adoption is an administrator's act.
 #[tokio::test]
 async fn a_shoot_naming_rod_does_not_adopt_an_unmarked_svm_prod() {
     let g = Gardener::start().await;
@@ -217,16 +219,17 @@ async fn a_shoot_naming_rod_does_not_adopt_an_unmarked_svm_prod() {
         "reconcile",
     )
     .await;
-    // The operator has looked: the project object found `prod` not its own.
-    wait_for(&w, "the project object refuses the name", async || {
-        failing_svms(&g.seed, &ns)
-            .await
-            .iter()
-            .any(|f| f.contains("ontap-project-rod"))
-            .then_some(())
-    })
-    .await;
+    // `rod` is no metal-stack project id: no project object is declared for it at all.
+    wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns)
+            .get_opt("ontap-project-rod")
+            .await
+            .unwrap()
+            .is_none(),
+        "no project object for a name that is not metal-stack's"
+    );
     assert!(w.authenticates("produser", password, "prod").await);
     assert_eq!(w.holdings("prod"), before, "nothing of prod's changed");
     let ext = extensions(&g, &ns).get("ontap").await.unwrap();
@@ -264,5 +267,75 @@ async fn a_shoot_whose_annotation_disagrees_with_its_infrastructure_project_is_r
             .annotations()
             .contains_key(GARDENER_PROJECT_ANNOTATION),
         "not bound to the attacker's Gardener project"
+    );
+}
+
+/// Issue 38, attack 2: another seed's project object, serving Gardener project `garden-victim`,
+/// made a metal-stack project's SVM, and ONTAP's mark says so. A shoot of `garden-test` names that
+/// metal-stack project on this seed, where no project object for it exists yet: the one declared
+/// here is bound to `garden-test`, so it neither stands in for the SVM nor takes it over, and the
+/// shoot gets no account on it. (Fix switched off — a project object standing in for any SVM
+/// marked for an object it cannot see — the shoot gets vsadmin on the victim's SVM.)
+#[tokio::test]
+async fn a_shoot_gets_no_account_on_another_seeds_svm_of_another_gardener_project() {
+    let g = Gardener::start().await;
+    let w = world(&g).await;
+    let ns = g.namespace.clone();
+    let project = "9d1f3a5c-7e9b-4d2f-8a4c-6e8f0a2c4e6a";
+    let svm = naming::project_svm_name(project);
+    let mark = format!(
+        "ontap-operator:uid=0f0e0d0c-0000-4000-8000-000000000001 project=garden-victim StorageVirtualMachine garden/{}",
+        naming::project_object_name(project).unwrap()
+    );
+    w.mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/svm/svms",
+            json!({"name": svm, "nfs": {"enabled": true}, "comment": mark}),
+        )
+        .await;
+    wait_for(&w, "the victim's SVM runs", async || {
+        ontap_svm(&w, &svm)
+            .filter(|s| s["state"] == "running")
+            .map(|_| ())
+    })
+    .await;
+    let password = "V1ct1mPassw0rd";
+    w.mock
+        .as_admin(
+            reqwest::Method::POST,
+            "/api/security/accounts",
+            json!({"name": "victimweb", "owner": {"name": svm}, "role": {"name": "vsadmin"},
+                   "applications": [{"application": "http", "authentication_methods": ["password"]}],
+                   "password": password, "comment": "ontap-operator:uid=0f0e0d0c-0000-4000-8000-000000000002"}),
+        )
+        .await;
+    assert!(w.authenticates("victimweb", password, &svm).await);
+    let before = w.holdings(&svm);
+
+    attacker_cluster(&g, project, None).await;
+    create_extension(
+        &g,
+        &ns,
+        trident_config(["192.0.2.190", "192.0.2.191"]),
+        "reconcile",
+    )
+    .await;
+    let object = naming::project_object_name(project).unwrap();
+    wait_for(&w, "the project object refuses the SVM", async || {
+        failing_svms(&g.seed, &ns)
+            .await
+            .iter()
+            .any(|f| f.contains(&object))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(w.authenticates("victimweb", password, &svm).await);
+    assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
+    let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+    assert!(
+        ontap_operator::extension::status::ready_for_gardenlet(&ext, None).is_err(),
+        "the shoot got nothing"
     );
 }

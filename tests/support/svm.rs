@@ -350,6 +350,24 @@ impl SvmWorld {
     }
 }
 
+impl SvmWorld {
+    /// A second OntapCluster `name` on this world's ONTAP (same endpoint, same Secrets), as an
+    /// administrator makes one to admit other namespaces to the same cluster.
+    pub async fn alias_cluster(&self, name: &str) {
+        let ns = &self.env.namespace;
+        let object = ontap_cluster(name)
+            .endpoint(&self.mock.base_url())
+            .credentials(ns, "ontap-admin")
+            .ca(ns, "ontap-ca")
+            .label("ontap-test", ns)
+            .build();
+        self.clusters()
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+    }
+}
+
 /// The credentials and CA Secrets (`ontap-admin{suffix}`, `ontap-ca{suffix}`) of `mock` in the
 /// world's namespace, and the OntapCluster `name` pointing at it with the label the world's
 /// operator selects.

@@ -24,7 +24,8 @@ async fn create(world: &SvmWorld, name: &str, index: u8, spec: Value) {
 }
 
 fn account_only(account: &str) -> Value {
-    json!({"mode": "AccountOnly", "svmName": SHARED, "account": {"name": account}})
+    json!({"mode": "AccountOnly", "svmName": SHARED, "account": {"name": account},
+        "provider": {"name": "project"}})
 }
 
 /// The accounts ONTAP holds on the SVM named `svm`, sorted.
@@ -70,7 +71,7 @@ async fn accounts_share_one_svm_and_leave_with_their_objects() {
         .await;
     let reason = waiting.status.unwrap().conditions;
     assert!(
-        reason.iter().any(|c| c.reason == "SVMAwaited"),
+        reason.iter().any(|c| c.reason == "ProviderAwaited"),
         "{reason:?}"
     );
     assert!(world.state()["svms"].as_array().unwrap().is_empty());
@@ -187,7 +188,8 @@ async fn an_svm_handed_over_to_sharing_is_kept_by_its_new_provider() {
             &kube::api::PatchParams::default(),
             // As the Extension's desired spec does: its own account goes with it from now on.
             &kube::api::Patch::Merge(
-                json!({"spec": {"mode": "AccountOnly", "deletionPolicy": "Delete"}}),
+                json!({"spec": {"mode": "AccountOnly", "deletionPolicy": "Delete",
+                    "provider": {"name": "provider"}}}),
             ),
         )
         .await

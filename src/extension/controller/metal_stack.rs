@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use ontap_client::OntapClient;
@@ -23,8 +23,7 @@ use crate::ontap::connections::ConnectError;
 
 use super::plan::Plan;
 use super::reasons::{
-    Coded, Failed, OntapRequest, Waiting, delete_ignoring_missing, kube_error, ontap_failure,
-    rejected,
+    Coded, Failed, OntapRequest, Waiting, delete_ignoring_missing, ontap_failure, rejected,
 };
 use super::svm_object::svm_spec;
 use super::{ExtensionReconciler, namespace_of};
@@ -52,8 +51,7 @@ impl ExtensionReconciler {
     }
 
     /// The project's object exists: later shoots of the project take the SVM as the first one
-    /// declared it, if they belong to the Gardener project it is bound to. An object declared
-    /// before bindings were recorded is bound to the first shoot that sees it.
+    /// declared it, if they belong to the Gardener project it is bound to.
     async fn keep_project_svm(
         &self,
         plan: &Plan,
@@ -61,7 +59,7 @@ impl ExtensionReconciler {
         existing: &StorageVirtualMachine,
     ) -> StepFlow<Outcome> {
         let namespace = &self.settings.project_namespace;
-        let bound = self.check_binding(plan, existing)?;
+        self.check_binding(plan, existing)?;
         // Deleting, it keeps the SVM while accounts are on it, and shares it: possibly for
         // as long as shoots of the project run on other seeds. A shoot arriving meanwhile
         // joins it (its account then holds the SVM too) instead of waiting for it to go;
@@ -80,33 +78,30 @@ impl ExtensionReconciler {
                 ))
                 .into());
         }
-        if bound {
-            return Ok(Outcome::unchanged());
-        }
-        let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), namespace);
-        let patch = json!({"metadata": {"annotations": {
-            GARDENER_PROJECT_ANNOTATION: plan.gardener_project,
-        }}});
-        api.patch(object, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(kube_error(Failed::SvmPatch))?;
-        Ok(Outcome::changed())
+        Ok(Outcome::unchanged())
     }
 
-    /// Whether `existing` is bound to the plan's Gardener project (`false`: bound to none yet).
-    /// Bound to another, the shoot is refused: the metal-stack project is the Shoot owner's
-    /// annotation, and sharing the SVM would hand them a vsadmin account on another project's
-    /// SVM. The message names neither the other project nor its shoots.
+    /// Whether `existing` is bound to the plan's Gardener project. Bound to another, the shoot
+    /// is refused: the metal-stack project is the Shoot owner's annotation, and sharing the SVM
+    /// would hand them a vsadmin account on another project's SVM. Bound to none (declared by
+    /// hand, or before bindings were recorded), it is refused too: no shoot binds an object by
+    /// coming first; an administrator records the project. The message names neither the other
+    /// project nor its shoots.
     pub(super) fn check_binding(
         &self,
         plan: &Plan,
         existing: &StorageVirtualMachine,
-    ) -> Result<bool, StepError> {
+    ) -> Result<(), StepError> {
         match existing.annotations().get(GARDENER_PROJECT_ANNOTATION) {
-            None => Ok(false),
-            Some(bound) if Some(bound) == plan.gardener_project.as_ref() => Ok(true),
+            Some(bound) if Some(bound) == plan.gardener_project.as_ref() => Ok(()),
             Some(_) => Err(Coded::Configuration.invalid(format!(
                 "the metal-stack project's SVM {} belongs to another Gardener project: the Shoot annotation {METAL_PROJECT_ANNOTATION} must name a metal-stack project of this shoot's Gardener project",
+                plan.svm_name
+            ))),
+            None => Err(Coded::Configuration.invalid(format!(
+                "the StorageVirtualMachine {}/{} that provisions the metal-stack project's SVM {} records no Gardener project ({GARDENER_PROJECT_ANNOTATION}); a landscape administrator records the project it belongs to",
+                self.settings.project_namespace,
+                plan.project_object.as_deref().unwrap_or_default(),
                 plan.svm_name
             ))),
         }

@@ -28,8 +28,9 @@ pub(super) struct Plan {
     /// [`super::ExtensionSettings::project_namespace`]; `None` when the shoot has an SVM of
     /// its own.
     pub project_object: Option<String>,
-    /// With `project_object`: the shoot's Gardener project, which the project object must be
-    /// bound to ([`crate::extension::api::GARDENER_PROJECT_ANNOTATION`]).
+    /// The shoot's Gardener project, recorded on its objects
+    /// ([`crate::extension::api::GARDENER_PROJECT_ANNOTATION`]) and so in ONTAP's marks; with
+    /// `project_object`, the one the project object must be bound to. Required then.
     pub gardener_project: Option<String>,
 }
 
@@ -75,7 +76,10 @@ impl ExtensionReconciler {
         };
         let project = metal_project(config, shoot)?;
         let project_object = project.map(project_object).transpose()?;
-        let gardener_project = project.map(|_| gardener_project(shoot)).transpose()?;
+        let gardener_project = match project {
+            Some(_) => Some(gardener_project(shoot)?),
+            None => shoot.gardener_project().map(str::to_owned),
+        };
         let (svm_name, account) = match (state, project) {
             (Some(state), _) => (state.svm_name.clone(), state.account.clone()),
             (None, None) => (
@@ -146,6 +150,13 @@ fn metal_project<'a>(
             "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
         ))
     })?;
+    // metal-stack's projects are UUIDs, and their SVMs `p` and 32 hex digits: any other value
+    // would name an SVM of another shape — perhaps a tenant's — for the project namespace.
+    if !naming::is_metal_project_id(project) {
+        return Err(Coded::Shoot.invalid(format!(
+            "the Shoot annotation {METAL_PROJECT_ANNOTATION} ({project:?}) is not a metal-stack project id (a UUID)"
+        )));
+    }
     match shoot.infrastructure_project_id() {
         Some(id) if id != project => Err(Coded::Shoot.invalid(format!(
             "the Shoot annotation {METAL_PROJECT_ANNOTATION} ({project:?}) disagrees with spec.provider.infrastructureConfig.projectID ({id:?})"
@@ -213,21 +224,28 @@ mod tests {
     #[test]
     fn the_annotation_must_agree_with_the_infrastructure_project() {
         let config = trident_config();
+        const P1: &str = "0b1f9c3e-aaaa-bbbb-cccc-123456789abc";
+        assert_eq!(metal_project(&config, &shoot(P1, None)).unwrap(), Some(P1));
         assert_eq!(
-            metal_project(&config, &shoot("p1", None)).unwrap(),
-            Some("p1")
+            metal_project(&config, &shoot(P1, Some(P1))).unwrap(),
+            Some(P1)
         );
-        assert_eq!(
-            metal_project(&config, &shoot("p1", Some("p1"))).unwrap(),
-            Some("p1")
-        );
-        let refused = metal_project(&config, &shoot("victim", Some("p1"))).unwrap_err();
+        let refused = metal_project(&config, &shoot("victim", Some(P1))).unwrap_err();
         assert_eq!(refused.reason(), Coded::Shoot.as_str());
         assert_eq!(refused.category(), ErrorCategory::Invalid);
         assert_eq!(
-            gardener_project(&shoot("p1", None)).unwrap(),
+            gardener_project(&shoot(P1, None)).unwrap(),
             "garden-a",
             "the Shoot's namespace, which its owner cannot choose"
         );
+        for not_a_project in [
+            "ayroll",
+            "rod",
+            "0b1f9c3e-aaaa-bbbb-cccc-123456789abz",
+            "0b1f9c3eaaaabbbbcccc123456789abc",
+        ] {
+            let refused = metal_project(&config, &shoot(not_a_project, None)).unwrap_err();
+            assert_eq!(refused.reason(), Coded::Shoot.as_str(), "{not_a_project}");
+        }
     }
 }

@@ -10,8 +10,8 @@ use reconcile_engine::{Outcome, StepError};
 use serde_json::{Value, json};
 
 use crate::api::{
-    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineSpec,
-    SvmMode,
+    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, GARDENER_PROJECT_ANNOTATION, StorageVirtualMachine,
+    StorageVirtualMachineSpec, SvmMode,
 };
 use crate::extension::api::Extension;
 use crate::extension::config::{ExtensionConfig, Lif, Protocol, SvmSharing};
@@ -88,29 +88,38 @@ impl ExtensionReconciler {
             SvmSharing::PerProject => (SvmMode::AccountOnly, DeletionPolicy::Delete),
             SvmSharing::PerShoot => (SvmMode::Owned, config.deletion_policy),
         };
-        let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
-            config,
-            plan,
-            json!({
-                "mode": mode,
-                "account": {"name": plan.account},
-                "secretName": plan.secret,
-                "deletionPolicy": deletion_policy,
-            }),
-        ))
-        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+        let mut extra = json!({
+            "mode": mode,
+            "account": {"name": plan.account},
+            "secretName": plan.secret,
+            "deletionPolicy": deletion_policy,
+        });
+        // The project's SVM is the project object's, named: never whichever object provisions
+        // an SVM of that name first.
+        if let (SvmMode::AccountOnly, Some(project_object)) = (mode, &plan.project_object) {
+            extra["provider"] = json!({
+                "namespace": self.settings.project_namespace,
+                "name": project_object,
+            });
+        }
+        let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(config, plan, extra))
+            .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
         let owner = ext
             .controller_owner_ref(&())
             .ok_or_else(|| Transient::ExtensionUnstored.error("the Extension has no uid yet"))?;
         let mut svm = StorageVirtualMachine::new(&plan.object, spec);
         svm.metadata.namespace = Some(namespace_of(ext));
         svm.metadata.owner_references = Some(vec![owner]);
-        if let Some(uuid) = adopt {
-            svm.metadata.annotations = Some(BTreeMap::from([(
-                ADOPT_SVM_UUID_ANNOTATION.to_string(),
-                uuid.to_string(),
-            )]));
+        // The Gardener project, which the shoot's owner cannot choose, goes into ONTAP's mark:
+        // what lets the same shoot on another seed, and only its project, take its SVM back.
+        let mut annotations = BTreeMap::new();
+        if let Some(project) = &plan.gardener_project {
+            annotations.insert(GARDENER_PROJECT_ANNOTATION.to_string(), project.clone());
         }
+        if let Some(uuid) = adopt {
+            annotations.insert(ADOPT_SVM_UUID_ANNOTATION.to_string(), uuid.to_string());
+        }
+        svm.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
         Ok(svm)
     }
 
@@ -141,6 +150,23 @@ impl ExtensionReconciler {
                 "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
                 plan.object
             )));
+        }
+        let project = |svm: &StorageVirtualMachine| {
+            svm.annotations().get(GARDENER_PROJECT_ANNOTATION).cloned()
+        };
+        if project(&current) != project(&desired) {
+            // Recorded by this operator alone; not a change gardenlet has to ask for.
+            let patched = api
+                .patch(
+                    &plan.object,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"annotations": {
+                        GARDENER_PROJECT_ANNOTATION: project(&desired),
+                    }}})),
+                )
+                .await
+                .map_err(|e| rejected(Failed::SvmPatch, e))?;
+            return Ok(Outcome::Changed(patched));
         }
         if current.spec == desired.spec {
             return Ok(Outcome::Unchanged(current));

@@ -4,12 +4,14 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::SeedSecretState;
+use super::authority::{
+    AccountRight, Actor, Mark, account_comment, asks_to_adopt, decide_account, marked_for,
+};
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
-use super::takeover::adopts;
-use super::{Ownership, SeedSecretState, account_comment, owned_by};
-use crate::api::StorageVirtualMachine;
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine};
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{
     Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
@@ -119,8 +121,9 @@ impl SvmReconciler {
         }
     }
 
-    /// Whether `account` is this object's to manage: marked with its uid, or adopted with the
-    /// SVM this object asks for by uuid ([`adopts`]) from a namespace granted account adoption.
+    /// Whether `account` is this object's to manage ([`decide_account`]): marked with its uid,
+    /// or taken over with the SVM this object asks for by uuid, where its standing and the
+    /// SVM's mark allow it.
     fn claim(
         &self,
         svm: &StorageVirtualMachine,
@@ -128,21 +131,62 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         account: &Account,
     ) -> Result<Claim, StepError> {
-        if owned_by(account.comment.as_deref(), &names.uid) == Ownership::Ours {
-            return Ok(Claim::Ours);
+        let standing = self.standing(svm);
+        let actor = Actor {
+            uid: &names.uid,
+            namespace: &names.namespace,
+            standing: &standing,
+            svm_name: &names.svm,
+        };
+        let asks = asks_to_adopt(
+            svm.annotations()
+                .get(ADOPT_SVM_UUID_ANNOTATION)
+                .map(String::as_str),
+            &ontap_svm.uuid,
+            None,
+        );
+        let owner = Mark::read(account.comment.as_deref()).map(|m| m.uid);
+        match decide_account(
+            &actor,
+            owner.as_deref(),
+            Mark::read(ontap_svm.comment.as_deref()).as_ref(),
+            asks,
+        ) {
+            Ok(AccountRight::Ours) => Ok(Claim::Ours),
+            Ok(AccountRight::Adopt) => Ok(Claim::Adopt),
+            Err(refusal) => Err(refusal.error(&names.svm, &names.account)),
         }
-        let labels = self
-            .namespaces
-            .get(&ObjectRef::new(&names.namespace))
-            .map(|ns| ns.labels().clone())
-            .unwrap_or_default();
-        if adopts(svm, ontap_svm) && self.adoption.may_adopt_accounts(&names.namespace, &labels) {
-            return Ok(Claim::Adopt);
+    }
+
+    /// Locks this object's account on `ontap_svm`, if it has one there that can log in: the
+    /// object was refused the SVM (its provider stopped sharing it) and must lose the access
+    /// it was given. Only an account marked for the object is touched.
+    pub(super) async fn revoke_account(
+        &self,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+    ) -> Result<(), StepError> {
+        let account = client
+            .account(&ontap_svm.uuid, &names.account)
+            .await
+            .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
+        let Some(account) = account else {
+            return Ok(());
+        };
+        if !marked_for(account.comment.as_deref(), &names.uid) || account.locked == Some(true) {
+            return Ok(());
         }
-        Err(Invalid::AccountNotOurs.error(format!(
-            "an account {} exists on the SVM {} that was not created for this StorageVirtualMachine; it is left as it is (no unlock, password or delete) — choose another spec.account.name",
-            names.account, names.svm
-        )))
+        let lock = AccountPatch {
+            locked: Some(true),
+            ..AccountPatch::default()
+        };
+        client
+            .patch_account(&ontap_svm.uuid, &names.account, &lock)
+            .await
+            .map_err(|e| ontap_error(Failed::AccountLock, e))?;
+        tracing::info!(account = %names.account, svm = %names.svm, "the account's access was revoked: locked");
+        Ok(())
     }
 }
 

@@ -4,6 +4,7 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::authority::Standing;
 use super::errors::{Conflict, Invalid, Transient, Waiting};
 use super::naming::reserved_for_another_namespace;
 use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
@@ -13,8 +14,11 @@ use ontap_client::OntapClient;
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
 impl SvmReconciler {
-    /// Whether `svm`'s namespace may use `cluster`, and no older object holds the SVM name or a
-    /// LIF address it asks for ([`tenancy`](super::tenancy)).
+    /// Whether `svm`'s namespace may use `cluster`, and no older object holds the SVM name, the
+    /// account or a LIF address it asks for on the same ONTAP cluster ([`tenancy`]). Only
+    /// objects that may hold anything count: those the cluster admits and, for `AccountOnly`
+    /// objects, whose named provider shares with them. A refused object keeps nothing from
+    /// anyone.
     fn tenancy(
         &self,
         svm: &StorageVirtualMachine,
@@ -50,7 +54,11 @@ impl SvmReconciler {
         let contested = tenancy::contested(
             svm,
             &claims,
-            tenancy::contenders(svm, others.iter().map(|other| &**other)).map(|other| {
+            tenancy::contenders(svm, others.iter().map(|other| &**other), |a, b| {
+                self.same_ontap(a, b)
+            })
+            .filter(|other| self.holds_claims(other))
+            .map(|other| {
                 let names = names_of(other, other.status.as_ref().unwrap_or(&no_status));
                 let mut claims = tenancy::Claims::of(other, names.svm.clone(), names.account);
                 // Refused the name, so holding no claim on it: the namespace it belongs to is
@@ -67,23 +75,80 @@ impl SvmReconciler {
         }
     }
 
-    /// Whether `svm` asks for `svm_name`, another namespace's default name, from a namespace
-    /// tenants write to. The namespaces granted account adoption (the project namespace and
-    /// gardenlet's shoot namespaces) hold only the Extension's objects, which restore a shoot's
-    /// names from its state, made in a namespace of the same name on another seed.
-    fn squats(&self, svm: &StorageVirtualMachine, svm_name: &str) -> bool {
-        let namespace = svm.namespace().unwrap_or_default();
-        if svm.spec.mode != SvmMode::Owned
-            || !reserved_for_another_namespace(svm_name, &namespace, &svm.name_any())
-        {
+    /// Whether `svm` may hold claims: its cluster admits its namespace and, for an `AccountOnly`
+    /// object, the provider it names shares with it. One that provisioned already holds what it
+    /// provisioned, admitted now or not, until its cleanup.
+    fn holds_claims(&self, svm: &StorageVirtualMachine) -> bool {
+        if svm.status.as_ref().is_some_and(|s| s.uuid.is_some()) {
+            return true;
+        }
+        if !self.admitted(svm) {
             return false;
         }
-        let labels = self
-            .namespaces
-            .get(&ObjectRef::new(&namespace))
-            .map(|ns| ns.labels().clone())
-            .unwrap_or_default();
-        !self.adoption.may_adopt_accounts(&namespace, &labels)
+        match svm.spec.mode {
+            SvmMode::Owned => true,
+            SvmMode::AccountOnly => {
+                let Some(reference) = &svm.spec.provider else {
+                    return false;
+                };
+                let namespace = reference
+                    .namespace
+                    .clone()
+                    .or_else(|| svm.namespace())
+                    .unwrap_or_default();
+                let consumer = svm.namespace().unwrap_or_default();
+                self.svms
+                    .get(&ObjectRef::new(&reference.name).within(&namespace))
+                    .is_some_and(|provider| {
+                        tenancy::shares_with(
+                            &provider,
+                            &consumer,
+                            &self.namespace_labels(&consumer),
+                        )
+                        .unwrap_or(false)
+                    })
+            }
+        }
+    }
+
+    /// Whether the cluster `svm` names admits its namespace (`false` while the cluster is not
+    /// cached, or its selector is invalid).
+    pub(super) fn admitted(&self, svm: &StorageVirtualMachine) -> bool {
+        let namespace = svm.namespace().unwrap_or_default();
+        self.clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
+            .is_some_and(|cluster| {
+                tenancy::namespace_allowed(
+                    cluster.spec.namespace_selector.as_ref(),
+                    &self.namespace_labels(&namespace),
+                )
+                .unwrap_or(false)
+            })
+    }
+
+    /// Whether the OntapClusters `a` and `b` reach the same ONTAP cluster: claims are ONTAP's,
+    /// and two OntapCluster objects on one ONTAP must not let two objects claim one name. Compared
+    /// by endpoint host and port; by object name while either is not cached.
+    pub(super) fn same_ontap(&self, a: &str, b: &str) -> bool {
+        if a == b {
+            return true;
+        }
+        let endpoint = |name: &str| {
+            self.clusters
+                .get(&ObjectRef::new(name))
+                .and_then(|c| tenancy::ontap_identity(&c.spec.endpoint))
+        };
+        matches!((endpoint(a), endpoint(b)), (Some(x), Some(y)) if x == y)
+    }
+
+    /// Whether `svm` asks for `svm_name`, another namespace's default name, as a tenant. The
+    /// extension's objects (in the project namespace and gardenlet's shoot namespaces) restore
+    /// a shoot's names from its state, made in a namespace of the same name on another seed.
+    fn squats(&self, svm: &StorageVirtualMachine, svm_name: &str) -> bool {
+        let namespace = svm.namespace().unwrap_or_default();
+        svm.spec.mode == SvmMode::Owned
+            && reserved_for_another_namespace(svm_name, &namespace, &svm.name_any())
+            && self.standing(svm) == Standing::Tenant
     }
 
     /// Step `ClusterReady`: the OntapCluster exists, is Ready, admits this object (only while it

@@ -13,11 +13,12 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use secrecy::SecretString;
 
+use super::authority::marked_for;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::reconcile::{Names, SvmReconciler};
 use super::{
-    ExpectedSeed, Ownership, SeedFields, SeedSecretState, build_seed_secret, generate_password,
-    inspect_seed_secret, owned_by, password_set_at,
+    ExpectedSeed, SeedFields, SeedSecretState, build_seed_secret, generate_password,
+    inspect_seed_secret, password_set_at,
 };
 use crate::api::StorageVirtualMachine;
 use ontap_client::{AccountCheck, OntapClient, Svm};
@@ -288,7 +289,7 @@ async fn retire_renamed_account(
     else {
         return Ok(());
     };
-    if owned_by(old.comment.as_deref(), &names.uid) != Ownership::Ours {
+    if !marked_for(old.comment.as_deref(), &names.uid) {
         return Ok(());
     }
     client

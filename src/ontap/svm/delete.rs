@@ -5,33 +5,47 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
 
+use super::authority::{Standing, marked_for};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
 use super::reconcile::{
     EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep, names_of,
 };
 use super::svm::lookup_svm;
-use super::{Ownership, owned_by};
+use super::tenancy;
 use crate::api::rules::RESERVED_ACCOUNTS;
 use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
+use kube::runtime::reflector::ObjectRef;
 use ontap_client::{OntapClient, Svm, SvmState};
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
 impl SvmReconciler {
-    /// The live `AccountOnly` objects with accounts on the SVM `svm` provisions: the ones of
-    /// its namespace by name, the others only counted (a tenant learns that its SVM is shared,
-    /// not with whom).
-    fn account_only_users(&self, svm: &StorageVirtualMachine, names: &Names) -> Vec<String> {
+    /// The live `AccountOnly` objects with accounts on the SVM `svm` provisions: those naming it
+    /// as their provider that it shares with and that were let on (a refused or never admitted
+    /// object holds nothing, and must not keep the owner's delete waiting). The ones of its
+    /// namespace by name, the others only counted (a tenant learns that its SVM is shared, not
+    /// with whom).
+    fn account_only_users(&self, svm: &StorageVirtualMachine) -> Vec<String> {
         let all = self.svms.store().state();
         let users: Vec<_> = all
             .iter()
             .filter(|other| {
                 other.spec.mode == SvmMode::AccountOnly
-                    && other.spec.cluster_ref == svm.spec.cluster_ref
-                    && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
                     && other.metadata.deletion_timestamp.is_none()
-                    // Admitted at least once: one still waiting holds nothing on the SVM (and
+                    && other.spec.provider.as_ref().is_some_and(|p| {
+                        p.name == svm.name_any()
+                            && p.namespace.as_ref().or(other.metadata.namespace.as_ref())
+                                == svm.metadata.namespace.as_ref()
+                    })
+                    // Let on at least once: one still waiting holds nothing on the SVM (and
                     // may be waiting for this very object to go, to be provisioned anew).
                     && other.status.as_ref().is_some_and(|s| s.uuid.is_some())
+                    && self.admitted(other)
+                    && tenancy::shares_with(
+                        svm,
+                        &other.namespace().unwrap_or_default(),
+                        &self.namespace_labels(&other.namespace().unwrap_or_default()),
+                    )
+                    .unwrap_or(false)
             })
             .collect();
         let mut named: Vec<String> = users
@@ -61,6 +75,12 @@ impl SvmReconciler {
             names.svm = provisioned.clone();
         }
         match (svm.spec.deletion_policy, svm.spec.mode) {
+            // A tenant's retained SVM stays with its data, but nothing accounts for a login
+            // left working on it: its account is locked. Gardener's objects retain for a
+            // migration, where the shoot keeps using the account until the restore.
+            (DeletionPolicy::Retain, _) if self.standing(svm) == Standing::Tenant => {
+                self.lock_retained(svm, status, &names, steps).await?
+            }
             (DeletionPolicy::Retain, _) => {}
             (DeletionPolicy::Delete, SvmMode::AccountOnly) => {
                 self.delete_account_only(svm, status, &names, steps).await?
@@ -70,6 +90,42 @@ impl SvmReconciler {
             }
         }
         self.delete_seed_secret(&names, steps).await
+    }
+
+    /// A tenant's `Retain` delete: the account it made on the SVM it used is locked, the rest
+    /// left as it is. Without the OntapCluster nothing can be reached, and nothing is waited for.
+    async fn lock_retained(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &StorageVirtualMachineStatus,
+        names: &Names,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        let provisioned = status.uuid.is_some();
+        let cluster_exists = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
+            .is_some();
+        if !provisioned || !cluster_exists {
+            return Ok(());
+        }
+        let client = self.cluster(svm, names, steps).await?;
+        let found = steps
+            .step(SvmStep::SVMFound, || async {
+                Ok(Outcome::Unchanged(
+                    lookup_shared_svm(&client, names, status.uuid.as_deref()).await?,
+                ))
+            })
+            .await?;
+        if let Some(found) = found {
+            steps
+                .step(SvmStep::AccountLocked, || async {
+                    self.revoke_account(names, &found, &client).await?;
+                    Ok(Outcome::unchanged())
+                })
+                .await?;
+        }
+        Ok(())
     }
 
     /// An `AccountOnly` object's account on the shared SVM, never the SVM or its LIFs.
@@ -107,7 +163,7 @@ impl SvmReconciler {
         names: &Names,
         steps: &mut StepRunner<SvmStep>,
     ) -> Result<(), Halt> {
-        let users = self.account_only_users(svm, names);
+        let users = self.account_only_users(svm);
         if !users.is_empty() {
             return steps
                 .step(SvmStep::SVMDeleted, || async {
@@ -246,7 +302,7 @@ async fn find_for_deletion(
     names: &Names,
     recorded: Option<&str>,
 ) -> Result<Outcome<Option<Svm>>, StepError> {
-    let ours = |svm: &Svm| owned_by(svm.comment.as_deref(), &names.uid) == Ownership::Ours;
+    let ours = |svm: &Svm| marked_for(svm.comment.as_deref(), &names.uid);
     if let Some(uuid) = recorded {
         match client.svm(uuid).await {
             Ok(found) if ours(&found) => return Ok(Outcome::Unchanged(Some(found))),
@@ -267,8 +323,8 @@ async fn find_for_deletion(
     ))
 }
 
-/// A shared SVM about to be deleted, unless ONTAP holds accounts on it besides `own` and ONTAP's
-/// built-in ones: accounts of `AccountOnly` objects this operator cannot see — shoots of a
+/// A shared SVM about to be deleted, unless ONTAP holds working accounts on it besides `own` and
+/// ONTAP's built-in ones: accounts of `AccountOnly` objects this operator cannot see — shoots of a
 /// project served by another seed's extension — whose Trident still uses them. Then it waits,
 /// saying so, with its finalizer in place; `deletionPolicy: Retain` lets the object go and
 /// leaves the SVM to them.
@@ -281,7 +337,15 @@ async fn unused(
         .accounts(&found.uuid)
         .await
         .map_err(|e| ontap_error(Failed::AccountLookup, e))?;
-    let others = foreign_accounts(accounts.iter().map(|a| a.name.as_str()), own);
+    // A locked account is one whose access was revoked (its consumer no longer shared, or
+    // retained by a tenant): it holds the SVM for no one.
+    let others = foreign_accounts(
+        accounts
+            .iter()
+            .filter(|a| a.locked != Some(true))
+            .map(|a| a.name.as_str()),
+        own,
+    );
     if others.is_empty() {
         return Ok(Outcome::Unchanged(Some(found)));
     }
@@ -324,7 +388,7 @@ async fn delete_account(
     else {
         return Ok(Outcome::unchanged());
     };
-    if owned_by(account.comment.as_deref(), &names.uid) != Ownership::Ours {
+    if !marked_for(account.comment.as_deref(), &names.uid) {
         tracing::info!(
             account = %names.account,
             svm = %svm.name,

@@ -6,6 +6,7 @@
 //! validations) becomes a [`DesiredError`] the controller reports as a condition, not a request
 //! ONTAP refuses over and over.
 
+use super::authority::{Mark, may_manage};
 use super::errors::{Conflict, Failed, Invalid, ontap_error};
 use std::collections::HashSet;
 use std::fmt;
@@ -40,6 +41,14 @@ pub(super) async fn ensure_lifs(
     let mut plan = plan_lifs(&desired, &actual);
     if plan.is_empty() {
         return Ok(Outcome::unchanged());
+    }
+    // Replacing another's LIFs cuts its data path: only the SVM's marked owner changes them.
+    let uid = svm.metadata.uid.as_deref().unwrap_or_default();
+    if !may_manage(uid, Mark::read(ontap_svm.comment.as_deref()).as_ref()) {
+        return Err(Invalid::SvmOwnershipChanged.error(format!(
+            "the SVM {} is not marked for this StorageVirtualMachine; its LIFs are left as they are",
+            ontap_svm.name
+        )));
     }
     if plan.create.iter().any(|(_, l)| l.needs_home_node()) {
         let nodes = client

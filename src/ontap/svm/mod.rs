@@ -9,6 +9,7 @@
 //! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
 
 mod account;
+pub mod authority;
 mod cluster;
 mod credentials;
 mod delete;
@@ -25,13 +26,10 @@ mod steady;
 // Each step's module is named after what it brings about; the SVM step's is the SVM.
 #[allow(clippy::module_inception)]
 mod svm;
-mod takeover;
 pub mod tenancy;
 mod verify;
 
-pub use desired::{
-    DesiredError, Ownership, account_comment, marked_namespace, owned_by, ownership_comment,
-};
+pub use desired::DesiredError;
 pub use lifs::{
     DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
     desired_lifs, plan_lifs,

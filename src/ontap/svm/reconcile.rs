@@ -12,13 +12,15 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 use tokio::sync::Semaphore;
 
+use super::authority::{Creator, Standing};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::steady::SteadyInventory;
 use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
-    OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
+    GARDENER_PROJECT_ANNOTATION, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus,
+    SvmMode, SvmPhase,
 };
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
@@ -48,6 +50,8 @@ reconcile_engine::steps! {
         LIFsDeleted,
         /// Cleanup: the SVM's account is gone.
         AccountDeleted,
+        /// Cleanup of a tenant's object with `deletionPolicy: Retain`: its account is locked.
+        AccountLocked,
         /// Cleanup: the SVM is gone.
         SVMDeleted,
         /// Cleanup: the seed Secret is gone.
@@ -186,19 +190,36 @@ impl AdoptionGrant {
         self.0.get().map(|a| a.project_namespace.as_str())
     }
 
-    /// Whether objects of `namespace` (with `labels`) may take over an account the operator did
-    /// not create for them.
-    pub fn may_adopt_accounts(
+    /// The standing of an object of `namespace` (with `labels`) that records the Gardener
+    /// `project` it serves: what only an administrator or gardenlet can give it. The project
+    /// namespace holds the extension's project objects; a namespace gardenlet labelled (tenants
+    /// cannot label namespaces) holds a shoot's; everything else is a tenant's, whatever it
+    /// records.
+    ///
+    /// An object a shoot's Extension controls is that shoot's, wherever it lives (a seed whose
+    /// project namespace is also its shoots' namespace holds both kinds).
+    pub fn standing(
         &self,
         namespace: &str,
         labels: &std::collections::BTreeMap<String, String>,
-    ) -> bool {
-        self.0.get().is_some_and(|a| {
-            a.project_namespace == namespace
-                || a.account_adopters
-                    .as_ref()
-                    .is_some_and(|(key, value)| labels.get(key) == Some(value))
-        })
+        project: Option<&String>,
+        of_a_shoot: bool,
+    ) -> Standing {
+        let Some(adopters) = self.0.get() else {
+            return Standing::Tenant;
+        };
+        let project = project.cloned();
+        let in_project_namespace = adopters.project_namespace == namespace;
+        let gardeners = in_project_namespace
+            || adopters
+                .account_adopters
+                .as_ref()
+                .is_some_and(|(key, value)| labels.get(key) == Some(value));
+        match (gardeners, in_project_namespace && !of_a_shoot) {
+            (false, _) => Standing::Tenant,
+            (true, true) => Standing::Project { project },
+            (true, false) => Standing::Shoot { project },
+        }
     }
 }
 
@@ -302,6 +323,62 @@ pub(super) fn names_of(svm: &StorageVirtualMachine, status: &StorageVirtualMachi
 }
 
 impl SvmReconciler {
+    /// The labels of `namespace` as cached (none while it is not).
+    pub(super) fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        self.namespaces
+            .get(&ObjectRef::new(namespace))
+            .map(|ns| ns.labels().clone())
+            .unwrap_or_default()
+    }
+
+    /// `svm`'s [`Standing`].
+    pub(super) fn standing(&self, svm: &StorageVirtualMachine) -> Standing {
+        let namespace = svm.namespace().unwrap_or_default();
+        let of_a_shoot = svm.owner_references().iter().any(|o| {
+            o.controller == Some(true)
+                && o.kind == "Extension"
+                && o.api_version.starts_with("extensions.gardener.cloud/")
+        });
+        self.adoption.standing(
+            &namespace,
+            &self.namespace_labels(&namespace),
+            svm.annotations().get(GARDENER_PROJECT_ANNOTATION),
+            of_a_shoot,
+        )
+    }
+
+    /// What the object with uid `marked` (the uid an SVM's mark holds) is to `actor`, which asks
+    /// for the SVM `names.svm`: gone, keeping it, or an `AccountOnly` object on that SVM naming
+    /// `actor` as its provider — handing it over by its own word.
+    pub(super) fn creator(
+        &self,
+        actor: &StorageVirtualMachine,
+        marked: &str,
+        names: &Names,
+    ) -> Creator {
+        let all = self.svms.store().state();
+        let Some(creator) = all.iter().find(|o| o.uid().as_deref() == Some(marked)) else {
+            return Creator::Absent;
+        };
+        let names_actor = creator.spec.provider.as_ref().is_some_and(|p| {
+            p.name == actor.name_any()
+                && p.namespace.as_ref().or(creator.metadata.namespace.as_ref())
+                    == actor.metadata.namespace.as_ref()
+        });
+        if creator.spec.mode == SvmMode::AccountOnly
+            && names_actor
+            && creator.spec.cluster_ref == actor.spec.cluster_ref
+            && creator.spec.svm_name.as_deref() == Some(names.svm.as_str())
+        {
+            Creator::HandsOverToActor
+        } else {
+            Creator::Keeps
+        }
+    }
+
     async fn provision(
         &self,
         svm: &StorageVirtualMachine,

@@ -20,8 +20,9 @@ use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::authority::marked_for;
 use super::reconcile::names_of;
-use super::{Ownership, desired_lifs, owned_by, plan_lifs, protocol_changes};
+use super::{desired_lifs, plan_lifs, protocol_changes};
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::{Inventory, Snapshot};
@@ -223,7 +224,7 @@ pub fn confirmed_svm(svm: &StorageVirtualMachine, snapshot: &Snapshot) -> Option
     let names = names_of(svm, status);
     let found = snapshot.svm(&names.svm)?;
     (status.uuid.as_deref() == Some(found.uuid.as_str())
-        && owned_by(found.comment.as_deref(), &names.uid) == Ownership::Ours
+        && marked_for(found.comment.as_deref(), &names.uid)
         && found.state == Some(SvmState::Running)
         && protocol_changes(&svm.spec.protocols, found).is_empty())
     .then(|| found.clone())
@@ -240,8 +241,8 @@ pub fn lifs_confirmed(svm: &StorageVirtualMachine, svm_uuid: &str, snapshot: &Sn
 mod tests {
     use super::*;
     use crate::api::StorageVirtualMachineStatus;
+    use crate::ontap::svm::authority::{Standing, svm_comment};
     use crate::ontap::svm::desired::tests::base;
-    use crate::ontap::svm::ownership_comment;
     use ontap_client::IpInterface;
 
     const UUID: &str = "2f7d0f2a-0000-4000-8000-000000000001";
@@ -265,7 +266,7 @@ mod tests {
         let names = names_of(svm, &status);
         serde_json::from_value(serde_json::json!({
             "uuid": UUID, "name": names.svm, "state": "running",
-            "comment": ownership_comment(&names.uid, &names.namespace, &svm.name_any()),
+            "comment": svm_comment(&names.uid, &Standing::Tenant, &names.namespace, &svm.name_any()),
             "nfs": { "enabled": true }, "iscsi": { "enabled": false }, "nvme": { "enabled": false },
         }))
         .unwrap()

@@ -6,14 +6,17 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::DesiredError;
+use super::authority::{
+    Actor, Creator, Mark, Provider, Share, ShareWait, Standing, Takeover, asks_to_adopt,
+    decide_share, decide_svm, svm_comment,
+};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error};
 use super::reconcile::{
     EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler, names_of,
 };
 use super::steady::confirmed_svm;
-use super::takeover::{Takeover, asks_to_adopt, takeover_marked, takeover_unmarked};
 use super::tenancy;
-use super::{DesiredError, Ownership, marked_namespace, owned_by, ownership_comment};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::Snapshot;
@@ -26,157 +29,103 @@ use reconcile_engine::{Outcome, StepError, StepFlow, Worker};
 use tokio::sync::OwnedSemaphorePermit;
 
 impl SvmReconciler {
-    /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and the object
-    /// that provisions it shares it with the object's namespace. An account is vsadmin access, so
-    /// one tenant must not give itself an account on another's SVM by naming it — nor by
-    /// declaring an `Owned` object of that name in its own namespace: the provider that decides
-    /// is the one ONTAP's ownership mark names. An SVM marked for an object this operator cannot
-    /// see (the project SVM of shoots served by another seed's extension) is shared only by a
-    /// provider in the extension's project namespace, where tenants cannot write. A wait while no
-    /// object provisions it (the extension declares both at once) or the SVM is not marked yet
-    /// (its provider is about to adopt it).
+    /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and may carry
+    /// its account ([`decide_share`]): the object its `spec.provider` names provisions that SVM,
+    /// shares it with this namespace, and ONTAP's mark shows the SVM is that provider's. An
+    /// account is vsadmin access, so nothing else — not another object provisioning the name
+    /// first, not an SVM of the name someone else made — lets a consumer on. Refused after
+    /// having been let on (a narrowed `shareWith`), its account is locked: revocation revokes.
     pub(super) async fn shared_svm(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         client: &OntapClient,
     ) -> Result<Outcome<Svm>, StepError> {
-        let providers = self.providers(svm, names);
-        let awaited = |why: String| Ok(Waiting::SvmAwaited.outcome(why, EXISTING_SVM_RECHECK));
-        if providers.is_empty() {
+        let provider = self.named_provider(svm);
+        let awaited = |why: String| Ok(Waiting::ProviderAwaited.outcome(why, EXISTING_SVM_RECHECK));
+        if provider.is_none() {
             return awaited(format!(
-                "no StorageVirtualMachine provisions the SVM {} on cluster {}; an AccountOnly object makes its account only on an SVM an Owned object shares with its namespace (spec.shareWith)",
-                names.svm, svm.spec.cluster_ref.name
+                "the StorageVirtualMachine named in spec.provider does not exist (yet); the account is made on the SVM {} once it provisions it and shares it with this namespace",
+                names.svm
             ));
         }
         let found = match existing_svm(client, names).await? {
             Outcome::Unchanged(found) | Outcome::Changed(found) => found,
             Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
         };
-        let provider = match owned_by(found.comment.as_deref(), "") {
-            Ownership::Foreign(creator) if self.alive(&creator) => {
-                match providers
-                    .iter()
-                    .find(|p| p.uid().as_deref() == Some(creator.as_str()))
-                {
-                    Some(provider) => provider,
-                    // Being handed over, or its provider is being deleted.
-                    None => {
-                        return awaited(format!(
-                            "the SVM {} is changing hands between StorageVirtualMachines; the account is made once one provisions it",
-                            names.svm
-                        ));
-                    }
-                }
-            }
-            Ownership::Foreign(_) => {
-                let stand_in = providers
-                    .iter()
-                    .find(|p| self.is_project_namespace(&p.namespace().unwrap_or_default()));
-                match stand_in {
-                    Some(provider) => provider,
-                    None => {
-                        return Err(Invalid::SvmNotShared.error(format!(
-                            "the SVM {} belongs to a StorageVirtualMachine this operator does not see; only the extension's project namespace may share such an SVM",
-                            names.svm
-                        )));
-                    }
-                }
-            }
-            Ownership::Unmarked | Ownership::Ours => {
-                return awaited(format!(
-                    "the SVM {} is not marked as provisioned by a StorageVirtualMachine yet; the account is made once its provider has taken it over",
-                    names.svm
-                ));
-            }
+        let facts = provider
+            .as_deref()
+            .map(|p| self.provider_facts(svm, names, p))
+            .transpose()?;
+        let mark = Mark::read(found.comment.as_deref());
+        let creator = match (&mark, &provider) {
+            (Some(mark), Some(provider)) => self.creator(provider, &mark.uid, names),
+            _ => Creator::Absent,
         };
-        let labels = self
-            .namespaces
-            .get(&ObjectRef::new(&names.namespace))
-            .map(|ns| ns.labels().clone())
-            .unwrap_or_default();
-        let shared = tenancy::shares_with(provider, &names.namespace, &labels)
-            .map_err(|e| Invalid::ShareWith.error(e))?;
-        if shared {
-            return Ok(Outcome::Unchanged(found));
+        match decide_share(facts.as_ref(), mark.as_ref(), creator) {
+            Share::Allow => Ok(Outcome::Unchanged(found)),
+            Share::Wait(ShareWait::NoProvider) => awaited(format!(
+                "the StorageVirtualMachine named in spec.provider is being deleted; it takes no new accounts on the SVM {}",
+                names.svm
+            )),
+            Share::Wait(ShareWait::Unmarked) => awaited(format!(
+                "the SVM {} is not marked as provisioned by a StorageVirtualMachine yet; the account is made once its provider has taken it over",
+                names.svm
+            )),
+            Share::Wait(ShareWait::ChangingHands) => awaited(format!(
+                "the SVM {} is changing hands to the StorageVirtualMachine named in spec.provider; the account is made once it provisions it",
+                names.svm
+            )),
+            Share::Refuse(refusal) => {
+                self.revoke_account(names, &found, client).await?;
+                Err(refusal.error(&names.svm, &names.account))
+            }
         }
-        Err(Invalid::SvmNotShared.error(format!(
-            "the SVM {} is not shared with the namespace {} (the shareWith of the StorageVirtualMachine that provisions it does not admit it)",
-            names.svm, names.namespace
-        )))
     }
 
-    /// The `Owned` objects that provision the SVM `svm` names on its cluster: live ones, and a
-    /// project object while it is being deleted (it keeps the SVM for other seeds' shoots).
-    fn providers(
+    /// The object `svm.spec.provider` names, if cached.
+    fn named_provider(&self, svm: &StorageVirtualMachine) -> Option<Arc<StorageVirtualMachine>> {
+        let reference = svm.spec.provider.as_ref()?;
+        let namespace = reference
+            .namespace
+            .clone()
+            .or_else(|| svm.namespace())
+            .unwrap_or_default();
+        self.svms
+            .get(&ObjectRef::new(&reference.name).within(&namespace))
+    }
+
+    /// What `consumer` (with `names`) knows of `provider` for [`decide_share`].
+    fn provider_facts<'a>(
         &self,
-        svm: &StorageVirtualMachine,
+        consumer: &StorageVirtualMachine,
         names: &Names,
-    ) -> Vec<Arc<StorageVirtualMachine>> {
-        self.svms
-            .store()
-            .state()
-            .into_iter()
-            .filter(|other| {
-                other.spec.mode == SvmMode::Owned
-                    && other.spec.cluster_ref == svm.spec.cluster_ref
-                    && (other.metadata.deletion_timestamp.is_none()
-                        || self.is_project_namespace(&other.namespace().unwrap_or_default()))
-                    && {
-                        let status = other.status.clone().unwrap_or_default();
-                        names_of(other, &status).svm == names.svm
-                    }
-            })
-            .collect()
-    }
-
-    /// Whether the object with uid `creator`, which marked the SVM `svm` asks for, has handed
-    /// it over: it is now an `AccountOnly` object on that SVM, on the same cluster.
-    fn handed_over(&self, svm: &StorageVirtualMachine, creator: &str, names: &Names) -> bool {
-        self.svms.store().state().iter().any(|other| {
-            other.uid().as_deref() == Some(creator)
-                && other.spec.mode == SvmMode::AccountOnly
-                && other.spec.cluster_ref == svm.spec.cluster_ref
-                && other.spec.svm_name.as_deref() == Some(names.svm.as_str())
+        provider: &'a StorageVirtualMachine,
+    ) -> Result<Provider<'a>, StepError> {
+        let status = provider.status.clone().unwrap_or_default();
+        let provisions = provider.spec.mode == SvmMode::Owned
+            && self.same_ontap(
+                &provider.spec.cluster_ref.name,
+                &consumer.spec.cluster_ref.name,
+            )
+            && names_of(provider, &status).svm == names.svm;
+        let shares = tenancy::shares_with(
+            provider,
+            &names.namespace,
+            &self.namespace_labels(&names.namespace),
+        )
+        .map_err(|e| Invalid::ShareWith.error(e))?;
+        let namespace = provider.metadata.namespace.as_deref().unwrap_or_default();
+        Ok(Provider {
+            uid: provider.metadata.uid.as_deref().unwrap_or_default(),
+            namespace,
+            standing: self.standing(provider),
+            svm_name: provider.spec.svm_name.as_deref().unwrap_or_default(),
+            provisions,
+            shares,
+            admitted: self.admitted(provider),
+            deleting: provider.metadata.deletion_timestamp.is_some(),
         })
-    }
-
-    /// The namespace of the object `found` is marked for: the live object's, else the one its
-    /// mark records (a `Retain` delete left it).
-    fn previous_owner_namespace(&self, creator: &str, found: &Svm) -> Option<String> {
-        self.svms
-            .store()
-            .state()
-            .iter()
-            .find(|other| other.uid().as_deref() == Some(creator))
-            .and_then(|other| other.namespace())
-            .or_else(|| marked_namespace(found.comment.as_deref()).map(str::to_owned))
-    }
-
-    /// Whether a StorageVirtualMachine with uid `uid` exists (also while it is being deleted).
-    fn alive(&self, uid: &str) -> bool {
-        self.svms
-            .store()
-            .state()
-            .iter()
-            .any(|other| other.uid().as_deref() == Some(uid))
-    }
-
-    /// Whether `namespace` is the one where the Extension controller keeps the per-project SVM
-    /// objects (`--extension-project-namespace`, the operator's own by default). Tenants cannot
-    /// write StorageVirtualMachines there, so only its objects may take decisions an account —
-    /// vsadmin access — would otherwise let a tenant take:
-    /// - adopt an SVM the operator did not create (no `shareWith` protects what is nobody's
-    ///   object in Kubernetes);
-    /// - stand in for an SVM marked for an object this operator cannot see (another seed's
-    ///   project object): share it with their shoots and leave it alone (no mark, LIFs or
-    ///   account);
-    /// - while being deleted, still admit accounts on their SVM: a project object keeps the SVM
-    ///   while other seeds' shoots hold accounts on it, maybe for good, and a shoot arriving
-    ///   meanwhile must not wait for that. Elsewhere a deleting object takes no new users, or its
-    ///   deletion could be held up for ever.
-    fn is_project_namespace(&self, namespace: &str) -> bool {
-        self.adoption.namespace() == Some(namespace)
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
@@ -191,7 +140,18 @@ impl SvmReconciler {
         client: &OntapClient,
         worker: &Worker,
     ) -> Result<Outcome<Svm>, StepError> {
-        if let Some(found) = snapshot.and_then(|s| confirmed_svm(svm, s)) {
+        // The inventory confirms the mark's uid; what else the mark records (the standing,
+        // which may change while the object is steady: a project bound, a namespace labelled)
+        // is compared here.
+        if let Some(found) = snapshot.and_then(|s| confirmed_svm(svm, s))
+            && Mark::read(found.comment.as_deref())
+                == Mark::read(Some(&svm_comment(
+                    &names.uid,
+                    &self.standing(svm),
+                    &names.namespace,
+                    &svm.name_any(),
+                )))
+        {
             return Ok(Outcome::Unchanged(found));
         }
         settle(self.svm_flow(svm, names, recorded, client, worker).await)
@@ -219,7 +179,7 @@ impl SvmReconciler {
         if recorded.is_none() {
             slot.take().await?;
         }
-        let (found, created) = match lookup_svm(client, &names.svm).await? {
+        let (mut found, created) = match lookup_svm(client, &names.svm).await? {
             Some(found) => (found, false),
             None => (
                 self.create_svm(svm, names, recorded, client, &mut slot)
@@ -228,7 +188,7 @@ impl SvmReconciler {
             ),
         };
         let adopted = self
-            .take_over(svm, names, recorded, client, &found, &mut slot)
+            .take_over(svm, names, recorded, client, &mut found, &mut slot)
             .await?;
         start_if_stopped(client, &found, &mut slot).await?;
         // A protocol is switched on its service, which is no job: no job slot is needed.
@@ -271,8 +231,8 @@ impl SvmReconciler {
                 Err(e) => return Err(ontap_error(Failed::SvmLookup, e).into()),
             }
         }
-        let mut body =
-            svm_create(svm, &names.svm).map_err(|e| Invalid::Spec.error(e.to_string()))?;
+        let mut body = svm_create(svm, &names.svm, &self.standing(svm))
+            .map_err(|e| Invalid::Spec.error(e.to_string()))?;
         slot.take().await?;
         body.aggregates = self.create_aggregates(svm, client, body.aggregates).await?;
         let cluster = &svm.spec.cluster_ref.name;
@@ -332,17 +292,25 @@ impl SvmReconciler {
         Ok(named)
     }
 
-    /// Decides whether `found` is this object's to keep, adopt or leave, and marks an adopted
-    /// one; `true` when it marked it.
+    /// Decides whether `found` is this object's to keep, adopt or leave ([`decide_svm`]), and
+    /// marks an adopted one — or its own one whose mark does not yet record what it should (the
+    /// object's standing and Gardener project, which other seeds read); `true` when it marked.
     async fn take_over(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         recorded: Option<&str>,
         client: &OntapClient,
-        found: &Svm,
+        found: &mut Svm,
         slot: &mut JobSlot<'_>,
     ) -> StepFlow<bool> {
+        let standing = self.standing(svm);
+        let actor = Actor {
+            uid: &names.uid,
+            namespace: &names.namespace,
+            standing: &standing,
+            svm_name: &names.svm,
+        };
         let asks = asks_to_adopt(
             svm.annotations()
                 .get(ADOPT_SVM_UUID_ANNOTATION)
@@ -350,51 +318,43 @@ impl SvmReconciler {
             &found.uuid,
             recorded,
         );
-        let decision = match owned_by(found.comment.as_deref(), &names.uid) {
-            Ownership::Ours => Takeover::Keep,
-            Ownership::Foreign(creator) => takeover_marked(
-                asks,
-                self.handed_over(svm, &creator, names),
-                self.alive(&creator),
-                self.is_project_namespace(&names.namespace),
-                self.is_project_namespace(&names.namespace)
-                    || self.previous_owner_namespace(&creator, found).as_deref()
-                        == Some(names.namespace.as_str()),
-            ),
-            Ownership::Unmarked => {
-                takeover_unmarked(asks, self.is_project_namespace(&names.namespace))
-            }
+        let mark = Mark::read(found.comment.as_deref());
+        let creator = match &mark {
+            Some(mark) => self.creator(svm, &mark.uid, names),
+            None => Creator::Absent,
         };
-        match decision {
-            Takeover::Keep => Ok(false),
-            Takeover::Adopt => {
+        let wanted = svm_comment(&names.uid, &standing, &names.namespace, &svm.name_any());
+        match decide_svm(&actor, mark.as_ref(), creator, asks) {
+            Takeover::Keep if mark == Mark::read(Some(&wanted)) => Ok(false),
+            Takeover::Keep | Takeover::Adopt => {
                 // An existing account's password is kept, not rotated: `AccountReady` waits
                 // for the seed Secret that carries it (see `ensure_account`).
                 slot.take().await?;
-                let mark = SvmPatch {
-                    comment: Some(super::ownership_comment(
-                        &names.uid,
-                        &names.namespace,
-                        &svm.name_any(),
-                    )),
+                let patch = SvmPatch {
+                    comment: Some(wanted.clone()),
                     ..SvmPatch::default()
                 };
-                slot.released_while(client.patch_svm(&found.uuid, &mark))
-                    .await
-                    .map_err(|e| ontap_error(Failed::SvmAdopt, e))?;
+                if let Some(wait) = job(
+                    slot.released_while(client.patch_svm(&found.uuid, &patch))
+                        .await,
+                    Failed::SvmAdopt,
+                )? {
+                    return Err(wait.into());
+                }
+                found.comment = Some(wanted);
                 Ok(true)
             }
             Takeover::ServeElsewhere => Err(Waiting::SvmServedElsewhere
                 .wait(
                     format!(
-                        "the SVM {} is provisioned by a StorageVirtualMachine this operator does not see (another seed's, for shoots there); this object shares it with its namespaces and leaves it alone. It takes the SVM over only when asked to by uuid ({ADOPT_SVM_UUID_ANNOTATION}), once that object is gone",
+                        "the SVM {} is provisioned by a StorageVirtualMachine of the same Gardener project this operator does not see (another seed's, for shoots there); this object shares it with its consumers and leaves it alone. It takes the SVM over only when asked to by uuid ({ADOPT_SVM_UUID_ANNOTATION}), once that object is gone",
                         names.svm
                     ),
                     SERVED_ELSEWHERE_RECHECK,
                 )
                 .into()),
             Takeover::Refuse(refusal) => {
-                Err(refusal.error(&names.svm, &names.namespace).into())
+                Err(refusal.error(&names.svm, &names.account).into())
             }
         }
     }
@@ -502,9 +462,14 @@ pub(super) async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Optio
 // ---------------------------------------------------------------------------------------------
 // The create body and the protocol patch
 
-/// The body of `POST /api/svm/svms` for `svm` under the ONTAP name `svm_name`. The comment
-/// carries the ownership marker; every protocol is sent explicitly, enabled or not.
-pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCreate, DesiredError> {
+/// The body of `POST /api/svm/svms` for `svm`, of `standing`, under the ONTAP name `svm_name`.
+/// The comment carries the mark ([`svm_comment`]); every protocol is sent explicitly, enabled
+/// or not.
+pub fn svm_create(
+    svm: &StorageVirtualMachine,
+    svm_name: &str,
+    standing: &Standing,
+) -> Result<SvmCreate, DesiredError> {
     let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
     let spec = &svm.spec;
     Ok(SvmCreate {
@@ -520,8 +485,9 @@ pub fn svm_create(svm: &StorageVirtualMachine, svm_name: &str) -> Result<SvmCrea
         nvme: Some(ProtocolState {
             enabled: spec.protocols.nvme,
         }),
-        comment: Some(ownership_comment(
+        comment: Some(svm_comment(
             &uid,
+            standing,
             &svm.namespace().unwrap_or_default(),
             &svm.name_any(),
         )),
@@ -548,11 +514,10 @@ pub fn protocol_changes(desired: &SvmProtocols, actual: &Svm) -> Vec<(Protocol, 
 mod tests {
     use super::*;
     use crate::ontap::svm::desired::tests::{UID, base};
-    use crate::ontap::svm::takeover::Refusal;
 
     #[test]
     fn svm_create_body() {
-        let body = svm_create(&base(), "k8s_team-a_db").unwrap();
+        let body = svm_create(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
         assert_eq!(
             serde_json::to_value(&body).unwrap(),
             serde_json::json!({
@@ -568,29 +533,9 @@ mod tests {
         let mut unstored = base();
         unstored.metadata.uid = None;
         assert_eq!(
-            svm_create(&unstored, "x").unwrap_err(),
+            svm_create(&unstored, "x", &Standing::Tenant).unwrap_err(),
             DesiredError::MissingUid
         );
-    }
-
-    #[test]
-    fn unmarked_svms_are_adopted_only_on_request_from_the_admin_namespace() {
-        assert_eq!(takeover_unmarked(true, true), Takeover::Adopt);
-        assert_eq!(
-            takeover_unmarked(true, false),
-            Takeover::Refuse(Refusal::AdoptionNotAllowed)
-        );
-        assert_eq!(
-            takeover_unmarked(false, true),
-            Takeover::Refuse(Refusal::Unmarked)
-        );
-        assert_eq!(
-            takeover_unmarked(false, false),
-            Takeover::Refuse(Refusal::Unmarked)
-        );
-        let refused = Refusal::AdoptionNotAllowed.error("p1", "team-a");
-        assert_eq!(refused.reason(), "AdoptionNotAllowed");
-        assert_eq!(refused.category(), reconcile_engine::ErrorCategory::Invalid);
     }
 
     #[test]
@@ -608,57 +553,6 @@ mod tests {
             "held, then lost to a later adoption: not taken back"
         );
         assert!(!asks_to_adopt(None, "u1", None));
-    }
-
-    #[test]
-    fn marked_svms_change_hands_only_when_their_creator_lets_go() {
-        // (asks by uuid, handed over, creator alive, may stand in, from the owner's namespace)
-        for stand_in in [false, true] {
-            assert_eq!(
-                takeover_marked(true, false, false, stand_in, true),
-                Takeover::Adopt,
-                "a restore: the creator is gone"
-            );
-            assert_eq!(
-                takeover_marked(false, true, true, stand_in, true),
-                Takeover::Adopt,
-                "a hand-over: the creator became an AccountOnly user"
-            );
-            assert_eq!(
-                takeover_marked(true, false, true, stand_in, true),
-                Takeover::Refuse(Refusal::CreatorStillExists),
-                "an annotation does not take an SVM from a live object"
-            );
-            assert_eq!(
-                takeover_marked(false, false, true, stand_in, true),
-                Takeover::Refuse(Refusal::MarkedForAnother),
-                "a live object of this seed keeps its SVM"
-            );
-        }
-        assert_eq!(
-            takeover_marked(false, false, false, false, false),
-            Takeover::Refuse(Refusal::MarkedForAnother),
-            "a tenant's object never serves an SVM it cannot see the provider of"
-        );
-        assert_eq!(
-            takeover_marked(false, false, false, true, true),
-            Takeover::ServeElsewhere,
-            "the project namespace serves another seed's project SVM as it is: no mark moves"
-        );
-        assert_eq!(
-            takeover_marked(true, false, false, false, false),
-            Takeover::Refuse(Refusal::ReleasedElsewhere),
-            "a released SVM is not taken from another namespace by naming its uuid"
-        );
-        assert_eq!(
-            takeover_marked(false, true, true, false, false),
-            Takeover::Refuse(Refusal::ReleasedElsewhere),
-            "nor by naming an SVM another namespace handed over"
-        );
-        assert_eq!(
-            Refusal::CreatorStillExists.error("p1", "ns").category(),
-            reconcile_engine::ErrorCategory::Conflict
-        );
     }
 
     #[test]

@@ -93,16 +93,28 @@ fn precedes(a: &StorageVirtualMachine, b: &StorageVirtualMachine) -> bool {
 }
 
 /// The objects among `others` whose claims `svm` must yield to, should they collide: older ones
-/// on the same cluster. Filtering them first spares computing every other object's claims.
+/// on the same ONTAP cluster (`same_ontap` compares two OntapClusters' names). Filtering them
+/// first spares computing every other object's claims.
 pub fn contenders<'a>(
     svm: &'a StorageVirtualMachine,
     others: impl IntoIterator<Item = &'a StorageVirtualMachine>,
+    same_ontap: impl Fn(&str, &str) -> bool + 'a,
 ) -> impl Iterator<Item = &'a StorageVirtualMachine> {
     others.into_iter().filter(move |other| {
         other.metadata.uid != svm.metadata.uid
-            && other.spec.cluster_ref == svm.spec.cluster_ref
             && precedes(other, svm)
+            && same_ontap(&other.spec.cluster_ref.name, &svm.spec.cluster_ref.name)
     })
+}
+
+/// What identifies the ONTAP cluster behind an OntapCluster's endpoint: its host, lowercase,
+/// and its port, 443 when none is given. `None` for an endpoint that is no URL.
+pub fn ontap_identity(endpoint: &str) -> Option<(String, u16)> {
+    let url = reqwest::Url::parse(endpoint).ok()?;
+    Some((
+        url.host_str()?.to_ascii_lowercase(),
+        url.port_or_known_default()?,
+    ))
 }
 
 /// The first claim of `svm` that an older object on the same cluster already holds, as the
@@ -113,28 +125,24 @@ pub fn contested<'a>(
     claims: &Claims,
     others: impl IntoIterator<Item = (&'a StorageVirtualMachine, Claims)>,
 ) -> Option<String> {
-    let namespace = svm.namespace().unwrap_or_default();
     for (other, theirs) in others {
-        if contenders(svm, [other]).next().is_none() {
+        if other.metadata.uid == svm.metadata.uid || !precedes(other, svm) {
             continue;
         }
-        // A tenant learns that a name is taken, not who in another namespace took it.
-        let holder = if other.namespace().unwrap_or_default() == namespace {
-            format!("the StorageVirtualMachine {}", other.name_any())
-        } else {
-            "a StorageVirtualMachine of another namespace".to_owned()
-        };
+        // A tenant learns that a name is taken, not who took it: through a second OntapCluster
+        // on the same ONTAP, the holder may be of a cluster the tenant does not even use.
+        let holder = "another StorageVirtualMachine";
         if let Some(name) = &claims.svm_name
             && theirs.svm_name.as_ref() == Some(name)
         {
             return Some(format!(
-                "the SVM name {name} on cluster {} is claimed by {holder}, created earlier; choose another spec.svmName",
+                "the SVM name {name} on the ONTAP cluster of {} is claimed by {holder}, created earlier; choose another spec.svmName",
                 svm.spec.cluster_ref.name
             ));
         }
         if theirs.account == claims.account {
             return Some(format!(
-                "the account {} of the SVM {} on cluster {} is claimed by {holder}, created earlier; choose another spec.account.name",
+                "the account {} of the SVM {} on the ONTAP cluster of {} is claimed by {holder}, created earlier; choose another spec.account.name",
                 claims.account.1, claims.account.0, svm.spec.cluster_ref.name
             ));
         }
@@ -144,7 +152,7 @@ pub fn contested<'a>(
             .find(|a| theirs.addresses.contains(a))
         {
             return Some(format!(
-                "the LIF address {address} on cluster {} is claimed by {holder}, created earlier; choose another address",
+                "the LIF address {address} on the ONTAP cluster of {} is claimed by {holder}, created earlier; choose another address",
                 svm.spec.cluster_ref.name
             ));
         }
@@ -220,7 +228,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            why.contains("192.0.2.11") && why.contains("another namespace"),
+            why.contains("192.0.2.11") && why.contains("another StorageVirtualMachine"),
             "{why}"
         );
         assert!(
@@ -245,8 +253,8 @@ mod tests {
         )
         .unwrap();
         assert!(
-            why.contains("SVM name a") && why.contains("StorageVirtualMachine db"),
-            "{why}"
+            why.contains("SVM name a") && !why.contains(" db"),
+            "no holder is named, not even of the own namespace: {why}"
         );
 
         // IPv6 spellings of one address are one address.
@@ -326,17 +334,38 @@ mod tests {
     }
 
     #[test]
-    fn other_clusters_do_not_contest() {
+    fn only_objects_on_the_same_ontap_contend() {
         let first = svm("team-a", "db", 100, &["192.0.2.10"]);
         let mut elsewhere = svm("team-b", "db", 200, &["192.0.2.10"]);
         elsewhere.spec.cluster_ref.name = "other".into();
-        assert!(
-            contested(
-                &elsewhere,
-                &Claims::of(&elsewhere, "a".into(), "acc".into()),
-                [(&first, Claims::of(&first, "a".into(), "acc".into()))]
-            )
-            .is_none()
+        let distinct = |a: &str, b: &str| a == b;
+        assert_eq!(contenders(&elsewhere, [&first], distinct).count(), 0);
+        let one_ontap = |_: &str, _: &str| true;
+        assert_eq!(
+            contenders(&elsewhere, [&first], one_ontap).count(),
+            1,
+            "two OntapClusters on one ONTAP: one set of names"
+        );
+        assert_eq!(
+            contenders(&first, [&elsewhere], one_ontap).count(),
+            0,
+            "the older holds"
+        );
+    }
+
+    #[test]
+    fn one_ontap_behind_two_spellings_of_its_endpoint() {
+        assert_eq!(
+            ontap_identity("https://ONTAP.example:443"),
+            ontap_identity("https://ontap.example/")
+        );
+        assert_ne!(
+            ontap_identity("https://ontap.example:8443"),
+            ontap_identity("https://ontap.example")
+        );
+        assert_eq!(
+            ontap_identity("https://[2001:db8::10]"),
+            ontap_identity("https://[2001:DB8:0::10]:443")
         );
     }
 }
