@@ -56,6 +56,41 @@ pub struct OntapClusterSpec {
     /// ONTAP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace_selector: Option<LabelSelector>,
+    /// What StorageVirtualMachines on this cluster may choose, where the administrator bounds
+    /// it: an object asking for anything else is refused (`NotAllowedByCluster`, naming the
+    /// field) before ONTAP sees it. Absent: no bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<ClusterAllowances>,
+}
+
+/// An administrator's bounds on what StorageVirtualMachines choose. Each list, when not empty,
+/// is the whole of what may be used.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterAllowances {
+    /// IPspaces an SVM may be created in (an object naming none asks for `Default`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 64)))]
+    pub ipspaces: Vec<String>,
+    /// Aggregates an SVM may use. An object naming none gets these, not every data aggregate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 255)))]
+    pub aggregates: Vec<String>,
+    /// Nodes a LIF may be homed on. The operator places the LIFs it places (VIP LIFs) on these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 255)))]
+    pub home_nodes: Vec<String>,
+    /// Address ranges, in CIDR notation (`192.0.2.0/24`, `2001:db8::/64`), every LIF address
+    /// must lie in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 49)))]
+    #[x_kube(validation = Rule::new("self.all(c, isCIDR(c))").message("each address range must be in CIDR notation, e.g. 192.0.2.0/24 or 2001:db8::/64"))]
+    pub address_ranges: Vec<String>,
+    /// Whether objects of tenants' namespaces may set `deletionPolicy: Retain`, which leaves an
+    /// SVM and its data in ONTAP that no object accounts for any more. Default: true. The
+    /// Gardener extension's objects may always (a migration retains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_retain: Option<bool>,
 }
 
 /// A Secret named by namespace and name. The operator reads credential Secrets only in its own

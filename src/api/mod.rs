@@ -10,7 +10,9 @@ pub mod rules;
 pub mod seed_secret;
 mod svm;
 
-pub use cluster::{OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference};
+pub use cluster::{
+    ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
+};
 pub use svm::{
     ClusterReference, DeletionPolicy, LifSpec, ProviderReference, StorageVirtualMachine,
     StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase,

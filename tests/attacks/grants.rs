@@ -293,3 +293,57 @@ async fn claims_hold_across_two_ontap_clusters_on_one_ontap() {
     );
     assert_eq!(world.mock.sent("POST", "/api/svm/svms").await, posts);
 }
+
+/// Attack "administrators cannot restrict what tenants choose": the administrator bounds the
+/// cluster to the addresses 192.0.2.0/28 and the IPspace `Default`, and forbids tenants
+/// `Retain`. The attacker's objects asking for anything else are refused naming the field, and
+/// ONTAP sees none of their requests; within the bounds an object is provisioned. (Fix switched
+/// off — no `allowed` check — each request reaches ONTAP.)
+#[tokio::test]
+async fn an_administrators_bounds_hold_before_ontap_sees_a_request() {
+    let (world, attacker) = world(true).await;
+    world
+        .clusters()
+        .patch(
+            &world.cluster,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"allowed": {
+                "addressRanges": ["192.0.2.0/28"], "ipspaces": ["Default"], "tenantRetain": false
+            }}})),
+        )
+        .await
+        .unwrap();
+    let posts = world.mock.sent("POST", "/api/svm/svms").await;
+    // Index 3's addresses are 192.0.2.16 and .17; 1 and 2 lie inside the range.
+    for (name, index, spec, field) in [
+        ("outside", 3, json!({}), "spec.managementLif.ip: 192.0.2.16"),
+        (
+            "ipspace",
+            1,
+            json!({"ipspace": "Cluster"}),
+            "spec.ipspace: ",
+        ),
+        (
+            "kept",
+            2,
+            json!({"deletionPolicy": "Retain"}),
+            "spec.deletionPolicy: ",
+        ),
+    ] {
+        attacker_object(&attacker, &world, name, index, spec).await;
+        let why = world
+            .refused_in(ATTACKER, name, "ClusterReady", "NotAllowedByCluster")
+            .await;
+        assert!(why.starts_with(field), "{why}");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(world.mock.sent("POST", "/api/svm/svms").await, posts);
+    assert_eq!(
+        world.mock.sent("POST", "/api/network/ip/interfaces").await,
+        0
+    );
+
+    // Refused, they hold no claim: an object within the bounds gets index 1's addresses.
+    attacker_object(&attacker, &world, "inside", 1, json!({})).await;
+    ready_in(&world, ATTACKER, "inside").await;
+}

@@ -9,7 +9,9 @@ use super::errors::{Conflict, Invalid, Transient, Waiting};
 use super::naming::reserved_for_another_namespace;
 use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
 use super::tenancy;
-use crate::api::{OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
+use crate::api::{
+    ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,
+};
 use ontap_client::OntapClient;
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
@@ -42,6 +44,16 @@ impl SvmReconciler {
                 cluster.name_any()
             )));
         }
+        if let Some(allowed) = &cluster.spec.allowed
+            && let Some(why) = tenancy::not_allowed(
+                svm,
+                allowed,
+                &cluster.name_any(),
+                self.standing(svm) == Standing::Tenant,
+            )
+        {
+            return Err(Invalid::NotAllowedByCluster.error(why));
+        }
         if self.squats(svm, &names.svm) {
             return Err(Invalid::SvmNameReserved.error(format!(
                 "the SVM name {} has the form of another namespace's default names (k8s_<namespace>_<name>), which belong to that namespace; choose a name without the k8s_ prefix, or k8s_{namespace}_…",
@@ -73,6 +85,14 @@ impl SvmReconciler {
             Some(why) => Err(Conflict::ClaimedByAnother.error(why)),
             None => Ok(()),
         }
+    }
+
+    /// What the administrator of `svm`'s cluster allows (no bounds while it is not cached).
+    pub(super) fn allowances(&self, svm: &StorageVirtualMachine) -> ClusterAllowances {
+        self.clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
+            .and_then(|c| c.spec.allowed.clone())
+            .unwrap_or_default()
     }
 
     /// Whether `svm` may hold claims: its cluster admits its namespace and, for an `AccountOnly`
@@ -111,18 +131,23 @@ impl SvmReconciler {
         }
     }
 
-    /// Whether the cluster `svm` names admits its namespace (`false` while the cluster is not
-    /// cached, or its selector is invalid).
+    /// Whether the cluster `svm` names admits it: its namespace, and what it chooses (`false`
+    /// while the cluster is not cached, or its selector is invalid).
     pub(super) fn admitted(&self, svm: &StorageVirtualMachine) -> bool {
         let namespace = svm.namespace().unwrap_or_default();
         self.clusters
             .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
             .is_some_and(|cluster| {
-                tenancy::namespace_allowed(
-                    cluster.spec.namespace_selector.as_ref(),
-                    &self.namespace_labels(&namespace),
-                )
-                .unwrap_or(false)
+                let within_bounds = cluster.spec.allowed.as_ref().is_none_or(|allowed| {
+                    let tenant = self.standing(svm) == Standing::Tenant;
+                    tenancy::not_allowed(svm, allowed, "", tenant).is_none()
+                });
+                within_bounds
+                    && tenancy::namespace_allowed(
+                        cluster.spec.namespace_selector.as_ref(),
+                        &self.namespace_labels(&namespace),
+                    )
+                    .unwrap_or(false)
             })
     }
 

@@ -71,6 +71,9 @@ reasons! {
         ShareWith => "InvalidShareWith",
         NamespaceSelector => "InvalidNamespaceSelector",
         NamespaceNotAllowed => "NamespaceNotAllowed",
+        /// The object asks for an IPspace, aggregate, node, address or policy its OntapCluster's
+        /// `allowed` does not include.
+        NotAllowedByCluster => "NotAllowedByCluster",
         SvmNameChanged => "SVMNameChanged",
         /// An SVM of the name exists and is not this object's to take: another spec.svmName.
         SvmNameInUse => "SVMNameInUse",

@@ -29,6 +29,7 @@ pub(super) async fn ensure_lifs(
     ontap_svm: &Svm,
     snapshot: Option<&Snapshot>,
     client: &OntapClient,
+    allowed_nodes: &[String],
 ) -> Result<Outcome, StepError> {
     if snapshot.is_some_and(|s| lifs_confirmed(svm, &ontap_svm.uuid, s)) {
         return Ok(Outcome::unchanged());
@@ -55,7 +56,12 @@ pub(super) async fn ensure_lifs(
             .nodes()
             .await
             .map_err(|e| ontap_error(Failed::NodeLookup, e))?;
-        let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
+        // Only on the nodes the administrator allows, where it bounds them.
+        let names: Vec<String> = nodes
+            .into_iter()
+            .map(|n| n.name)
+            .filter(|n| allowed_nodes.is_empty() || allowed_nodes.contains(n))
+            .collect();
         place_vips(&mut plan, &names);
     }
     for removal in &plan.delete {

@@ -26,6 +26,26 @@ pub fn prefix_from_netmask(netmask: &str, address: IpAddr) -> Option<u8> {
     Some(prefix)
 }
 
+/// Whether `address` lies in `cidr` (`192.0.2.0/24`, `2001:db8::/64`); `None` for a malformed
+/// range. Addresses of the other family never do.
+pub fn cidr_contains(cidr: &str, address: IpAddr) -> Option<bool> {
+    let (network, prefix) = cidr.trim().split_once('/')?;
+    let network: IpAddr = network.parse().ok()?;
+    let prefix: u8 = prefix.parse().ok()?;
+    if prefix > max_prefix(network) {
+        return None;
+    }
+    let bits = |ip: IpAddr| match ip {
+        IpAddr::V4(v4) => u128::from(u32::from(v4)) << 96,
+        IpAddr::V6(v6) => u128::from(v6),
+    };
+    // Both families sit in the top bits, so the prefix counts from the top either way.
+    let mask = u128::MAX
+        .checked_shl(128 - u32::from(prefix))
+        .unwrap_or(0);
+    Some(network.is_ipv4() == address.is_ipv4() && bits(network) & mask == bits(address) & mask)
+}
+
 /// The IPv4 mask of a prefix length (`24` → `255.255.255.0`); None above 32.
 pub fn ipv4_mask(prefix_length: u8) -> Option<Ipv4Addr> {
     (prefix_length <= 32).then(|| {
@@ -65,6 +85,30 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn addresses_in_ranges() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(cidr_contains("192.0.2.0/24", ip("192.0.2.77")), Some(true));
+        assert_eq!(cidr_contains("192.0.2.0/24", ip("192.0.3.1")), Some(false));
+        assert_eq!(cidr_contains("0.0.0.0/0", ip("203.0.113.9")), Some(true));
+        assert_eq!(cidr_contains("192.0.2.10/32", ip("192.0.2.10")), Some(true));
+        assert_eq!(
+            cidr_contains("2001:db8::/64", ip("2001:db8::1")),
+            Some(true)
+        );
+        assert_eq!(
+            cidr_contains("2001:db8::/64", ip("2001:db9::1")),
+            Some(false)
+        );
+        assert_eq!(
+            cidr_contains("::/0", ip("192.0.2.1")),
+            Some(false),
+            "families differ"
+        );
+        assert_eq!(cidr_contains("192.0.2.0/33", ip("192.0.2.1")), None);
+        assert_eq!(cidr_contains("nonsense", ip("192.0.2.1")), None);
+    }
 
     #[test]
     fn netmasks() {

@@ -422,9 +422,16 @@ impl SvmReconciler {
         status.svm_name = Some(ontap_svm.name.clone());
         status.uuid = Some(ontap_svm.uuid.clone());
         if svm.spec.mode == SvmMode::Owned {
+            let allowed_nodes = self.allowances(svm).home_nodes;
             steps
                 .step(SvmStep::LIFsReady, || {
-                    ensure_lifs(svm, &ontap_svm, snapshot.as_deref(), &client)
+                    ensure_lifs(
+                        svm,
+                        &ontap_svm,
+                        snapshot.as_deref(),
+                        &client,
+                        &allowed_nodes,
+                    )
                 })
                 .await?;
         }

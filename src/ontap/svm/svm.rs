@@ -272,8 +272,11 @@ impl SvmReconciler {
             .await
             .map_err(|e| ontap_error(Failed::AggregateLookup, e))?;
         if named.is_empty() {
+            // The administrator's aggregates, where it bounds them; else every data aggregate.
+            let allowed = self.allowances(svm).aggregates;
             return Ok(aggregates
                 .iter()
+                .filter(|a| allowed.is_empty() || allowed.contains(&a.name))
                 .map(|a| OntapRef::by_name(&a.name))
                 .collect());
         }

@@ -11,7 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
-use crate::api::{StorageVirtualMachine, SvmMode};
+use super::netmask::cidr_contains;
+use crate::api::{ClusterAllowances, DeletionPolicy, StorageVirtualMachine, SvmMode};
 
 /// Whether a namespace with `labels` may use a cluster with `selector` (none: every namespace).
 pub fn namespace_allowed(
@@ -41,6 +42,79 @@ pub fn shares_with(
         None => Ok(false),
         Some(selector) => namespace_allowed(Some(selector), labels),
     }
+}
+
+/// The first of `svm`'s choices its cluster's administrator does not allow, as the message of a
+/// condition naming the field; `tenant`: the object is a tenant's (`tenantRetain` bounds only
+/// those). An `AccountOnly` object chooses nothing ONTAP is asked for but its account.
+pub fn not_allowed(
+    svm: &StorageVirtualMachine,
+    allowed: &ClusterAllowances,
+    cluster: &str,
+    tenant: bool,
+) -> Option<String> {
+    let spec = &svm.spec;
+    if tenant
+        && allowed.tenant_retain == Some(false)
+        && spec.deletion_policy == DeletionPolicy::Retain
+    {
+        return Some(format!(
+            "spec.deletionPolicy: the OntapCluster {cluster} does not let tenants retain SVMs; use Delete"
+        ));
+    }
+    if spec.mode == SvmMode::AccountOnly {
+        return None;
+    }
+    let listed = |list: &[String], value: &str| list.is_empty() || list.iter().any(|v| v == value);
+    let ipspace = spec.ipspace.as_deref().unwrap_or("Default");
+    if !listed(&allowed.ipspaces, ipspace) {
+        return Some(format!(
+            "spec.ipspace: the OntapCluster {cluster} does not allow the IPspace {ipspace} (allowed: {})",
+            allowed.ipspaces.join(", ")
+        ));
+    }
+    if let Some((i, aggregate)) = spec
+        .aggregates
+        .iter()
+        .enumerate()
+        .find(|(_, a)| !listed(&allowed.aggregates, a))
+    {
+        return Some(format!(
+            "spec.aggregates[{i}]: the OntapCluster {cluster} does not allow the aggregate {aggregate} (allowed: {})",
+            allowed.aggregates.join(", ")
+        ));
+    }
+    let lifs = std::iter::once(("spec.managementLif".to_owned(), &spec.management_lif)).chain(
+        spec.data_lifs
+            .iter()
+            .enumerate()
+            .map(|(i, lif)| (format!("spec.dataLifs[{i}]"), lif)),
+    );
+    for (field, lif) in lifs {
+        if let Some(node) = &lif.home_node
+            && !listed(&allowed.home_nodes, node)
+        {
+            return Some(format!(
+                "{field}.homeNode: the OntapCluster {cluster} does not allow LIFs on the node {node} (allowed: {})",
+                allowed.home_nodes.join(", ")
+            ));
+        }
+        let Ok(ip) = lif.ip.parse::<IpAddr>() else {
+            continue;
+        };
+        let in_range = allowed.address_ranges.is_empty()
+            || allowed
+                .address_ranges
+                .iter()
+                .any(|range| cidr_contains(range, ip) == Some(true));
+        if !in_range {
+            return Some(format!(
+                "{field}.ip: {ip} lies outside the address ranges the OntapCluster {cluster} allows ({})",
+                allowed.address_ranges.join(", ")
+            ));
+        }
+    }
+    None
 }
 
 /// What a StorageVirtualMachine asks ONTAP for that no other may have on the same cluster.
@@ -331,6 +405,49 @@ mod tests {
         });
         assert!(shares_with(&provider, "shoot--p--a", &shoot).unwrap());
         assert!(!shares_with(&provider, "team-x", &other).unwrap());
+    }
+
+    #[test]
+    fn an_administrator_bounds_what_objects_choose() {
+        let allowed = ClusterAllowances {
+            ipspaces: vec!["tenants".into()],
+            aggregates: vec!["aggr1".into()],
+            home_nodes: vec!["n1".into()],
+            address_ranges: vec!["192.0.2.0/25".into()],
+            tenant_retain: Some(false),
+        };
+        let mut ok = svm("team-a", "db", 1, &["192.0.2.10", "192.0.2.11"]);
+        ok.spec.ipspace = Some("tenants".into());
+        ok.spec.aggregates = vec!["aggr1".into()];
+        assert_eq!(not_allowed(&ok, &allowed, "lab", true), None);
+        let refused = |change: &dyn Fn(&mut StorageVirtualMachine), tenant: bool| {
+            let mut svm = ok.clone();
+            change(&mut svm);
+            not_allowed(&svm, &allowed, "lab", tenant).unwrap_or_default()
+        };
+        assert!(refused(&|s| s.spec.ipspace = None, true).starts_with("spec.ipspace: "));
+        assert!(
+            refused(&|s| s.spec.aggregates.push("aggr9".into()), true)
+                .starts_with("spec.aggregates[1]: ")
+        );
+        assert!(
+            refused(&|s| s.spec.data_lifs[0].home_node = Some("n2".into()), true)
+                .starts_with("spec.dataLifs[0].homeNode: ")
+        );
+        let why = refused(&|s| s.spec.data_lifs[0].ip = "192.0.2.200".into(), true);
+        assert!(why.starts_with("spec.dataLifs[0].ip: 192.0.2.200"), "{why}");
+        let retain =
+            |s: &mut StorageVirtualMachine| s.spec.deletion_policy = DeletionPolicy::Retain;
+        assert!(refused(&retain, true).starts_with("spec.deletionPolicy: "));
+        assert_eq!(
+            refused(&retain, false),
+            "",
+            "Gardener's objects retain for a migration"
+        );
+        assert_eq!(
+            not_allowed(&ok, &ClusterAllowances::default(), "lab", true),
+            None
+        );
     }
 
     #[test]
