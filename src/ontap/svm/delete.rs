@@ -74,6 +74,9 @@ impl SvmReconciler {
         if let Some(provisioned) = &status.svm_name {
             names.svm = provisioned.clone();
         }
+        if svm.spec.mode == SvmMode::AccountOnly {
+            self.consumers.record(&ObjectRef::from_obj(svm), None);
+        }
         match (svm.spec.deletion_policy, svm.spec.mode) {
             // A tenant's retained SVM stays with its data, but nothing accounts for a login
             // left working on it: its account is locked. Gardener's objects retain for a

@@ -40,9 +40,7 @@ pub fn cidr_contains(cidr: &str, address: IpAddr) -> Option<bool> {
         IpAddr::V6(v6) => u128::from(v6),
     };
     // Both families sit in the top bits, so the prefix counts from the top either way.
-    let mask = u128::MAX
-        .checked_shl(128 - u32::from(prefix))
-        .unwrap_or(0);
+    let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
     Some(network.is_ipv4() == address.is_ipv4() && bits(network) & mask == bits(address) & mask)
 }
 

@@ -3,7 +3,8 @@
 //! credentials really authenticate — and repairs what differs. Nothing is inferred from an
 //! earlier pass or an earlier step's success.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -101,7 +102,10 @@ pub fn register(
     manager
         .cache_with::<Secret>(seed_secrets.clone())?
         .pack_objects();
+    let consumers = Consumers::default();
     let reconciler = SvmReconciler {
+        consumers: consumers.clone(),
+        sync_period: manager.config().engine.sync_period,
         kube: manager.client().clone(),
         clusters,
         svms,
@@ -133,6 +137,11 @@ pub fn register(
                     .map(|s| ObjectRef::from_obj(&**s))
                     .collect()
             })
+            // A provider's change concerns the consumers naming it: revocation, or the end of
+            // their wait.
+            .watches::<StorageVirtualMachine>(move |provider, _| {
+                consumers.of(&ObjectRef::from_obj(provider))
+            })
             // A namespace's labels decide which clusters its objects may use.
             .watches::<Namespace>(|namespace, svms| {
                 let name = namespace.name_any();
@@ -147,6 +156,10 @@ pub fn register(
 }
 
 pub struct SvmReconciler {
+    /// Which consumers name which provider.
+    pub consumers: Consumers,
+    /// The engine's: the longest a consumer waits before it looks again on its own.
+    pub sync_period: Duration,
     pub kube: Client,
     pub clusters: SharedCache<OntapCluster>,
     pub svms: SharedCache<StorageVirtualMachine>,
@@ -220,6 +233,57 @@ impl AdoptionGrant {
             (true, true) => Standing::Project { project },
             (true, false) => Standing::Shoot { project },
         }
+    }
+}
+
+/// The consumers each provider has: `AccountOnly` objects by the provider they name.
+type ConsumerMap =
+    HashMap<ObjectRef<StorageVirtualMachine>, HashSet<ObjectRef<StorageVirtualMachine>>>;
+
+/// Which `AccountOnly` objects name which provider: a provider's change (its `shareWith`, its
+/// status, its deletion) reconciles its consumers at once, so a narrowed `shareWith` revokes
+/// within a pass and a waiting consumer needs no polling. Recorded by each consumer's pass.
+#[derive(Clone, Debug, Default)]
+pub struct Consumers(Arc<Mutex<ConsumerMap>>);
+
+impl Consumers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ConsumerMap> {
+        // The map holds no invariant a panicking holder could break.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `consumer` names `provider` now, and no other (`None`: none, it is gone).
+    pub(super) fn record(
+        &self,
+        consumer: &ObjectRef<StorageVirtualMachine>,
+        provider: Option<ObjectRef<StorageVirtualMachine>>,
+    ) {
+        let mut map = self.lock();
+        if let Some(provider) = &provider
+            && map.get(provider).is_some_and(|c| c.contains(consumer))
+        {
+            return;
+        }
+        map.retain(|_, consumers| {
+            consumers.remove(consumer);
+            !consumers.is_empty()
+        });
+        if let Some(provider) = provider {
+            map.entry(provider).or_default().insert(consumer.clone());
+        }
+    }
+
+    /// The consumers that name `provider`.
+    fn of(
+        &self,
+        provider: &ObjectRef<StorageVirtualMachine>,
+    ) -> Vec<ObjectRef<StorageVirtualMachine>> {
+        self.lock()
+            .get(provider)
+            .map(|c| c.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 

@@ -2,6 +2,9 @@
 //! protocols; the SVM an `AccountOnly` object names looked at, never changed.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
@@ -42,14 +45,17 @@ impl SvmReconciler {
         client: &OntapClient,
     ) -> Result<Outcome<Svm>, StepError> {
         let provider = self.named_provider(svm);
-        let awaited = |why: String| Ok(Waiting::ProviderAwaited.outcome(why, EXISTING_SVM_RECHECK));
+        let consumer = ObjectRef::from_obj(svm);
+        self.consumers.record(&consumer, provider_ref(svm));
+        let after = self.consumer_wait(svm);
+        let awaited = |why: String| Ok(Waiting::ProviderAwaited.outcome(why, after));
         if provider.is_none() {
             return awaited(format!(
                 "the StorageVirtualMachine named in spec.provider does not exist (yet); the account is made on the SVM {} once it provisions it and shares it with this namespace",
                 names.svm
             ));
         }
-        let found = match existing_svm(client, names).await? {
+        let found = match existing_svm(client, names, after).await? {
             Outcome::Unchanged(found) | Outcome::Changed(found) => found,
             Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
         };
@@ -85,14 +91,26 @@ impl SvmReconciler {
 
     /// The object `svm.spec.provider` names, if cached.
     fn named_provider(&self, svm: &StorageVirtualMachine) -> Option<Arc<StorageVirtualMachine>> {
-        let reference = svm.spec.provider.as_ref()?;
-        let namespace = reference
-            .namespace
-            .clone()
-            .or_else(|| svm.namespace())
+        self.svms.get(&provider_ref(svm)?)
+    }
+
+    /// How long a waiting consumer waits before it looks again on its own: as long as it has
+    /// waited so far, so its looks at ONTAP grow apart, from 5 s up to the sync period. Its
+    /// provider's changes wake it sooner ([`super::reconcile::Consumers`]).
+    fn consumer_wait(&self, svm: &StorageVirtualMachine) -> Duration {
+        let since = svm.status.as_ref().and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == "SVMReady" && c.status == "False")
+                .map(|c| c.last_transition_time.0)
+        });
+        let waited = since
+            .and_then(|t| Duration::try_from(Timestamp::now().duration_since(t)).ok())
             .unwrap_or_default();
-        self.svms
-            .get(&ObjectRef::new(&reference.name).within(&namespace))
+        waited.clamp(
+            EXISTING_SVM_RECHECK,
+            self.sync_period.max(EXISTING_SVM_RECHECK),
+        )
     }
 
     /// What `consumer` (with `names`) knows of `provider` for [`decide_share`].
@@ -432,6 +450,7 @@ async fn start_if_stopped(
 pub(super) async fn existing_svm(
     client: &OntapClient,
     names: &Names,
+    after: Duration,
 ) -> Result<Outcome<Svm>, StepError> {
     let Some(found) = lookup_svm(client, &names.svm).await? else {
         return Ok(Waiting::SvmAwaited.outcome(
@@ -439,7 +458,7 @@ pub(super) async fn existing_svm(
                 "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
                 names.svm
             ),
-            EXISTING_SVM_RECHECK,
+            after,
         ));
     };
     match found.state {
@@ -449,9 +468,22 @@ pub(super) async fn existing_svm(
                 "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
                 names.svm
             ),
-            EXISTING_SVM_RECHECK,
+            after,
         )),
     }
+}
+
+/// The object an `AccountOnly` object's `spec.provider` names (its namespace by default).
+pub(super) fn provider_ref(
+    svm: &StorageVirtualMachine,
+) -> Option<ObjectRef<StorageVirtualMachine>> {
+    let reference = svm.spec.provider.as_ref()?;
+    let namespace = reference
+        .namespace
+        .clone()
+        .or_else(|| svm.namespace())
+        .unwrap_or_default();
+    Some(ObjectRef::new(&reference.name).within(&namespace))
 }
 
 /// The SVM of that name; a failed lookup is an error, never "absent".
