@@ -58,10 +58,20 @@ impl ExtensionReconciler {
         plan: &Plan,
     ) -> Result<Outcome<ShootCredentials>, StepError> {
         let waiting = |message: String| Ok(Waiting::CredentialsNotVerified.outcome(message));
-        let Some(secret) = self
+        // The cache holds the seed Secrets without their data: read this one by name.
+        let secret = if self
             .secrets
             .get(&ObjectRef::new(&plan.secret).within(namespace))
-        else {
+            .is_some()
+        {
+            Api::<Secret>::namespaced(self.kube.clone(), namespace)
+                .get_opt(&plan.secret)
+                .await
+                .map_err(kube_error(Failed::SecretRead))?
+        } else {
+            None
+        };
+        let Some(secret) = secret else {
             return waiting(format!(
                 "the seed Secret {} does not exist yet",
                 plan.secret

@@ -89,14 +89,22 @@ impl ExtensionReconciler {
             return Ok(Outcome::unchanged());
         };
         let secret_name = seed_secret_name(&svm);
-        let Some(seed) = self
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+        // The cache holds the seed Secrets without their data: read this one by name.
+        let seed = match self
             .secrets
             .get(&ObjectRef::new(&secret_name).within(&namespace))
-        else {
+        {
+            Some(_) => secrets
+                .get_opt(&secret_name)
+                .await
+                .map_err(kube_error(Failed::SecretRead))?,
+            None => None,
+        };
+        let Some(seed) = seed else {
             return Ok(Waiting::SeedSecretMissing
                 .outcome(format!("the seed Secret {secret_name} is being repaired")));
         };
-        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
         secrets
             .patch(
                 STATE_SECRET,

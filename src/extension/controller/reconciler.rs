@@ -123,8 +123,13 @@ pub fn register(
         clusters: manager.cache::<Cluster>()?,
         ontap_clusters: manager.cache::<OntapCluster>()?,
         svms: manager.cache::<StorageVirtualMachine>()?,
-        secrets: manager
-            .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?,
+        secrets: {
+            let secrets = manager
+                .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?;
+            // Cached by their metadata: the data is read by name where it is needed.
+            secrets.trim_objects(crate::ontap::svm::without_data);
+            secrets
+        },
         managed_resources,
         connections,
         verify,

@@ -39,7 +39,7 @@ pub use password::generate_password;
 pub use reconcile::AdoptionGrant;
 pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
-    inspect_seed_secret, password_set_at, seed_secret_name,
+    inspect_seed_secret, password_set_at, seed_secret_name, without_data,
 };
 pub use svm::{protocol_changes, svm_create};
 pub use verify::VerifyRequests;

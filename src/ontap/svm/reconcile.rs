@@ -97,11 +97,11 @@ pub fn register(
     let seed_secrets =
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
     // One per SVM and read only on its own changes (passes read their Secret from the API
-    // server): packed, one holds about 0.4 KiB of the 2.2 KiB it takes decoded, two labels'
-    // and five keys' maps among them.
-    manager
-        .cache_with::<Secret>(seed_secrets.clone())?
-        .pack_objects();
+    // server): kept without its data, which a tenant who labels a Secret of its own could make
+    // as large as the API server allows, and packed.
+    let secrets = manager.cache_with::<Secret>(seed_secrets.clone())?;
+    secrets.trim_objects(super::without_data);
+    secrets.pack_objects();
     let consumers = Consumers::default();
     let reconciler = SvmReconciler {
         consumers: consumers.clone(),

@@ -39,6 +39,14 @@ pub const SECRET_TYPE: &str = "Opaque";
 
 /// The name of the seed Secret of `svm`: `spec.secretName`, or the default derived from the
 /// object's name.
+/// A seed Secret as the operator caches it: without its data. Whoever may label a Secret
+/// could otherwise grow the cache without bound (and a memory dump would hold every password);
+/// a pass reads the Secret it needs by name.
+pub fn without_data(secret: &mut k8s_openapi::api::core::v1::Secret) {
+    secret.data = None;
+    secret.string_data = None;
+}
+
 pub fn seed_secret_name(svm: &StorageVirtualMachine) -> String {
     svm.spec
         .secret_name

@@ -48,6 +48,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Clone for SharedCache<K> {
 
 struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
+    trim: Trim<K>,
     ready: watch::Receiver<bool>,
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
@@ -57,6 +58,9 @@ struct CacheInner<K: Resource<DynamicType = ()> + 'static> {
 }
 
 type StartWatch = Box<dyn FnOnce() -> AbortHandle + Send>;
+
+/// What the cache drops of each object before keeping it, once set.
+type Trim<K> = Arc<std::sync::OnceLock<fn(&mut K)>>;
 
 impl<K: Resource<DynamicType = ()> + 'static> Drop for CacheInner<K> {
     fn drop(&mut self) {
@@ -86,7 +90,9 @@ impl<K: Object> SharedCache<K> {
         let (ready_tx, ready) = watch::channel(false);
         let index = Arc::new(OwnerIndex::default());
         let subscribers: Arc<Subscribers<K>> = Arc::new(Mutex::new(Vec::new()));
+        let trim: Trim<K> = Arc::default();
         let shared = Shared {
+            trim: trim.clone(),
             store: store.clone(),
             index: index.clone(),
             subscribers: subscribers.clone(),
@@ -97,6 +103,7 @@ impl<K: Object> SharedCache<K> {
         SharedCache {
             inner: Arc::new(CacheInner {
                 store,
+                trim,
                 ready,
                 index,
                 subscribers,
@@ -130,6 +137,14 @@ impl<K: Object> SharedCache<K> {
     /// ([`Store::state`]) is better held decoded.
     pub fn pack_objects(&self) {
         self.inner.store.pack_objects();
+    }
+
+    /// Drops what `trim` removes from every object before it is kept, from the watch's start
+    /// on: for objects whose bulk no reader of the cache needs (a Secret's data, read by name
+    /// when needed), and which whoever may label one could otherwise grow without bound. Set
+    /// once; a second call keeps the first.
+    pub fn trim_objects(&self, trim: fn(&mut K)) {
+        let _ = self.inner.trim.set(trim);
     }
 
     /// Whether the initial list is in.
@@ -212,6 +227,7 @@ impl<K: Object> Change<K> {
 }
 
 struct Shared<K: Resource<DynamicType = ()> + 'static> {
+    trim: Trim<K>,
     store: Store<K>,
     index: Arc<OwnerIndex<K>>,
     subscribers: Arc<Subscribers<K>>,
@@ -220,6 +236,7 @@ struct Shared<K: Resource<DynamicType = ()> + 'static> {
 
 async fn drive<K: Object>(api: Api<K>, config: watcher::Config, shared: Shared<K>) {
     let Shared {
+        trim,
         store,
         index,
         subscribers,
@@ -231,7 +248,12 @@ async fn drive<K: Object>(api: Api<K>, config: watcher::Config, shared: Shared<K
     };
     let stream = watcher(api, config)
         .default_backoff()
-        .modify(|obj: &mut K| strip_metadata(obj.meta_mut()));
+        .modify(move |obj: &mut K| {
+            strip_metadata(obj.meta_mut());
+            if let Some(trim) = trim.get() {
+                trim(obj);
+            }
+        });
     let mut stream = std::pin::pin!(stream);
     let mut relisted = IndexBuild::default();
     while let Some(event) = stream.next().await {
