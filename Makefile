@@ -36,7 +36,7 @@ KYMA_TIME_SCALE ?= 4
 run: up
 	@hack/local-env.sh samples
 	@source $(LOCAL)/env && $(BIN)/ontap-operator run \
-		--metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081 \
+		--metrics-bind-address 127.0.0.1:8080 --metrics-auth none --health-probe-bind-address 127.0.0.1:8081 \
 		--controllers ontap,kyma --kyma-time-scale $(KYMA_TIME_SCALE) --helm "$$(hack/tools.sh helm)" \
 		$(if $(filter 1,$(GARDENER)),--extension-type ontap --heartbeat-namespace ontap-operator-system)
 
@@ -78,12 +78,15 @@ test: deps lint
 ## tests/bench_kyma.rs: one Kyma, then 100 at once, BENCH_KYMAS_MANY=n and BENCH_KYMA_TIME_SCALE=s,
 ## default 1 = the experiment's real time; tests/bench_render.rs: 300 HelmComponents rendering into
 ## namespaces of their own, BENCH_RENDER_COMPONENTS=n; tests/bench_identity.rs: the API server's
-## CPU per write as the admin and as the operator's ServiceAccount, BENCH_IDENTITY_KYMAS=n)
+## CPU per write as the admin and as the operator's ServiceAccount, BENCH_IDENTITY_KYMAS=n;
+## tests/bench_tenancy.rs: what one tenant makes the operator spend: ONTAP lookups of waiting
+## consumers, RSS with large labelled Secrets, BENCH_WAITING_CONSUMERS / BENCH_LABELLED_SECRETS)
 bench: deps
 	$(CARGO) test --release --test bench_svm -- --ignored --nocapture
 	$(CARGO) test --release --test bench_kyma -- --ignored --nocapture
 	$(CARGO) test --release --test bench_render -- --ignored --nocapture
 	$(CARGO) test --release --test bench_identity -- --ignored --nocapture
+	$(CARGO) test --release --test bench_tenancy -- --ignored --nocapture
 
 ## bench-svm: the SVM benchmark alone; bench-svm-slow: the same with one cluster answering every
 ## request 2 s late (BENCH_SLOW_CLUSTER=1); bench-svm-lost: with 1 % of ONTAP answers lost and the

@@ -27,12 +27,14 @@ pub fn declarations() -> Result<Vec<Declarations>, ManifestError> {
     Ok(all)
 }
 
-/// The ClusterRole rules of every installation: the parts no switch turns on.
+/// The ClusterRole rules of every installation: the parts no switch turns on, and what deciding
+/// who reads `/metrics` needs.
 fn base_rules(declarations: &[Declarations]) -> Vec<PolicyRule> {
     let rules: Vec<PolicyRule> = declarations
         .iter()
         .filter(|part| part.switch.is_none())
         .flat_map(|part| part.rules.iter().cloned())
+        .chain(metrics_auth_rules())
         .collect();
     reconcile_engine::manager::merge_rules(&rules)
 }
@@ -40,6 +42,23 @@ fn base_rules(declarations: &[Declarations]) -> Vec<PolicyRule> {
 /// The ClusterRole rules of every installation of the operator (`deploy/rbac.yaml`).
 pub fn rules() -> Result<Vec<PolicyRule>, ManifestError> {
     Ok(base_rules(&declarations()?))
+}
+
+/// Deciding who may read `/metrics` asks the API server to review the caller's token and its
+/// permission (`--metrics-auth=kubernetes`, `crate::runtime::metrics_auth`).
+fn metrics_auth_rules() -> Vec<PolicyRule> {
+    [
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+    ]
+    .into_iter()
+    .map(|(group, resource)| PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(vec![resource.to_owned()]),
+        verbs: vec!["create".to_owned()],
+        ..PolicyRule::default()
+    })
+    .collect()
 }
 
 /// Every CRD this operator owns, in a stable order: the features' order.

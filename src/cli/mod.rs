@@ -11,6 +11,16 @@ use crate::features::FEATURES;
 
 pub mod engine;
 
+/// How `/metrics` is protected (`--metrics-auth`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricsAuth {
+    /// A bearer token the API server authenticates (TokenReview) and authorizes for
+    /// `get /metrics` (SubjectAccessReview), as controller-runtime's secure serving decides.
+    Kubernetes,
+    /// None: whoever reaches the address reads it.
+    None,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ontap-operator",
@@ -64,6 +74,16 @@ pub struct RunArgs {
         default_value = ":8080"
     )]
     pub metrics_bind_address: String,
+    /// Who may read /metrics: `kubernetes`, a bearer token the API server authenticates and
+    /// authorizes for `get /metrics` (its series name tenants' namespaces and failures); `none`,
+    /// whoever reaches the address (a loopback address in a local run).
+    #[arg(
+        long,
+        env = "ONTAP_OPERATOR_METRICS_AUTH",
+        value_enum,
+        default_value_t = MetricsAuth::Kubernetes
+    )]
+    pub metrics_auth: MetricsAuth,
     /// Address of the /healthz and /readyz server (`0` = off).
     #[arg(
         long,

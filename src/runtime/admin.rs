@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use super::metrics_auth::MetricsAuthorizer;
 use reconcile_engine::health::{Health, Report};
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -33,13 +34,23 @@ pub fn parse_bind_address(value: &str) -> Result<Option<SocketAddr>, String> {
         .map_err(|e| format!("invalid bind address {value:?}: {e}"))
 }
 
-pub fn metrics_router(registry: Arc<Registry>) -> Router {
+/// `/metrics` of `registry`, for whoever `authorizer` lets read it (`None`: everyone).
+pub fn metrics_router(registry: Arc<Registry>, authorizer: Option<MetricsAuthorizer>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
-        .with_state(registry)
+        .with_state((registry, authorizer))
 }
 
-async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
+async fn metrics(
+    State((registry, authorizer)): State<(Arc<Registry>, Option<MetricsAuthorizer>)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(authorizer) = authorizer {
+        let status = authorizer.check(&headers).await;
+        if status != StatusCode::OK {
+            return status.into_response();
+        }
+    }
     let mut body = String::new();
     match prometheus_client::encoding::text::encode(&mut body, &registry) {
         Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),

@@ -22,12 +22,13 @@ use reconcile_engine::{
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::RunArgs;
+use crate::cli::{MetricsAuth, RunArgs};
 use crate::deploy::{METRIC_PREFIX, REPORTER_DOMAIN, USER_AGENT, own_namespace};
 use crate::features::FEATURES;
 
 pub mod admin;
 pub mod leader;
+pub mod metrics_auth;
 pub mod process_metrics;
 pub mod telemetry;
 
@@ -237,7 +238,11 @@ async fn serve(args: &RunArgs, process: &Process) -> anyhow::Result<JoinSet<std:
     let admin = [
         (
             &args.metrics_bind_address,
-            admin::metrics_router(process.registry.clone()),
+            admin::metrics_router(
+                process.registry.clone(),
+                (args.metrics_auth == MetricsAuth::Kubernetes)
+                    .then(|| metrics_auth::MetricsAuthorizer::new(process.client.clone())),
+            ),
             "metrics",
         ),
         (

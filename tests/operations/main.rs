@@ -12,6 +12,7 @@ mod crds_generated;
 mod deploy;
 mod leader_election;
 mod liveness;
+mod metrics_auth;
 mod monitoring;
 mod no_secrets;
 mod readiness_sync;

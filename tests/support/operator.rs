@@ -191,6 +191,12 @@ impl OperatorProcess {
             .arg(kubeconfig)
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg(format!("--health-probe-bind-address={health}"))
+            // Tests read /metrics on loopback without a token, but for the one that checks
+            // the authentication (tests/operations/metrics_auth.rs), which asks for it.
+            .args(
+                (!args.iter().any(|a| a.starts_with("--metrics-auth")))
+                    .then_some("--metrics-auth=none"),
+            )
             .args(args)
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env(
