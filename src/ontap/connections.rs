@@ -10,7 +10,9 @@ use kube::{Api, Client, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::api::{OntapCluster, SecretReference};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
+
+use super::fair_slots::{FairPermit, FairSlots};
 
 use ontap_client::{
     Aggregate, CertificateFingerprint, Credentials, OntapClient, OntapConfig, OntapError,
@@ -34,6 +36,8 @@ pub struct ClientSettings {
     pub proxy: Option<reqwest::Url>,
     /// ONTAP jobs (SVM create, change, delete) the operator runs at once per cluster.
     pub svm_jobs_per_cluster: usize,
+    /// Of those, the most one namespace holds at once (`None`: all of them).
+    pub svm_jobs_per_namespace: Option<usize>,
     /// How long a cluster's aggregate list is used for SVM creates before it is listed again.
     pub aggregates_max_age: Duration,
     /// Steady StorageVirtualMachines a cluster needs before their passes confirm their SVM and
@@ -56,6 +60,7 @@ impl Default for ClientSettings {
             credentials_namespace: crate::deploy::NAMESPACE.to_owned(),
             proxy: None,
             svm_jobs_per_cluster: DEFAULT_SVM_JOBS_PER_CLUSTER,
+            svm_jobs_per_namespace: None,
             aggregates_max_age: AGGREGATES_MAX_AGE,
             inventory_min_svms: DEFAULT_INVENTORY_MIN_SVMS,
         }
@@ -109,9 +114,10 @@ pub struct ClusterConnections {
 }
 
 /// What one cluster lets the operator run on it at once.
+#[derive(Clone)]
 struct ClusterSlots {
-    /// ONTAP jobs ([`ClientSettings::svm_jobs_per_cluster`]).
-    jobs: Arc<Semaphore>,
+    /// ONTAP jobs ([`ClientSettings::svm_jobs_per_cluster`]), shared among namespaces in turn.
+    jobs: FairSlots,
     /// Passes of objects on the cluster ([`ClusterConnections::pass_slots`]).
     passes: Arc<Semaphore>,
 }
@@ -202,18 +208,19 @@ impl ClusterConnections {
         self.aggregates.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// One of the cluster's job slots, held while an ONTAP job the operator starts runs: more
-    /// jobs than ONTAP runs at once would only be refused ("too many jobs"), each refusal a
-    /// request and a pass spent for nothing. The wait does not hold a worker
-    /// ([`Worker::park`]); slots go out first come, first served. A [`Wait`] when too many
-    /// passes wait already: the object is looked at again when one of them leaves, at the latest
-    /// after [`JOB_SLOT_RECHECK`].
+    /// One of the cluster's job slots for an object of `namespace`, held while an ONTAP job the
+    /// operator starts runs: more jobs than ONTAP runs at once would only be refused ("too many
+    /// jobs"), each refusal a request and a pass spent for nothing. The wait does not hold a
+    /// worker ([`Worker::park`]); freed slots go to the waiting namespaces in turn
+    /// ([`FairSlots`]). A [`Wait`] when too many passes wait already: the object is looked at
+    /// again when one of them leaves, at the latest after [`JOB_SLOT_RECHECK`].
     pub async fn job_slot(
         &self,
         cluster: &str,
+        namespace: &str,
         worker: &Worker,
-    ) -> Result<OwnedSemaphorePermit, Wait> {
-        let slots = self.slots_of(cluster, |s| &s.jobs);
+    ) -> Result<FairPermit, Wait> {
+        let slots = self.cluster_slots(cluster).jobs;
         let busy = || Wait {
             reason: Connect::JobSlotBusy.as_str().into(),
             message: format!(
@@ -222,7 +229,7 @@ impl ClusterConnections {
             ),
             after: JOB_SLOT_RECHECK,
         };
-        match worker.park(slots.acquire_owned()).await {
+        match worker.park(slots.acquire(namespace)).await {
             Some(Ok(permit)) => Ok(permit),
             Some(Err(_)) | None => Err(busy()),
         }
@@ -233,22 +240,22 @@ impl ClusterConnections {
     /// passes would only wait for the client holding workers; a cluster that answers slowly
     /// would then hold every worker of the controller, and the other clusters' objects none.
     pub fn pass_slots(&self, cluster: &str) -> Arc<Semaphore> {
-        self.slots_of(cluster, |s| &s.passes)
+        self.cluster_slots(cluster).passes
     }
 
-    fn slots_of(
-        &self,
-        cluster: &str,
-        which: impl Fn(&ClusterSlots) -> &Arc<Semaphore>,
-    ) -> Arc<Semaphore> {
+    fn cluster_slots(&self, cluster: &str) -> ClusterSlots {
         let mut all = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let slots = all
-            .entry(cluster.to_owned())
+        all.entry(cluster.to_owned())
             .or_insert_with(|| ClusterSlots {
-                jobs: Arc::new(Semaphore::new(self.settings.svm_jobs_per_cluster.max(1))),
+                jobs: FairSlots::new(
+                    self.settings.svm_jobs_per_cluster,
+                    self.settings
+                        .svm_jobs_per_namespace
+                        .unwrap_or(self.settings.svm_jobs_per_cluster),
+                ),
                 passes: Arc::new(Semaphore::new(OntapConfig::DEFAULT_MAX_CONCURRENT)),
-            });
-        which(slots).clone()
+            })
+            .clone()
     }
 
     /// Steady StorageVirtualMachines a cluster needs for its inventory to be read.

@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod fair_slots;
 pub mod inventory;
 pub mod metrics;
 pub mod svm;
@@ -49,6 +50,12 @@ pub struct OntapArgs {
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_SVM_JOBS_PER_CLUSTER", default_value_t = 5,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub ontap_svm_jobs_per_cluster: u16,
+    /// Of those, how many one namespace holds at once (default: all). Freed job slots go to
+    /// the namespaces waiting in turn either way, so one tenant's batch never queues another's
+    /// first SVM behind all of it; a lower cap keeps slots free for others while jobs run.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_SVM_JOBS_PER_NAMESPACE",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub ontap_svm_jobs_per_namespace: Option<u16>,
     /// How long an OntapCluster's aggregate list is reused for SVM creates (0s: listed for each).
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_AGGREGATES_MAX_AGE", value_parser = humantime::parse_duration, default_value = "30s")]
     pub ontap_aggregates_max_age: Duration,
@@ -98,6 +105,7 @@ impl Feature for OntapFeature {
                 .unwrap_or_else(|| setup.own_namespace.to_owned()),
             proxy: args.ontap_proxy,
             svm_jobs_per_cluster: usize::from(args.ontap_svm_jobs_per_cluster),
+            svm_jobs_per_namespace: args.ontap_svm_jobs_per_namespace.map(usize::from),
             aggregates_max_age: args.ontap_aggregates_max_age,
             inventory_min_svms: args.ontap_inventory_min_svms,
         };

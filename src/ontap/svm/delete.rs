@@ -220,7 +220,7 @@ impl SvmReconciler {
             .step_flow(SvmStep::SVMDeleted, || async {
                 let _slot = self
                     .connections
-                    .job_slot(&svm.spec.cluster_ref.name, &worker)
+                    .job_slot(&svm.spec.cluster_ref.name, &names.namespace, &worker)
                     .await?;
                 // The slot held bounds the passes waiting for their delete job this way.
                 let deleted = worker.released_while(client.delete_svm(&found.uuid)).await;

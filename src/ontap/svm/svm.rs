@@ -22,6 +22,7 @@ use super::steady::confirmed_svm;
 use super::tenancy;
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
 use crate::ontap::connections::ClusterConnections;
+use crate::ontap::fair_slots::FairPermit;
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Protocol, ProtocolState, Svm,
@@ -29,7 +30,6 @@ use ontap_client::{
 };
 use reconcile_engine::flow::settle;
 use reconcile_engine::{Outcome, StepError, StepFlow, Worker};
-use tokio::sync::OwnedSemaphorePermit;
 
 impl SvmReconciler {
     /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and may carry
@@ -188,6 +188,7 @@ impl SvmReconciler {
         let mut slot = JobSlot {
             connections: &self.connections,
             cluster: &svm.spec.cluster_ref.name,
+            namespace: &names.namespace,
             worker,
             held: None,
         };
@@ -385,15 +386,20 @@ impl SvmReconciler {
 struct JobSlot<'a> {
     connections: &'a ClusterConnections,
     cluster: &'a str,
+    namespace: &'a str,
     worker: &'a Worker,
-    held: Option<OwnedSemaphorePermit>,
+    held: Option<FairPermit>,
 }
 
 impl JobSlot<'_> {
     /// Takes the slot unless held already; waits (as the step's outcome) while none is free.
     async fn take(&mut self) -> StepFlow<()> {
         if self.held.is_none() {
-            self.held = Some(self.connections.job_slot(self.cluster, self.worker).await?);
+            self.held = Some(
+                self.connections
+                    .job_slot(self.cluster, self.namespace, self.worker)
+                    .await?,
+            );
         }
         Ok(())
     }
