@@ -1,5 +1,8 @@
 //! `make bench`: what one tenant can make the operator spend (issue 38, item 6).
 //!
+//! - **Another tenant's SVM behind a batch.** The time a tenant's one SVM takes to turn Ready,
+//!   alone, then created right after `BENCH_BATCH_SVMS` (default 25 and 100) SVMs of another
+//!   namespace, with ONTAP's jobs taking `BENCH_JOB_MS` (default 500 ms).
 //! - **Waiting consumers.** `BENCH_WAITING_CONSUMERS` `AccountOnly` objects (default 100) name a
 //!   provider whose SVM never comes (its aggregate does not exist). Prints the ONTAP SVM lookups
 //!   per second they cause over `BENCH_WAITING_SECONDS` (default 120) after a minute's start,
@@ -27,6 +30,74 @@ use support::env_or;
 use support::mock::fast_mock;
 use support::process::proc_status_kb;
 use support::svm::SvmWorld;
+
+/// The object `namespace/name` with LIF addresses of its own, numbered `n`.
+fn numbered(world: &SvmWorld, namespace: &str, name: &str, n: u32) -> StorageVirtualMachine {
+    let lif = |net: u32| json!({"ip": format!("10.{net}.{}.{}", n / 250, n % 250 + 1), "prefixLength": 16});
+    let mut object = world.svm_with(
+        name,
+        0,
+        &json!({"managementLif": lif(1), "dataLifs": [lif(2)]}),
+    );
+    object["metadata"]["namespace"] = json!(namespace);
+    serde_json::from_value(object).unwrap()
+}
+
+/// How long the object `namespace/name` (numbered `n`) takes from its creation to Ready.
+async fn time_to_ready(world: &SvmWorld, namespace: &str, name: &str, n: u32) -> Duration {
+    let object = numbered(world, namespace, name, n);
+    let started = Instant::now();
+    world
+        .svms_in(namespace)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let svms = world.svms_in(namespace);
+    support::poll(name, Duration::from_secs(600), async || {
+        let svm = svms.get(name).await.map_err(|e| e.to_string())?;
+        (svm.status.and_then(|s| s.phase) == Some(ontap_operator::api::SvmPhase::Ready))
+            .then_some(())
+            .ok_or_else(|| "not Ready".to_owned())
+    })
+    .await;
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: make bench"]
+async fn bench_tenant_fair_share() {
+    let job_ms: u64 = env_or("BENCH_JOB_MS", 500);
+    let mut mock = fast_mock();
+    mock.settings.job_duration_ms = job_ms;
+    let world = SvmWorld::tenanted(mock, &[]).await;
+    world.wait_cluster_ready(Duration::from_secs(60)).await;
+    support::create_namespace(&world.env.client, "bulk", json!({})).await;
+    let alone = time_to_ready(&world, &world.env.namespace, "alone", 0).await;
+    println!(
+        "another tenant's SVM alone: {:.1} s (jobs of {job_ms} ms)",
+        alone.as_secs_f64()
+    );
+    let mut n = 1;
+    for batch in [25u32, 100] {
+        for i in 0..batch {
+            let object = numbered(&world, "bulk", &format!("bulk-{batch}-{i}"), n);
+            n += 1;
+            world
+                .svms_in("bulk")
+                .create(&PostParams::default(), &object)
+                .await
+                .unwrap();
+        }
+        let behind =
+            time_to_ready(&world, &world.env.namespace, &format!("behind-{batch}"), n).await;
+        n += 1;
+        println!(
+            "another tenant's SVM behind {batch} of one tenant: {:.1} s ({:.1} x alone)",
+            behind.as_secs_f64(),
+            behind.as_secs_f64() / alone.as_secs_f64()
+        );
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: make bench"]

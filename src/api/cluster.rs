@@ -86,6 +86,11 @@ pub struct ClusterAllowances {
     #[schemars(length(max = 64), inner(length(min = 1, max = 49)))]
     #[x_kube(validation = Rule::new("self.all(c, isCIDR(c))").message("each address range must be in CIDR notation, e.g. 192.0.2.0/24 or 2001:db8::/64"))]
     pub address_ranges: Vec<String>,
+    /// The most SVMs (`Owned` objects) one tenant namespace provisions on this ONTAP cluster; an
+    /// object beyond it (the newest first) is refused. Absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub svms_per_namespace: Option<u32>,
     /// Whether objects of tenants' namespaces may set `deletionPolicy: Retain`, which leaves an
     /// SVM and its data in ONTAP that no object accounts for any more. Default: true. The
     /// Gardener extension's objects may always (a migration retains).

@@ -294,9 +294,10 @@ async fn claims_hold_across_two_ontap_clusters_on_one_ontap() {
 
 /// Attack "administrators cannot restrict what tenants choose": the administrator bounds the
 /// cluster to the addresses 192.0.2.0/28 and the IPspace `Default`, and forbids tenants
-/// `Retain`. The attacker's objects asking for anything else are refused naming the field, and
-/// ONTAP sees none of their requests; within the bounds an object is provisioned. (Fix switched
-/// off — no `allowed` check — each request reaches ONTAP.)
+/// `Retain`, and to one SVM per namespace. The attacker's objects asking for anything else are
+/// refused naming the field, and ONTAP sees none of their requests; within the bounds one object
+/// is provisioned, and a second refused. (Fix switched off — no `allowed` check — each request
+/// reaches ONTAP.)
 #[tokio::test]
 async fn an_administrators_bounds_hold_before_ontap_sees_a_request() {
     let (world, attacker) = world(true).await;
@@ -306,7 +307,8 @@ async fn an_administrators_bounds_hold_before_ontap_sees_a_request() {
             &world.cluster,
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"allowed": {
-                "addressRanges": ["192.0.2.0/28"], "ipspaces": ["Default"], "tenantRetain": false
+                "addressRanges": ["192.0.2.0/28"], "ipspaces": ["Default"], "tenantRetain": false,
+                "svmsPerNamespace": 1
             }}})),
         )
         .await
@@ -344,4 +346,12 @@ async fn an_administrators_bounds_hold_before_ontap_sees_a_request() {
     // Refused, they hold no claim: an object within the bounds gets index 1's addresses.
     attacker_object(&attacker, &world, "inside", 1, json!({})).await;
     ready_in(&world, ATTACKER, "inside").await;
+
+    // One SVM per namespace: the next is refused, however well it stays within the rest.
+    attacker_object(&attacker, &world, "second", 2, json!({})).await;
+    let why = world
+        .refused_in(ATTACKER, "second", "ClusterReady", "NotAllowedByCluster")
+        .await;
+    assert!(why.contains("1 SVMs per namespace"), "{why}");
+    assert_eq!(world.mock.sent("POST", "/api/svm/svms").await, posts + 1);
 }

@@ -63,7 +63,8 @@ async fn a_project_svm_serves_shoots_of_two_seeds_and_goes_with_the_last() {
             "managementLif": {"ip": "192.0.2.70", "prefixLength": 24},
             "dataLifs": [{"ip": "192.0.2.71", "prefixLength": 24}],
             "protocols": {"nfs": true},
-            "account": {"name": "web-b"}, "secretName": "shoot-b-credentials"
+            "account": {"name": "web-b"}, "secretName": "shoot-b-credentials",
+            "provider": {"name": project_object}
         }
     }))
     .unwrap();

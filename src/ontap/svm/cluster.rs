@@ -4,6 +4,9 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
 use super::authority::Standing;
 use super::errors::{Conflict, Invalid, Transient, Waiting};
 use super::naming::reserved_for_another_namespace;
@@ -54,6 +57,20 @@ impl SvmReconciler {
         {
             return Err(Invalid::NotAllowedByCluster.error(why));
         }
+        let others = self.svms.store().state();
+        let over_limit = self.over_namespace_limit(cluster, &others);
+        if svm.uid().is_some_and(|uid| over_limit.contains(&uid)) {
+            let limit = cluster
+                .spec
+                .allowed
+                .as_ref()
+                .and_then(|a| a.svms_per_namespace);
+            return Err(Invalid::NotAllowedByCluster.error(format!(
+                "the OntapCluster {} allows {} SVMs per namespace, and {namespace} has them",
+                cluster.name_any(),
+                limit.unwrap_or_default()
+            )));
+        }
         if self.squats(svm, &names.svm) {
             return Err(Invalid::SvmNameReserved.error(format!(
                 "the SVM name {} has the form of another namespace's default names (k8s_<namespace>_<name>), which belong to that namespace; choose a name without the k8s_ prefix, or k8s_{namespace}_…",
@@ -61,7 +78,6 @@ impl SvmReconciler {
             )));
         }
         let claims = tenancy::Claims::of(svm, names.svm.clone(), names.account.clone());
-        let others = self.svms.store().state();
         let no_status = StorageVirtualMachineStatus::default();
         let contested = tenancy::contested(
             svm,
@@ -69,7 +85,10 @@ impl SvmReconciler {
             tenancy::contenders(svm, others.iter().map(|other| &**other), |a, b| {
                 self.same_ontap(a, b)
             })
-            .filter(|other| self.holds_claims(other))
+            .filter(|other| {
+                self.holds_claims(other)
+                    && !other.uid().is_some_and(|uid| over_limit.contains(&uid))
+            })
             .map(|other| {
                 let names = names_of(other, other.status.as_ref().unwrap_or(&no_status));
                 let mut claims = tenancy::Claims::of(other, names.svm.clone(), names.account);
@@ -85,6 +104,45 @@ impl SvmReconciler {
             Some(why) => Err(Conflict::ClaimedByAnother.error(why)),
             None => Ok(()),
         }
+    }
+
+    /// The uids of the tenants' `Owned` objects on `cluster` beyond its SVMs-per-namespace limit,
+    /// the newest of each namespace first: refused, and holding no claim. Empty without a limit.
+    fn over_namespace_limit(
+        &self,
+        cluster: &OntapCluster,
+        all: &[Arc<StorageVirtualMachine>],
+    ) -> HashSet<String> {
+        let Some(limit) = cluster
+            .spec
+            .allowed
+            .as_ref()
+            .and_then(|a| a.svms_per_namespace)
+        else {
+            return HashSet::new();
+        };
+        let name = cluster.name_any();
+        let mut by_namespace: HashMap<&str, Vec<&StorageVirtualMachine>> = HashMap::new();
+        for svm in all.iter().map(|s| &**s) {
+            if svm.spec.mode == SvmMode::Owned
+                && self.same_ontap(&svm.spec.cluster_ref.name, &name)
+                && self.standing(svm) == Standing::Tenant
+                && self.admitted(svm)
+            {
+                by_namespace
+                    .entry(svm.metadata.namespace.as_deref().unwrap_or_default())
+                    .or_default()
+                    .push(svm);
+            }
+        }
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        by_namespace
+            .into_values()
+            .flat_map(|mut svms| {
+                svms.sort_by(|a, b| tenancy::precedence(a).cmp(&tenancy::precedence(b)));
+                svms.into_iter().skip(limit).filter_map(|s| s.uid())
+            })
+            .collect()
     }
 
     /// What the administrator of `svm`'s cluster allows (no bounds while it is not cached).

@@ -155,15 +155,17 @@ impl Claims {
 /// pass (and every replica) decides the same way and a working SVM never loses its claim.
 /// Borrows only: it runs for every pair of objects on a cluster, once per pass.
 fn precedes(a: &StorageVirtualMachine, b: &StorageVirtualMachine) -> bool {
-    fn key(s: &StorageVirtualMachine) -> (bool, Option<Timestamp>, &str, &str) {
-        (
-            s.status.as_ref().and_then(|st| st.uuid.as_ref()).is_none(),
-            s.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            s.metadata.namespace.as_deref().unwrap_or_default(),
-            s.metadata.name.as_deref().unwrap_or_default(),
-        )
-    }
-    key(a) < key(b)
+    precedence(a) < precedence(b)
+}
+
+/// The order of [`precedes`]: lower keys hold first.
+pub fn precedence(s: &StorageVirtualMachine) -> (bool, Option<Timestamp>, &str, &str) {
+    (
+        s.status.as_ref().and_then(|st| st.uuid.as_ref()).is_none(),
+        s.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        s.metadata.namespace.as_deref().unwrap_or_default(),
+        s.metadata.name.as_deref().unwrap_or_default(),
+    )
 }
 
 /// The objects among `others` whose claims `svm` must yield to, should they collide: older ones
@@ -414,6 +416,7 @@ mod tests {
             aggregates: vec!["aggr1".into()],
             home_nodes: vec!["n1".into()],
             address_ranges: vec!["192.0.2.0/25".into()],
+            svms_per_namespace: None,
             tenant_retain: Some(false),
         };
         let mut ok = svm("team-a", "db", 1, &["192.0.2.10", "192.0.2.11"]);

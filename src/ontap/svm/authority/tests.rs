@@ -181,7 +181,8 @@ fn marked_svms_change_hands_only_within_their_party() {
         ),
         Takeover::Refuse(Refusal::ReleasedElsewhere)
     );
-    // A restored shoot adopts its own SVM, not another shoot's of its project.
+    // A restored shoot adopts the SVM gardenlet's state names, if its project's; never
+    // another project's.
     let s = shoot("garden-a");
     assert_eq!(
         decide_svm(
@@ -192,9 +193,10 @@ fn marked_svms_change_hands_only_within_their_party() {
         ),
         Takeover::Adopt
     );
+    let other = shoot("garden-b");
     assert_eq!(
         decide_svm(
-            &actor("s2", "shoot--a--db", &s, "k8s"),
+            &actor("s2", "shoot--b--web", &other, "k8s"),
             Some(&shoots),
             Creator::Absent,
             true
