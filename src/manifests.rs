@@ -181,6 +181,19 @@ pub fn rbac_yaml() -> Result<String, ManifestError> {
             }),
         )?,
         value(&role_binding(&leader))?,
+        // Who may read /metrics: bound by the administrator to the ServiceAccount Prometheus
+        // scrapes with (`--metrics-auth=kubernetes`).
+        value(
+            &(ClusterRole {
+                metadata: meta(&format!("{NAME}-metrics-reader"), None),
+                rules: Some(vec![PolicyRule {
+                    non_resource_urls: Some(vec!["/metrics".to_owned()]),
+                    verbs: vec!["get".to_owned()],
+                    ..PolicyRule::default()
+                }]),
+                ..ClusterRole::default()
+            }),
+        )?,
     ];
     objects.extend(aggregated_roles()?);
     documents(&objects)
