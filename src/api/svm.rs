@@ -44,7 +44,7 @@ use super::rules;
     "self.mode != 'AccountOnly' || has(self.svmName)"
 ).message("an AccountOnly object names the existing SVM it makes its account on in svmName").field_path(".svmName"))]
 #[x_kube(validation = Rule::new(
-    "self.mode != 'AccountOnly' || has(self.provider)"
+    "self.mode != 'AccountOnly' || !has(self.svmName) || has(self.provider)"
 ).message("an AccountOnly object names the StorageVirtualMachine that provisions its SVM in provider").field_path(".provider"))]
 #[x_kube(validation = Rule::new(
     "self.mode == 'AccountOnly' || !has(self.provider)"

@@ -111,10 +111,26 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
             "names the existing SVM",
         ),
         (
+            "AccountOnly naming no provider",
+            vec![
+                ("/spec/mode", json!("AccountOnly")),
+                ("/spec/svmName", json!("shared")),
+            ],
+            "spec.provider",
+            "names the StorageVirtualMachine that provisions its SVM",
+        ),
+        (
+            "Owned naming a provider",
+            vec![("/spec/provider", json!({"name": "other"}))],
+            "spec.provider",
+            "only an AccountOnly object names a provider",
+        ),
+        (
             "AccountOnly sharing an SVM it does not provision",
             vec![
                 ("/spec/mode", json!("AccountOnly")),
                 ("/spec/svmName", json!("shared")),
+                ("/spec/provider", json!({"name": "other"})),
                 ("/spec/shareWith", json!({"matchLabels": {"a": "b"}})),
             ],
             "spec.shareWith",
@@ -573,7 +589,11 @@ async fn svm_name_and_cluster_ref_are_immutable() {
     // The mode stays, but for one hand-over: an Owned object that would leave its SVM in ONTAP
     // anyway may share it and keep only its account.
     let shared = api
-        .patch("named", &pp, &patch(json!({"mode": "AccountOnly"})))
+        .patch(
+            "named",
+            &pp,
+            &patch(json!({"mode": "AccountOnly", "provider": {"name": "other"}})),
+        )
         .await;
     assert_rejected(
         shared,
@@ -585,12 +605,20 @@ async fn svm_name_and_cluster_ref_are_immutable() {
         .await
         .unwrap();
     let handed_over = api
-        .patch("named", &pp, &patch(json!({"mode": "AccountOnly"})))
+        .patch(
+            "named",
+            &pp,
+            &patch(json!({"mode": "AccountOnly", "provider": {"name": "other"}})),
+        )
         .await
         .unwrap();
     assert_eq!(handed_over.data["spec"]["mode"], "AccountOnly");
     let back = api
-        .patch("named", &pp, &patch(json!({"mode": "Owned"})))
+        .patch(
+            "named",
+            &pp,
+            &patch(json!({"mode": "Owned", "provider": null})),
+        )
         .await;
     assert_rejected(
         back,
