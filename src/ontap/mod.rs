@@ -50,9 +50,9 @@ pub struct OntapArgs {
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_SVM_JOBS_PER_CLUSTER", default_value_t = 5,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub ontap_svm_jobs_per_cluster: u16,
-    /// Of those, how many one namespace holds at once (default: all). Freed job slots go to
-    /// the namespaces waiting in turn either way, so one tenant's batch never queues another's
-    /// first SVM behind all of it; a lower cap keeps slots free for others while jobs run.
+    /// How many of an OntapCluster's ONTAP job slots one namespace holds at once (default: all).
+    /// Freed slots go to the namespaces waiting in turn either way, so one tenant's batch never
+    /// queues another's first SVM behind all of it; a lower cap keeps slots free for others.
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_SVM_JOBS_PER_NAMESPACE",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub ontap_svm_jobs_per_namespace: Option<u16>,
