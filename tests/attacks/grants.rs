@@ -5,55 +5,16 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use ontap_operator::api::{StorageVirtualMachine, SvmPhase};
 use serde_json::{Value, json};
 
-use crate::support::mock::fast_mock;
-use crate::support::operator::tenant_client;
+use crate::support::gone;
 use crate::support::svm::SvmWorld;
-use crate::support::{create_namespace, gone};
+use crate::tenant::{ATTACKER, attack, world};
 
 const WITHIN: Duration = Duration::from_secs(60);
-const ATTACKER: &str = "team-a";
-const GRANTED: &str = "ontap-tenant";
-
-/// A world whose cluster admits namespaces labelled `ontap-tenant=granted` (the victim's, and
-/// the attacker's when `admitted`), and the attacker's client, bound only to `edit`.
-async fn world(admitted: bool) -> (SvmWorld, Client) {
-    let world = SvmWorld::tenanted(fast_mock(), &[]).await;
-    let client = &world.env.client;
-    Api::<Namespace>::all(client.clone())
-        .patch(
-            &world.env.namespace,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {GRANTED: "granted", "team": "victim"}}})),
-        )
-        .await
-        .unwrap();
-    let labels = if admitted {
-        json!({GRANTED: "granted", "team": "a"})
-    } else {
-        json!({"team": "a"})
-    };
-    create_namespace(client, ATTACKER, labels).await;
-    world
-        .clusters()
-        .patch(
-            &world.cluster,
-            &PatchParams::default(),
-            &Patch::Merge(
-                json!({"spec": {"namespaceSelector": {"matchLabels": {GRANTED: "granted"}}}}),
-            ),
-        )
-        .await
-        .unwrap();
-    let dir = world.plane_dir.clone().unwrap();
-    let attacker = tenant_client(&dir, client, ATTACKER, "mallory").await;
-    (world, attacker)
-}
 
 /// The victim's object `name` (`spec` over the world's defaults), created as the admin.
 async fn victim_object(world: &SvmWorld, name: &str, index: u8, spec: Value) {
@@ -66,16 +27,9 @@ async fn victim_object(world: &SvmWorld, name: &str, index: u8, spec: Value) {
         .unwrap();
 }
 
-/// The attacker's object `name` of `cluster` (`spec` over the world's defaults), created with
-/// the attacker's own identity.
+/// The attacker's object `name` (`spec` over the world's defaults), as the attacker.
 async fn attacker_object(attacker: &Client, world: &SvmWorld, name: &str, index: u8, spec: Value) {
-    let mut object = world.svm_with(name, index, &spec);
-    object["metadata"]["namespace"] = json!(ATTACKER);
-    let svm: StorageVirtualMachine = serde_json::from_value(object).unwrap();
-    Api::<StorageVirtualMachine>::namespaced(attacker.clone(), ATTACKER)
-        .create(&PostParams::default(), &svm)
-        .await
-        .expect("a tenant with edit may create StorageVirtualMachines in its namespace");
+    attack(attacker, world, name, index, json!({ "spec": spec })).await;
 }
 
 /// Waits until the object `namespace/name` is Ready.

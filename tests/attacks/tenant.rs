@@ -16,13 +16,13 @@ use crate::support::svm::SvmWorld;
 use crate::support::{create_namespace, gone};
 
 const WITHIN: Duration = Duration::from_secs(60);
-const ATTACKER: &str = "team-a";
+pub(crate) const ATTACKER: &str = "team-a";
 const GRANTED: &str = "ontap-tenant";
 
 /// A world whose cluster admits namespaces labelled `ontap-tenant=granted` (the victim's
 /// always; the attacker's when `admitted`), and a client for the attacker, bound only to `edit`
 /// in its namespace.
-async fn world(admitted: bool) -> (SvmWorld, Client) {
+pub(crate) async fn world(admitted: bool) -> (SvmWorld, Client) {
     let world = SvmWorld::tenanted(fast_mock(), &[]).await;
     let client = &world.env.client;
     Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
@@ -73,7 +73,13 @@ async fn victim(world: &SvmWorld, name: &str, index: u8, spec: Value) -> (String
 }
 
 /// The attacker's object, created with its own identity.
-async fn attack(attacker: &Client, world: &SvmWorld, name: &str, index: u8, object: Value) {
+pub(crate) async fn attack(
+    attacker: &Client,
+    world: &SvmWorld,
+    name: &str,
+    index: u8,
+    object: Value,
+) {
     let mut base = world.svm_with(name, index, &object["spec"]);
     base["metadata"]["namespace"] = json!(ATTACKER);
     if let Some(annotations) = object.get("annotations") {

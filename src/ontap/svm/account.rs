@@ -1,17 +1,16 @@
 //! Step `AccountReady`: the SVM-scoped vsadmin account, unlocked. Its password comes from the
 //! credentials module, which has put it in the seed Secret first.
 
-use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::SeedSecretState;
 use super::authority::{
-    AccountRight, Actor, Mark, account_comment, asks_to_adopt, decide_account, marked_for,
+    AccountRight, Mark, account_comment, asks_to_adopt, decide_account, marked_for,
 };
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
-use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine};
+use crate::api::StorageVirtualMachine;
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{
     Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
@@ -132,22 +131,10 @@ impl SvmReconciler {
         account: &Account,
     ) -> Result<Claim, StepError> {
         let standing = self.standing(svm);
-        let actor = Actor {
-            uid: &names.uid,
-            namespace: &names.namespace,
-            standing: &standing,
-            svm_name: &names.svm,
-        };
-        let asks = asks_to_adopt(
-            svm.annotations()
-                .get(ADOPT_SVM_UUID_ANNOTATION)
-                .map(String::as_str),
-            &ontap_svm.uuid,
-            None,
-        );
+        let asks = asks_to_adopt(names.adopt.as_deref(), &ontap_svm.uuid, None);
         let owner = Mark::read(account.comment.as_deref()).map(|m| m.uid);
         match decide_account(
-            &actor,
+            &names.actor(&standing),
             owner.as_deref(),
             Mark::read(ontap_svm.comment.as_deref()).as_ref(),
             asks,

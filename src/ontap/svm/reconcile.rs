@@ -13,15 +13,15 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 use tokio::sync::Semaphore;
 
-use super::authority::{Creator, Standing};
+use super::authority::{Actor, Creator, Standing};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::steady::SteadyInventory;
 use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
-    GARDENER_PROJECT_ANNOTATION, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus,
-    SvmMode, SvmPhase,
+    ADOPT_SVM_UUID_ANNOTATION, GARDENER_PROJECT_ANNOTATION, OntapCluster, StorageVirtualMachine,
+    StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
@@ -294,6 +294,20 @@ pub(super) struct Names {
     pub(super) secret: String,
     pub(super) namespace: String,
     pub(super) uid: String,
+    /// The uuid of the SVM it asks to take over ([`crate::api::ADOPT_SVM_UUID_ANNOTATION`]).
+    pub(super) adopt: Option<String>,
+}
+
+impl Names {
+    /// The object as [`super::authority`]'s decisions see it, of `standing`.
+    pub(super) fn actor<'a>(&'a self, standing: &'a Standing) -> Actor<'a> {
+        Actor {
+            uid: &self.uid,
+            namespace: &self.namespace,
+            standing,
+            svm_name: &self.svm,
+        }
+    }
 }
 
 impl Reconciler for SvmReconciler {
@@ -382,6 +396,7 @@ pub(super) fn names_of(svm: &StorageVirtualMachine, status: &StorageVirtualMachi
             .unwrap_or_else(|| default_account_name(&namespace, &name)),
         secret: seed_secret_name(svm),
         uid: svm.uid().unwrap_or_default(),
+        adopt: svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION).cloned(),
         namespace,
     }
 }

@@ -11,8 +11,8 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::DesiredError;
 use super::authority::{
-    Actor, Creator, Mark, Provider, Share, ShareWait, Standing, Takeover, asks_to_adopt,
-    decide_share, decide_svm, svm_comment,
+    Creator, Mark, Provider, Share, ShareWait, Standing, Takeover, asks_to_adopt, decide_share,
+    decide_svm, svm_comment,
 };
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error};
 use super::reconcile::{
@@ -327,19 +327,8 @@ impl SvmReconciler {
         slot: &mut JobSlot<'_>,
     ) -> StepFlow<bool> {
         let standing = self.standing(svm);
-        let actor = Actor {
-            uid: &names.uid,
-            namespace: &names.namespace,
-            standing: &standing,
-            svm_name: &names.svm,
-        };
-        let asks = asks_to_adopt(
-            svm.annotations()
-                .get(ADOPT_SVM_UUID_ANNOTATION)
-                .map(String::as_str),
-            &found.uuid,
-            recorded,
-        );
+        let actor = names.actor(&standing);
+        let asks = asks_to_adopt(names.adopt.as_deref(), &found.uuid, recorded);
         let mark = Mark::read(found.comment.as_deref());
         let creator = match &mark {
             Some(mark) => self.creator(svm, &mark.uid, names),
