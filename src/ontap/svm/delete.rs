@@ -112,14 +112,7 @@ impl SvmReconciler {
         if !provisioned || !cluster_exists {
             return Ok(());
         }
-        let client = self.cluster(svm, names, steps).await?;
-        let found = steps
-            .step(SvmStep::SVMFound, || async {
-                Ok(Outcome::Unchanged(
-                    lookup_shared_svm(&client, names, status.uuid.as_deref()).await?,
-                ))
-            })
-            .await?;
+        let (client, found) = self.svm_used(svm, status, names, steps).await?;
         if let Some(found) = found {
             steps
                 .step(SvmStep::AccountLocked, || async {
@@ -131,14 +124,16 @@ impl SvmReconciler {
         Ok(())
     }
 
-    /// An `AccountOnly` object's account on the shared SVM, never the SVM or its LIFs.
-    async fn delete_account_only(
+    /// Step `SVMFound` of a cleanup that touches only the object's account: the client, and
+    /// the SVM the object used, the recorded one else the one of its name (`None`: gone, and
+    /// the account with it).
+    async fn svm_used(
         &self,
         svm: &StorageVirtualMachine,
         status: &StorageVirtualMachineStatus,
         names: &Names,
         steps: &mut StepRunner<SvmStep>,
-    ) -> Result<(), Halt> {
+    ) -> Result<(OntapClient, Option<Svm>), Halt> {
         let client = self.cluster(svm, names, steps).await?;
         let found = steps
             .step(SvmStep::SVMFound, || async {
@@ -147,6 +142,18 @@ impl SvmReconciler {
                 ))
             })
             .await?;
+        Ok((client, found))
+    }
+
+    /// An `AccountOnly` object's account on the shared SVM, never the SVM or its LIFs.
+    async fn delete_account_only(
+        &self,
+        svm: &StorageVirtualMachine,
+        status: &StorageVirtualMachineStatus,
+        names: &Names,
+        steps: &mut StepRunner<SvmStep>,
+    ) -> Result<(), Halt> {
+        let (client, found) = self.svm_used(svm, status, names, steps).await?;
         if let Some(found) = found {
             steps
                 .step(SvmStep::AccountDeleted, || {
