@@ -15,8 +15,6 @@
 //!
 //! Every function here is pure; the steps gather the facts and act on the verdict.
 
-use std::fmt;
-
 use super::errors::{Conflict, Invalid};
 use crate::api::ADOPT_SVM_UUID_ANNOTATION;
 use reconcile_engine::StepError;
@@ -298,12 +296,6 @@ impl Refusal {
                 "an account {account} exists on the SVM {svm} that was not created for this StorageVirtualMachine; it is left as it is (no unlock, password or delete) — choose another spec.account.name"
             )),
         }
-    }
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
     }
 }
 
