@@ -11,8 +11,8 @@
 //! So from 9.12.1 on the backend says `useREST: true` (harmless from 9.15.1, where it is the
 //! default) and the account keeps only the `http` application; below 9.12.1 the account also
 //! gets `ontapi`, which ZAPI logs in through, and the backend says nothing. NVMe/TCP exists in
-//! ONTAP from 9.10.1 on (ONTAP's "Configure an NVMe LIF"), so an NVMe backend on an older
-//! cluster is refused: no Trident can use it.
+//! ONTAP from 9.10.1 on (ONTAP's "Configure an NVMe LIF"), and Trident's ZAPI layer implements
+//! no NVMe operation, so an NVMe backend below 9.12.1 is refused: no Trident can provision on it.
 
 use std::fmt;
 use std::str::FromStr;

@@ -158,37 +158,34 @@ async fn nfs_backend_on_a_rest_cluster_is_what_trident_needs() {
 /// ONTAP 9.11.1: Trident speaks ZAPI whatever the backend says. The backend does not ask for
 /// REST (Trident refuses `useREST: true` there) and the account gets `ontapi`.
 #[tokio::test]
-async fn nvme_backend_on_a_zapi_cluster_gets_an_ontapi_account() {
+async fn iscsi_backend_on_a_zapi_cluster_gets_an_ontapi_account() {
     let g = Gardener::start().await;
     let w = world_on(&g, "9.11.1").await;
     let ns = g.namespace.clone();
-    create_cluster(
-        &g,
-        &ns,
-        json!({"cluster.metal-stack.io/project": "0b1f9c3e-aaaa-bbbb-cccc-123456789abc"}),
-    )
-    .await;
+    create_cluster(&g, &ns, json!({})).await;
     let config = json!({
-        "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
-        "svmIpaddresses": {"managementLif": "192.0.2.60", "dataLifs": ["192.0.2.61"]},
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": w.cluster,
+        "svm": {"managementLif": {"ip": "192.0.2.60", "prefixLength": 24},
+                "dataLifs": [{"ip": "192.0.2.61", "prefixLength": 24}], "protocols": ["iscsi"]}
     });
     let ts = create_extension(&g, &ns, config, "reconcile").await;
     wait_ready(&g, &w, &ns, &ts).await;
 
     let (spec, user, password) = delivered_backend(&g).await;
     assert_eq!(spec["storageDriverName"], "ontap-san");
-    assert_eq!(spec["sanType"], "nvme");
+    assert_eq!(spec["sanType"], "iscsi");
     assert!(spec.get("useREST").is_none(), "ZAPI below 9.12.1: {spec}");
-    trident_initializes(&w, &user, &password, "data_nvme_tcp").await;
+    trident_initializes(&w, &user, &password, "data_iscsi").await;
     assert_eq!(applications_of(&w, &user), ["http", "ontapi"]);
 }
 
-/// ONTAP 9.9.1 has no NVMe/TCP: no Trident can use an nvme backend there. The Extension says so
-/// with a configuration error instead of delivering a backend that never comes up.
-#[tokio::test]
-async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
+/// NVMe is refused where no Trident can provision on it, with a configuration error naming the
+/// reason, and nothing is delivered: on 9.9.1 ONTAP has no NVMe/TCP; on 9.11.1 Trident must
+/// speak ZAPI, whose driver has no NVMe operation.
+async fn nvme_is_refused_on(version: &str, reason: &str) {
     let g = Gardener::start().await;
-    let w = world_on(&g, "9.9.1").await;
+    let w = world_on(&g, version).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
     let config = json!({
@@ -201,11 +198,7 @@ async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
     wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
     let ext = extensions(&g, &ns).get("ontap").await.unwrap();
     let error = ext.status.unwrap().last_error.unwrap();
-    assert!(
-        error.description.contains("NVMe/TCP"),
-        "{}",
-        error.description
-    );
+    assert!(error.description.contains(reason), "{}", error.description);
     assert!(
         backend_configs(&g)
             .list(&Default::default())
@@ -215,4 +208,14 @@ async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
             .is_empty(),
         "nothing delivered"
     );
+}
+
+#[tokio::test]
+async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
+    nvme_is_refused_on("9.9.1", "has no NVMe/TCP").await;
+}
+
+#[tokio::test]
+async fn nvme_where_trident_must_speak_zapi_is_refused() {
+    nvme_is_refused_on("9.11.1", "implements no NVMe operation").await;
 }

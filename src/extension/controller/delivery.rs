@@ -15,7 +15,7 @@ use crate::extension::shoot::{
     INIT_MANAGED_RESOURCE, KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ManagedResourceBundle,
     ORIGIN, SECRET_MANAGED_RESOURCE, ShootCredentials, ShootImages, ShootInputs, shoot_delivery,
 };
-use crate::ontap::trident_api::{NVME_TCP, OntapVersion, TridentApi};
+use crate::ontap::trident_api::{NVME_TCP, OntapVersion, REST_SUPPORTED, TridentApi};
 
 use super::plan::Plan;
 use super::reasons::{Coded, Failed, Transient, Waiting, delete_ignoring_missing, kube_error};
@@ -162,12 +162,24 @@ impl ExtensionReconciler {
     }
 }
 
-/// What no Trident can use on a cluster of `version`: NVMe/TCP before ONTAP has it.
+/// What no Trident can use on a cluster of `version`: NVMe/TCP before ONTAP has it, and NVMe
+/// where Trident must speak ZAPI, whose layer in Trident implements no NVMe operation (every one
+/// answers "not supported"), so the backend would come up and never provision a volume.
 fn refuse_unusable(config: &ExtensionConfig, version: OntapVersion) -> Result<(), StepError> {
-    if config.protocols.contains(&Protocol::Nvme) && version < NVME_TCP {
+    if !config.protocols.contains(&Protocol::Nvme) {
+        return Ok(());
+    }
+    if version < NVME_TCP {
         return Err(Coded::Configuration.invalid(format!(
             "ONTAP {version} has no NVMe/TCP (it came with {NVME_TCP}): no Trident can use an \
              nvme backend on this cluster; choose iscsi or nfs"
+        )));
+    }
+    if TridentApi::for_version(version) == TridentApi::Zapi {
+        return Err(Coded::Configuration.invalid(format!(
+            "on ONTAP {version} Trident speaks ZAPI (REST from {REST_SUPPORTED}), and its ZAPI \
+             driver implements no NVMe operation: an nvme backend there could not create a \
+             volume; choose iscsi or nfs, or upgrade ONTAP to {REST_SUPPORTED} or later"
         )));
     }
     Ok(())
