@@ -94,6 +94,17 @@ fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, Ste
     {
         return Ok(Outcome::unchanged());
     }
+    // A new password waits out the window in which an older password request could still
+    // land; every step before it is done. `CredentialsVerified` authenticates with it right
+    // after, so the shoot gets it now instead of keeping a password that certainly fails until
+    // the window closes. Should an old request land, the SVM's controller heals it again.
+    if status.observed_generation == generation
+        && secret_ready
+            .as_ref()
+            .is_some_and(|c| c.reason == SvmWaiting::CredentialsSettling.as_str())
+    {
+        return Ok(Outcome::unchanged());
+    }
     let why = ready
         .map(|c| format!("{}: {}", c.reason, c.message))
         .unwrap_or_else(|| "not reconciled at its generation yet".to_string());
@@ -122,8 +133,12 @@ fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
 /// SVM controller's typed reasons so a renamed one cannot silently fall through to
 /// `SVMFailing`. ONTAP refusing a name (`SVMNameConflict`) is not among them: the SVM
 /// controller retries it.
-const CONFIGURATION_REASONS: [&str; 7] = [
+const CONFIGURATION_REASONS: [&str; 11] = [
     SvmInvalid::Spec.as_str(),
+    SvmInvalid::AccountNotOurs.as_str(),
+    SvmInvalid::SvmNotShared.as_str(),
+    SvmInvalid::ProviderMismatch.as_str(),
+    SvmInvalid::NotAllowedByCluster.as_str(),
     SvmInvalid::SvmNameInUse.as_str(),
     SvmInvalid::AdoptionNotAllowed.as_str(),
     SvmInvalid::SecretNameInUse.as_str(),
