@@ -36,4 +36,10 @@ pub const ADOPT_SVM_UUID_ANNOTATION: &str = "ontap.storage.dev/adopt-svm-uuid";
 /// records it in ONTAP's mark, which is what lets another seed's objects of the same project —
 /// and only those — serve or take over the SVM.
 pub const GARDENER_PROJECT_ANNOTATION: &str = "ontap.storage.dev/gardener-project";
+/// The uid of the Shoot in the garden a shoot's object serves, recorded by the extension from
+/// the shoot's `Cluster` (gardenlet's): the same on every seed the shoot moves to. The SVM
+/// controller records it in ONTAP's marks of the shoot's SVM and account, so that the shoot's
+/// object on its next seed takes them back with or without a state carried over. Read only on
+/// objects the extension owns in namespaces gardenlet labelled.
+pub const GARDENER_SHOOT_UID_ANNOTATION: &str = "ontap.storage.dev/gardener-shoot-uid";
 pub const VERSION: &str = "v1alpha1";

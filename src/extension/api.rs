@@ -282,6 +282,9 @@ pub struct ShootMetadata {
     /// The project namespace in the garden (`garden-<project>`).
     #[serde(default)]
     pub namespace: String,
+    /// The Shoot's uid in the garden: the same on every seed its control plane moves to.
+    #[serde(default)]
+    pub uid: Option<String>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     #[serde(default)]

@@ -1,4 +1,5 @@
-//! What a restore on another seed needs, saved on migrate.
+//! What a restore on another seed needs, saved at the end of every successful reconcile and on
+//! migrate.
 //!
 //! gardenlet keeps `status.state` and the Secrets named in `status.resources` in the ShootState
 //! when the shoot's control plane moves, re-creates the Secrets in the new seed's shoot

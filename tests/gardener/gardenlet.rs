@@ -116,6 +116,26 @@ pub(crate) fn seed_operator_with(
 }
 
 pub(crate) async fn create_cluster(g: &Gardener, namespace: &str, annotations: Value) {
+    create_cluster_of_shoot(g, namespace, annotations, &shoot_uid(namespace)).await;
+}
+
+/// The uid of the Shoot whose control plane is in `namespace` on its first seed: one shoot per
+/// namespace, as in a landscape.
+pub(crate) fn shoot_uid(namespace: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    namespace.hash(&mut hasher);
+    format!("shoot-{:016x}", hasher.finish())
+}
+
+/// gardenlet's `Cluster` for the Shoot `uid`: on a new seed after a migration, the same Shoot in
+/// another namespace.
+pub(crate) async fn create_cluster_of_shoot(
+    g: &Gardener,
+    namespace: &str,
+    annotations: Value,
+    uid: &str,
+) {
     let cluster: Cluster = serde_json::from_value(json!({
         "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Cluster",
         "metadata": {"name": namespace},
@@ -124,7 +144,8 @@ pub(crate) async fn create_cluster(g: &Gardener, namespace: &str, annotations: V
             "seed": {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed"},
             "shoot": {
                 "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
-                "metadata": {"name": "web-a", "namespace": "garden-test", "annotations": annotations},
+                "metadata": {"name": "web-a", "namespace": "garden-test", "uid": uid,
+                             "annotations": annotations},
                 "spec": {"networking": {"nodes": NODE_NETWORK}},
                 "status": {"lastOperation": {"type": "Reconcile", "state": "Succeeded"}}
             }

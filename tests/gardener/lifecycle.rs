@@ -161,7 +161,7 @@ async fn extension_lifecycle_on_gardener_with_the_real_resource_manager() {
         .create(&PostParams::default(), &namespace)
         .await
         .unwrap();
-    create_cluster(&g, &ns2, json!({})).await;
+    create_cluster_of_shoot(&g, &ns2, json!({}), &shoot_uid(&ns)).await;
     for reference in &old_status.resources {
         let mut secret = seed_secrets
             .get(&reference.resource_ref.name)

@@ -14,6 +14,7 @@ mod gardenlet;
 mod heartbeat;
 mod lifecycle;
 mod metal_stack_switch;
+mod migration_order;
 mod monitoring;
 mod project_sharing;
 mod registration;

@@ -1,10 +1,14 @@
 //! Delete, and force-delete: the delivery leaves the shoot, then the StorageVirtualMachine
 //! object goes (with it, per its policy, the SVM), then a project's SVM no shoot here uses.
 
-use reconcile_engine::{Halt, StepRunner};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use reconcile_engine::{Halt, Outcome, StepRunner};
 
 use crate::extension::api::Extension;
 
+use super::migrate::STATE_SECRET;
+use super::reasons::delete_ignoring_missing;
 use super::{ExtensionReconciler, ExtensionStep, namespace_of};
 
 impl ExtensionReconciler {
@@ -24,8 +28,15 @@ impl ExtensionReconciler {
             })
             .await?;
         steps
-            .step(ExtensionStep::SvmDeleted, || {
-                self.remove_svm(ext, false, force)
+            .step(ExtensionStep::SvmDeleted, || async {
+                let outcome = self.remove_svm(ext, false, force).await?;
+                if !matches!(outcome, Outcome::Waiting(_)) {
+                    // The state saved for a restore holds the account's password; with the
+                    // account gone it is worth nothing, and nothing should hold it.
+                    let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+                    delete_ignoring_missing(&secrets, STATE_SECRET).await?;
+                }
+                Ok(outcome)
             })
             .await?;
         steps

@@ -3,7 +3,9 @@
 
 use crate::extension::api::{Extension, LastOperationType, ShootView};
 use crate::extension::state::restored_state;
+use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+use secrecy::ExposeSecret;
 
 use super::reasons::Waiting;
 use super::report::PassReport;
@@ -12,7 +14,7 @@ use super::{ExtensionReconciler, ExtensionStep, namespace_of};
 impl ExtensionReconciler {
     /// `ShootRead` → `ConfigValid` → (`SvmAdopted` on a restore) → (`ProjectSvmDeclared` →
     /// `AccountImported` for a per-project SVM) → `SvmDeclared` → `SvmReady` →
-    /// `CredentialsVerified` → `DeliveryApplied` → `DeliveryHealthy`.
+    /// `CredentialsVerified` → `DeliveryApplied` → `DeliveryHealthy` → `StateSaved`.
     pub(super) async fn deliver(
         &self,
         ext: &Extension,
@@ -105,6 +107,23 @@ impl ExtensionReconciler {
                     return Ok(Outcome::unchanged());
                 }
                 self.delivery_applied(&namespace)
+            })
+            .await?;
+        steps
+            .step(ExtensionStep::StateSaved, || async {
+                let Some(svm) = self
+                    .svms
+                    .get(&ObjectRef::new(&plan.object).within(&namespace))
+                else {
+                    return Ok(Outcome::unchanged());
+                };
+                self.record_state(
+                    ext,
+                    &svm,
+                    &credentials.username,
+                    credentials.password.expose_secret(),
+                )
+                .await
             })
             .await?;
         Ok(())

@@ -15,6 +15,9 @@ use crate::api::StorageVirtualMachine;
 use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
 use crate::extension::api::Extension;
 use crate::extension::state::{ExtensionState, migration_status_patch};
+use serde_json::json;
+
+use super::credentials::secret_credentials;
 use crate::ontap::svm::seed_secret_name;
 
 use super::reasons::{Failed, Waiting, kube_error};
@@ -76,8 +79,8 @@ impl ExtensionReconciler {
         Ok(Outcome::changed())
     }
 
-    /// Step `StateSaved`: the SVM's identity in `status.state`, its credentials in
-    /// [`STATE_SECRET`] named by `status.resources`, so gardenlet carries both to the new seed.
+    /// Step `StateSaved` of a migration: the state as [`Self::record_state`] writes it, from the
+    /// seed Secret as it is now.
     async fn save_state(&self, ext: &Extension) -> Result<Outcome, StepError> {
         let namespace = namespace_of(ext);
         let Some(svm) = self
@@ -101,23 +104,51 @@ impl ExtensionReconciler {
                 .map_err(kube_error(Failed::SecretRead))?,
             None => None,
         };
-        let Some(seed) = seed else {
+        let Some(credentials) = seed.as_ref().and_then(secret_credentials) else {
             return Ok(Waiting::SeedSecretMissing
                 .outcome(format!("the seed Secret {secret_name} is being repaired")));
         };
-        secrets
+        self.record_state(ext, &svm, &credentials.0, &credentials.1)
+            .await
+    }
+
+    /// The SVM's identity in `status.state`, the account's credentials in [`STATE_SECRET`]
+    /// named by `status.resources`, so gardenlet carries both to the next seed. Written at the
+    /// end of every successful reconcile and again on migrate, as Gardener's contract asks:
+    /// gardenlet's ShootState backup, and its migrate flow (which persists the ShootState
+    /// without waiting for `Extension` migrations), may take the state at any time. The
+    /// Secret is applied every time (the API server stores nothing when it is unchanged: a
+    /// rotated password must reach it); the status only when it differs.
+    pub(super) async fn record_state(
+        &self,
+        ext: &Extension,
+        svm: &StorageVirtualMachine,
+        username: &str,
+        password: &str,
+    ) -> Result<Outcome, StepError> {
+        let namespace = namespace_of(ext);
+        Api::<Secret>::namespaced(self.kube.clone(), &namespace)
             .patch(
                 STATE_SECRET,
                 &PatchParams::apply(CONTROLLER).force(),
-                &Patch::Apply(&state_secret(&namespace, &seed)),
+                &Patch::Apply(&state_secret(&namespace, username, password)),
             )
             .await
             .map_err(kube_error(Failed::StateSecretWrite))?;
+        let patch = migration_status_patch(&state_of(svm));
+        let status = ext.status.as_ref();
+        let recorded = json!({"status": {
+            "state": status.and_then(|s| s.state.clone()),
+            "resources": status.map(|s| s.resources.clone()).unwrap_or_default(),
+        }});
+        if recorded == patch {
+            return Ok(Outcome::unchanged());
+        }
         Api::<Extension>::namespaced(self.kube.clone(), &namespace)
             .patch_status(
                 &ext.name_any(),
                 &PatchParams::default(),
-                &Patch::Merge(migration_status_patch(&state_of(&svm))),
+                &Patch::Merge(patch),
             )
             .await
             .map_err(kube_error(Failed::StateWrite))?;
@@ -146,11 +177,11 @@ fn state_of(svm: &StorageVirtualMachine) -> ExtensionState {
     }
 }
 
-/// [`STATE_SECRET`] with the credentials of the seed Secret `seed`, and nothing else of it.
-fn state_secret(namespace: &str, seed: &Secret) -> Secret {
-    let data: BTreeMap<String, ByteString> = [USERNAME_KEY, PASSWORD_KEY]
+/// [`STATE_SECRET`] with the account's credentials, and nothing else of the seed Secret.
+fn state_secret(namespace: &str, username: &str, password: &str) -> Secret {
+    let data: BTreeMap<String, ByteString> = [(USERNAME_KEY, username), (PASSWORD_KEY, password)]
         .into_iter()
-        .filter_map(|k| Some((k.to_string(), seed.data.as_ref()?.get(k)?.clone())))
+        .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
         .collect();
     Secret {
         metadata: ObjectMeta {

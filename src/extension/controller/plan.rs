@@ -32,6 +32,10 @@ pub(super) struct Plan {
     /// ([`crate::extension::api::GARDENER_PROJECT_ANNOTATION`]) and so in ONTAP's marks; with
     /// `project_object`, the one the project object must be bound to. Required then.
     pub gardener_project: Option<String>,
+    /// The Shoot's uid in the garden, recorded on its object
+    /// ([`crate::api::GARDENER_SHOOT_UID_ANNOTATION`]) and so in ONTAP's marks of its SVM and
+    /// account: what identifies them as the shoot's on any seed.
+    pub shoot_uid: Option<String>,
 }
 
 impl ExtensionReconciler {
@@ -107,6 +111,7 @@ impl ExtensionReconciler {
             secret,
             project_object,
             gardener_project,
+            shoot_uid: shoot.metadata.uid.clone().filter(|u| !u.is_empty()),
         })
     }
 

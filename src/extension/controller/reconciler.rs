@@ -56,7 +56,8 @@ reconcile_engine::steps! {
         DeliveryApplied,
         /// The resource manager applied them to the shoot.
         DeliveryHealthy,
-        /// Migrate: what a restore needs is in `status.state`.
+        /// What a restore on another seed needs is in `status.state`, at the end of every
+        /// successful reconcile and first thing on migrate.
         StateSaved,
         /// Migrate: the ManagedResources are gone, their objects kept in the shoot.
         DeliveryReleased,

@@ -10,8 +10,8 @@ use reconcile_engine::{Outcome, StepError};
 use serde_json::{Value, json};
 
 use crate::api::{
-    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, GARDENER_PROJECT_ANNOTATION, StorageVirtualMachine,
-    StorageVirtualMachineSpec, SvmMode,
+    ADOPT_SVM_UUID_ANNOTATION, DeletionPolicy, GARDENER_PROJECT_ANNOTATION,
+    GARDENER_SHOOT_UID_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineSpec, SvmMode,
 };
 use crate::extension::api::Extension;
 use crate::extension::config::{ExtensionConfig, Lif, Protocol, SvmSharing};
@@ -116,6 +116,9 @@ impl ExtensionReconciler {
         if let Some(project) = &plan.gardener_project {
             annotations.insert(GARDENER_PROJECT_ANNOTATION.to_string(), project.clone());
         }
+        if let Some(shoot) = &plan.shoot_uid {
+            annotations.insert(GARDENER_SHOOT_UID_ANNOTATION.to_string(), shoot.clone());
+        }
         if let Some(uuid) = adopt {
             annotations.insert(ADOPT_SVM_UUID_ANNOTATION.to_string(), uuid.to_string());
         }
@@ -151,17 +154,20 @@ impl ExtensionReconciler {
                 plan.object
             )));
         }
-        let project = |svm: &StorageVirtualMachine| {
-            svm.annotations().get(GARDENER_PROJECT_ANNOTATION).cloned()
+        let identity = |svm: &StorageVirtualMachine| {
+            [GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION]
+                .map(|key| svm.annotations().get(key).cloned())
         };
-        if project(&current) != project(&desired) {
+        if identity(&current) != identity(&desired) {
             // Recorded by this operator alone; not a change gardenlet has to ask for.
+            let [project, shoot] = identity(&desired);
             let patched = api
                 .patch(
                     &plan.object,
                     &PatchParams::default(),
                     &Patch::Merge(json!({"metadata": {"annotations": {
-                        GARDENER_PROJECT_ANNOTATION: project(&desired),
+                        GARDENER_PROJECT_ANNOTATION: project,
+                        GARDENER_SHOOT_UID_ANNOTATION: shoot,
                     }}})),
                 )
                 .await

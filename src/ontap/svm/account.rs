@@ -44,9 +44,7 @@ impl SvmReconciler {
         {
             check_role(&account, names)?;
             let claim = self.claim(svm, names, ontap_svm, &account)?;
-            if claim == Claim::Adopt {
-                mark(client, ontap_svm, names).await?;
-            }
+            let remarked = self.remark(svm, names, ontap_svm, &account, client).await?;
             if self
                 .grant_applications(svm, &account, names, ontap_svm, client)
                 .await?
@@ -56,9 +54,10 @@ impl SvmReconciler {
             let verified = Some(Verified {
                 password_set_at: seed.password_set_at,
             });
-            return Ok(match claim {
-                Claim::Ours => Outcome::Unchanged(verified),
-                Claim::Adopt => Outcome::Changed(verified),
+            return Ok(if remarked || claim == Claim::Adopt {
+                Outcome::Changed(verified)
+            } else {
+                Outcome::Unchanged(verified)
             });
         }
         let existing = client
@@ -80,6 +79,10 @@ impl SvmReconciler {
                 ));
             }
             check_role(&account, names)?;
+            if claim != Claim::Adopt && self.remark(svm, names, ontap_svm, &account, client).await?
+            {
+                return Ok(Outcome::Changed(None));
+            }
             // An account without a password has no lock state, and ONTAP refuses to unlock it
             // until one is set: `SecretReady` sets the password, the next pass the lock state.
             if account.locked == Some(true) {
@@ -109,7 +112,7 @@ impl SvmReconciler {
             owner_uuid: ontap_svm.uuid.clone(),
             role: "vsadmin".into(),
             password,
-            comment: Some(account_comment(&names.uid)),
+            comment: Some(account_comment(&names.uid, &self.standing(svm))),
             applications: self.wanted_applications(svm),
         };
         match client.create_account(&create).await {
@@ -132,14 +135,14 @@ impl SvmReconciler {
     ) -> Result<Claim, StepError> {
         let standing = self.standing(svm);
         let asks = asks_to_adopt(names.adopt.as_deref(), &ontap_svm.uuid, None);
-        let owner = Mark::read(account.comment.as_deref()).map(|m| m.uid);
         match decide_account(
             &names.actor(&standing),
-            owner.as_deref(),
+            Mark::read(account.comment.as_deref()).as_ref(),
             Mark::read(ontap_svm.comment.as_deref()).as_ref(),
             asks,
         ) {
             Ok(AccountRight::Ours) => Ok(Claim::Ours),
+            Ok(AccountRight::Moved) => Ok(Claim::Moved),
             Ok(AccountRight::Adopt) => Ok(Claim::Adopt),
             Err(refusal) => Err(refusal.error(&names.svm, &names.account)),
         }
@@ -184,21 +187,39 @@ enum Claim {
     Ours,
     /// Taken over by an adoption: marked for this object once its password is proven.
     Adopt,
-}
-
-/// Marks the account as this object's, so that its cleanup (and only its) deletes it.
-async fn mark(client: &OntapClient, ontap_svm: &Svm, names: &Names) -> Result<(), StepError> {
-    let patch = AccountPatch {
-        comment: Some(account_comment(&names.uid)),
-        ..AccountPatch::default()
-    };
-    client
-        .patch_account(&ontap_svm.uuid, &names.account, &patch)
-        .await
-        .map_err(|e| ontap_error(Failed::AccountMark, e))
+    /// Its shoot's account, made by the shoot's object on the seed the shoot came from: marked
+    /// for this object at once.
+    Moved,
 }
 
 impl SvmReconciler {
+    /// Marks the account as this object's, as its standing now records it, unless it is so
+    /// marked already: whether it patched. The mark is what lets this object's cleanup (and only
+    /// its) delete the account, and, for a shoot's object, the shoot's next object on another
+    /// seed take it back; an account marked before marks recorded the shoot is re-marked here.
+    async fn remark(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        account: &Account,
+        client: &OntapClient,
+    ) -> Result<bool, StepError> {
+        let wanted = account_comment(&names.uid, &self.standing(svm));
+        if account.comment.as_deref() == Some(wanted.as_str()) {
+            return Ok(false);
+        }
+        let patch = AccountPatch {
+            comment: Some(wanted),
+            ..AccountPatch::default()
+        };
+        client
+            .patch_account(&ontap_svm.uuid, &names.account, &patch)
+            .await
+            .map_err(|e| ontap_error(Failed::AccountMark, e))?;
+        Ok(true)
+    }
+
     /// The applications the account needs for the shoot's Trident on this cluster's version.
     fn wanted_applications(&self, svm: &StorageVirtualMachine) -> Vec<AccountApplication> {
         let version = self

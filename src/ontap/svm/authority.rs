@@ -31,8 +31,15 @@ pub enum Standing {
     /// An object of a namespace tenants write to.
     Tenant,
     /// The extension's object for a shoot, in a namespace gardenlet labelled as a shoot's, of
-    /// the Gardener project the extension recorded on it (`None`: not recorded yet).
-    Shoot { project: Option<String> },
+    /// the Gardener project the extension recorded on it (`None`: not recorded yet), and of the
+    /// shoot whose uid in the garden it recorded: the same on every seed the shoot's control
+    /// plane moves to, which is what lets the shoot's next object take its SVM and account back
+    /// without any state carried over (gardenlet may take the ShootState before a migration
+    /// saved ours).
+    Shoot {
+        project: Option<String>,
+        shoot: Option<String>,
+    },
     /// The extension's object for a metal-stack project's SVM, in the project namespace, bound
     /// to a Gardener project (`None`: not bound yet).
     Project { project: Option<String> },
@@ -54,10 +61,11 @@ impl Standing {
     pub fn party(&self, namespace: &str) -> Party {
         match self {
             Self::Tenant => Party::Namespace(namespace.to_owned()),
-            Self::Shoot { project: Some(p) } | Self::Project { project: Some(p) } => {
-                Party::Gardener(p.clone())
+            Self::Shoot {
+                project: Some(p), ..
             }
-            Self::Shoot { project: None } | Self::Project { project: None } => Party::Unknown,
+            | Self::Project { project: Some(p) } => Party::Gardener(p.clone()),
+            Self::Shoot { project: None, .. } | Self::Project { project: None } => Party::Unknown,
         }
     }
 }
@@ -100,8 +108,22 @@ impl Mark {
                     project: Some(p.to_owned()),
                 };
             } else if let Some(p) = word.strip_prefix("shoot=") {
+                let shoot = match standing {
+                    Standing::Shoot { shoot, .. } => shoot,
+                    _ => None,
+                };
                 standing = Standing::Shoot {
                     project: Some(p.to_owned()),
+                    shoot,
+                };
+            } else if let Some(uid) = word.strip_prefix("shoot-uid=") {
+                let project = match standing {
+                    Standing::Shoot { project, .. } => project,
+                    _ => None,
+                };
+                standing = Standing::Shoot {
+                    project,
+                    shoot: Some(uid.to_owned()),
                 };
             } else if word == "StorageVirtualMachine" {
                 namespace = words
@@ -124,12 +146,8 @@ impl Mark {
 /// Gardener project comes before the names, so that cutting the comment to ONTAP's 255
 /// characters never loses it; the names follow for people reading ONTAP.
 pub fn svm_comment(uid: &str, standing: &Standing, namespace: &str, name: &str) -> String {
-    let project = match standing {
-        Standing::Project { project: Some(p) } => format!(" project={p}"),
-        Standing::Shoot { project: Some(p) } => format!(" shoot={p}"),
-        _ => String::new(),
-    };
-    let mut comment = format!("{MARKER}{uid}{project} StorageVirtualMachine {namespace}/{name}");
+    let standing = standing_words(standing);
+    let mut comment = format!("{MARKER}{uid}{standing} StorageVirtualMachine {namespace}/{name}");
     if comment.len() > COMMENT_MAX {
         // Kubernetes names are ASCII; stay on a character boundary for anything else.
         let mut end = COMMENT_MAX;
@@ -141,10 +159,31 @@ pub fn svm_comment(uid: &str, standing: &Standing, namespace: &str, name: &str) 
     comment
 }
 
-/// The comment of an account created for the object `uid`: the marker alone, which is what
-/// lets cleanup, a lock or a new password touch the account at all.
-pub fn account_comment(uid: &str) -> String {
-    format!("{MARKER}{uid}")
+/// What a mark records of the marking object's standing, before any name, so that cutting a
+/// comment at ONTAP's limit never loses it.
+fn standing_words(standing: &Standing) -> String {
+    match standing {
+        Standing::Tenant | Standing::Project { project: None } => String::new(),
+        Standing::Project { project: Some(p) } => format!(" project={p}"),
+        Standing::Shoot { project, shoot } => {
+            let project = project
+                .as_ref()
+                .map(|p| format!(" shoot={p}"))
+                .unwrap_or_default();
+            let shoot = shoot
+                .as_ref()
+                .map(|s| format!(" shoot-uid={s}"))
+                .unwrap_or_default();
+            format!("{project}{shoot}")
+        }
+    }
+}
+
+/// The comment of an account created for the object `uid` of `standing`: the marker, which is
+/// what lets cleanup, a lock or a new password touch the account at all, and for a shoot's
+/// object the shoot it serves, which lets the shoot's object on another seed take it back.
+pub fn account_comment(uid: &str, standing: &Standing) -> String {
+    format!("{MARKER}{uid}{}", standing_words(standing))
 }
 
 /// Whether the comment of an account or SVM marks it as the object `uid`'s.
@@ -169,6 +208,25 @@ pub struct Actor<'a> {
 impl Actor<'_> {
     fn party(&self) -> Party {
         self.standing.party(self.namespace)
+    }
+
+    /// Whether `mark` was written for an object of the very shoot this object serves, of the
+    /// same Gardener project: the shoot's object on the seed it came from. Both the shoot's uid
+    /// and its project come from gardenlet (the shoot's `Cluster`), never from its owner.
+    fn same_shoot(&self, mark: &Mark) -> bool {
+        match (self.standing, &mark.standing) {
+            (
+                Standing::Shoot {
+                    project: Some(project),
+                    shoot: Some(shoot),
+                },
+                Standing::Shoot {
+                    project: Some(marked_project),
+                    shoot: Some(marked_shoot),
+                },
+            ) => project == marked_project && shoot == marked_shoot,
+            _ => false,
+        }
     }
 
     /// Whether the SVM `mark` names belongs to this object's own party, so that this object may
@@ -312,6 +370,8 @@ impl Refusal {
 /// - Marked for an object that hands it over to the actor (that object's own word), or for one
 ///   gone and asked for by uuid: adopted when the mark is of the actor's own party.
 /// - Marked for another seed's project object of the actor's Gardener project: served as it is.
+/// - Marked for the object of the actor's own shoot, gone from here (the shoot moved seeds):
+///   adopted, asked or not — it is the shoot's, whatever state gardenlet carried over.
 pub fn decide_svm(
     actor: &Actor<'_>,
     mark: Option<&Mark>,
@@ -329,6 +389,12 @@ pub fn decide_svm(
     };
     if mark.uid == actor.uid {
         return Takeover::Keep;
+    }
+    if actor.same_shoot(mark) {
+        return match creator {
+            Creator::Keeps => Takeover::Refuse(Refusal::CreatorStillExists),
+            Creator::Absent | Creator::HandsOverToActor => Takeover::Adopt,
+        };
     }
     let same_party = actor.same_party(mark);
     match creator {
@@ -437,20 +503,27 @@ pub enum AccountRight {
     /// Taken over with the SVM the object asked for by uuid: marked for it once its password
     /// is proven.
     Adopt,
+    /// Created for the object of the same shoot on the seed the shoot came from: marked for
+    /// this object at once, then its own (a lost password is replaced, as for its own).
+    Moved,
 }
 
-/// Whether `actor` may manage the account marked for `account_owner` (`None`: unmarked) on the
-/// SVM marked `svm_mark`. Its own account, always; another's only when the actor asked for that
-/// SVM by uuid (a restore, a switch from metal-stack), is one of Gardener's objects, and the
-/// SVM is of its own Gardener project — never a tenant's, whose accounts are other tenants'.
+/// Whether `actor` may manage the account marked `account_mark` (`None`: unmarked) on the SVM
+/// marked `svm_mark`. Its own account, always; the account of its own shoot's object on the seed
+/// the shoot came from; another's only when the actor asked for that SVM by uuid (a restore, a
+/// switch from metal-stack), is one of Gardener's objects, and the SVM is of its own Gardener
+/// project — never a tenant's, whose accounts are other tenants'.
 pub fn decide_account(
     actor: &Actor<'_>,
-    account_owner: Option<&str>,
+    account_mark: Option<&Mark>,
     svm_mark: Option<&Mark>,
     asks: bool,
 ) -> Result<AccountRight, Refusal> {
-    if account_owner == Some(actor.uid) {
+    if account_mark.is_some_and(|m| m.uid == actor.uid) {
         return Ok(AccountRight::Ours);
+    }
+    if account_mark.is_some_and(|m| actor.same_shoot(m)) {
+        return Ok(AccountRight::Moved);
     }
     let gardener = matches!(
         (actor.standing, actor.party()),

@@ -20,8 +20,8 @@ use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::steady::SteadyInventory;
 use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
-    ADOPT_SVM_UUID_ANNOTATION, GARDENER_PROJECT_ANNOTATION, OntapCluster, StorageVirtualMachine,
-    StorageVirtualMachineStatus, SvmMode, SvmPhase,
+    ADOPT_SVM_UUID_ANNOTATION, GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION,
+    OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
@@ -216,6 +216,7 @@ impl AdoptionGrant {
         namespace: &str,
         labels: &std::collections::BTreeMap<String, String>,
         project: Option<&String>,
+        shoot: Option<&String>,
         of_a_shoot: bool,
     ) -> Standing {
         let Some(adopters) = self.0.get() else {
@@ -231,7 +232,10 @@ impl AdoptionGrant {
         match (gardeners, in_project_namespace && !of_a_shoot) {
             (false, _) => Standing::Tenant,
             (true, true) => Standing::Project { project },
-            (true, false) => Standing::Shoot { project },
+            (true, false) => Standing::Shoot {
+                project,
+                shoot: shoot.cloned(),
+            },
         }
     }
 }
@@ -425,6 +429,7 @@ impl SvmReconciler {
             &namespace,
             &self.namespace_labels(&namespace),
             svm.annotations().get(GARDENER_PROJECT_ANNOTATION),
+            svm.annotations().get(GARDENER_SHOOT_UID_ANNOTATION),
             of_a_shoot,
         )
     }

@@ -11,10 +11,20 @@ fn project(p: &str) -> Standing {
     }
 }
 
+/// A shoot of project `p`; every shoot here but the attacker's is the same one.
 fn shoot(p: &str) -> Standing {
+    shoot_of(p, "shoot-1")
+}
+
+fn shoot_of(p: &str, uid: &str) -> Standing {
     Standing::Shoot {
         project: Some(p.into()),
+        shoot: Some(uid.into()),
     }
+}
+
+fn account(uid: &str, standing: &Standing) -> Mark {
+    Mark::read(Some(&account_comment(uid, standing))).unwrap()
 }
 
 fn mark(uid: &str, standing: Standing, namespace: &str) -> Mark {
@@ -64,7 +74,10 @@ fn only_the_marked_uid_counts() {
     let comment = svm_comment(uid, &Standing::Tenant, "team-a", "db");
     assert!(marked_for(Some(&comment), uid));
     assert!(!marked_for(Some(&comment), "other"));
-    assert!(marked_for(Some(&account_comment(uid)), uid));
+    assert!(marked_for(
+        Some(&account_comment(uid, &Standing::Tenant)),
+        uid
+    ));
     assert!(!marked_for(None, uid));
     assert!(!marked_for(Some("made by hand"), uid));
     assert!(!marked_for(Some(MARKER), uid));
@@ -258,15 +271,16 @@ fn a_consumer_uses_only_its_named_providers_svm() {
 #[test]
 fn accounts_are_taken_over_only_by_gardeners_objects_on_their_projects_svm() {
     let s = shoot("garden-a");
+    let other_shoot = shoot_of("garden-a", "shoot-2");
     let me = actor("s", "shoot--a--web", &s, METAL_SVM);
     let svm_a = mark("prov", project("garden-a"), "ops");
     let svm_b = mark("prov", project("garden-b"), "ops");
     assert_eq!(
-        decide_account(&me, Some("s"), Some(&svm_b), false),
+        decide_account(&me, Some(&account("s", &s)), Some(&svm_b), false),
         Ok(AccountRight::Ours)
     );
     assert_eq!(
-        decide_account(&me, Some("old"), Some(&svm_a), true),
+        decide_account(&me, Some(&account("old", &other_shoot)), Some(&svm_a), true),
         Ok(AccountRight::Adopt)
     );
     assert_eq!(
@@ -274,18 +288,23 @@ fn accounts_are_taken_over_only_by_gardeners_objects_on_their_projects_svm() {
         Ok(AccountRight::Adopt)
     );
     assert_eq!(
-        decide_account(&me, Some("old"), Some(&svm_a), false),
+        decide_account(
+            &me,
+            Some(&account("old", &other_shoot)),
+            Some(&svm_a),
+            false
+        ),
         Err(Refusal::AccountNotOurs)
     );
     assert_eq!(
-        decide_account(&me, Some("old"), Some(&svm_b), true),
+        decide_account(&me, Some(&account("old", &other_shoot)), Some(&svm_b), true),
         Err(Refusal::AccountNotOurs)
     );
     let t = Standing::Tenant;
     let tenant = actor("t", "team-a", &t, "db");
     let own_svm = mark("t0", Standing::Tenant, "team-a");
     assert_eq!(
-        decide_account(&tenant, Some("other"), Some(&own_svm), true),
+        decide_account(&tenant, Some(&account("other", &t)), Some(&own_svm), true),
         Err(Refusal::AccountNotOurs),
         "a tenant never takes over an account it did not create"
     );
@@ -323,7 +342,7 @@ fn standing_of(kind: u8, project: &str) -> Standing {
 fn namespace_of(standing: &Standing, tenant: &str, shoot_name: &str) -> String {
     match standing {
         Standing::Tenant => tenant.into(),
-        Standing::Shoot { project } => format!(
+        Standing::Shoot { project, .. } => format!(
             "shoot--{}--{shoot_name}",
             project.as_deref().unwrap_or_default()
         ),
@@ -369,7 +388,7 @@ prop_compose! {
     ) -> AttackerObject {
         let standing = match (shoot_owner, project_object) {
             (false, _) => Standing::Tenant,
-            (true, false) => shoot("garden-a"),
+            (true, false) => shoot_of("garden-a", "attacker-shoot"),
             (true, true) => project("garden-a"),
         };
         let namespace = namespace_of(&standing, "team-a", &shoot_name);
@@ -431,8 +450,10 @@ proptest! {
                 if decide_share(Some(&provider), Some(&held.mark), creator) == Share::Allow {
                     prop_assert!(!foreign, "{object:?} shares {held:?}");
                 }
-                let owner = object.account_owner_is_victim.then_some("victim-account");
-                if decide_account(&me, owner, Some(&held.mark), object.asks).is_ok() {
+                let owner = object
+                    .account_owner_is_victim
+                    .then(|| account("victim-account", &held.mark.standing));
+                if decide_account(&me, owner.as_ref(), Some(&held.mark), object.asks).is_ok() {
                     prop_assert!(!foreign, "{object:?} manages an account on {held:?}");
                 }
                 if may_manage(&uid, Some(&held.mark)) {
@@ -459,4 +480,78 @@ proptest! {
             prop_assert_eq!(m.party(), Party::Namespace(ns.clone()));
         }
     }
+}
+
+/// A shoot's control plane moved seeds: the shoot's next object takes back the SVM and account
+/// its object on the old seed made, with no state carried over — and nothing of another shoot
+/// (even of the same project, for the account), nor of another project under the same shoot uid.
+#[test]
+fn the_same_shoot_on_another_seed_takes_back_its_svm_and_account() {
+    let moved = shoot_of("garden-a", "shoot-1");
+    let me = actor("new", "shoot--a--web", &moved, "shoot_a_web");
+    let own_svm = mark("old", moved.clone(), "shoot--a--web");
+    assert_eq!(
+        decide_svm(&me, Some(&own_svm), Creator::Absent, false),
+        Takeover::Adopt
+    );
+    assert_eq!(
+        decide_svm(&me, Some(&own_svm), Creator::Keeps, false),
+        Takeover::Refuse(Refusal::CreatorStillExists),
+        "two objects of one shoot in one seed: the one that holds it keeps it"
+    );
+    let project_svm = mark("prov", project("garden-a"), "ops");
+    assert_eq!(
+        decide_account(
+            &me,
+            Some(&account("old", &moved)),
+            Some(&project_svm),
+            false
+        ),
+        Ok(AccountRight::Moved)
+    );
+    let sibling = shoot_of("garden-a", "shoot-2");
+    assert_eq!(
+        decide_account(
+            &me,
+            Some(&account("old", &sibling)),
+            Some(&project_svm),
+            false
+        ),
+        Err(Refusal::AccountNotOurs),
+        "another shoot's account, even of the same project"
+    );
+    let elsewhere = shoot_of("garden-b", "shoot-1");
+    assert_eq!(
+        decide_svm(
+            &me,
+            Some(&mark("old", elsewhere.clone(), "shoot--b--web")),
+            Creator::Absent,
+            false
+        ),
+        Takeover::Refuse(Refusal::MarkedForAnother)
+    );
+    assert_eq!(
+        decide_account(
+            &me,
+            Some(&account("old", &elsewhere)),
+            Some(&project_svm),
+            false
+        ),
+        Err(Refusal::AccountNotOurs)
+    );
+    let unrecorded = Standing::Shoot {
+        project: Some("garden-a".into()),
+        shoot: None,
+    };
+    let legacy = actor("new", "shoot--a--web", &unrecorded, "shoot_a_web");
+    assert_eq!(
+        decide_account(
+            &legacy,
+            Some(&account("old", &unrecorded)),
+            Some(&project_svm),
+            false
+        ),
+        Err(Refusal::AccountNotOurs),
+        "without the shoot's uid on both sides, nothing is taken back"
+    );
 }
