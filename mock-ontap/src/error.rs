@@ -46,6 +46,28 @@ pub mod codes {
     pub const USERNAME_INVALID_CHARS: &str = "7077897";
     pub const USERNAME_LENGTH: &str = "7077899";
     pub const USER_NOT_FOUND_ON_MODIFY: &str = "1261218";
+    /// ONTAP's rule that an SVM with volumes cannot be deleted.
+    pub const SVM_HAS_VOLUMES: &str = "2621525";
+    // DELETE /protocols/san/lun-maps/{lun.uuid}/{igroup.uuid}, NetApp's REST reference.
+    pub const LUN_NOT_FOUND: &str = "5374875";
+    pub const IGROUP_NOT_FOUND: &str = "5374878";
+    pub const LUN_MAP_NOT_FOUND: &str = "5374922";
+    // Not confirmed: NetApp's specific codes for these were not found in the material checked;
+    // duplicates answer ONTAP's generic "duplicate entry" (1), refusals its generic "invalid
+    // field" (2). The README lists them.
+    pub const VOLUME_NAME_IN_USE: &str = DUPLICATE_ENTRY;
+    pub const SNAPSHOT_NAME_IN_USE: &str = DUPLICATE_ENTRY;
+    pub const EXPORT_POLICY_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const LUN_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const NAMESPACE_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const IGROUP_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const SUBSYSTEM_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const INITIATOR_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const HOST_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const MAP_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const EXPORT_POLICY_IN_USE: &str = INVALID_FIELD;
+    pub const BLOCK_MAPPED: &str = INVALID_FIELD;
+    pub const GROUP_MAPPED: &str = INVALID_FIELD;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

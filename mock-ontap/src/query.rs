@@ -16,7 +16,24 @@ const CONTROL_PARAMS: &[&str] = &[
     "return_records",
     "return_timeout",
     "order_by",
+    "ignore_unknown_fields",
 ];
+
+/// `ignore_unknown_fields=true|false`: NetApp's own clients send it (Trident to ONTAP 9.16.1
+/// and later for fields older releases lack, Harvest to 9.11.1 and later), though ONTAP's API
+/// reference lists it for no endpoint. With it true an unknown `fields=` name is dropped
+/// instead of refused, which is what lets one query serve several ONTAP releases.
+fn ignores_unknown_fields(pairs: &[(String, String)]) -> ApiResult<bool> {
+    let mut ignore = false;
+    for (_, value) in pairs.iter().filter(|(k, _)| k == "ignore_unknown_fields") {
+        ignore = match value.as_str() {
+            "true" => true,
+            "false" => false,
+            other => return Err(ApiError::invalid_value("ignore_unknown_fields", other)),
+        };
+    }
+    Ok(ignore)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fields {
@@ -63,6 +80,7 @@ impl ListQuery {
     /// Parses a collection query, refusing what `schema` does not know as ONTAP does: an unknown
     /// `fields=` name with 262197, an unknown parameter with 262179.
     pub fn parse(pairs: Vec<(String, String)>, schema: &Schema) -> ApiResult<Self> {
+        let lenient = ignores_unknown_fields(&pairs)?;
         let mut query = ListQuery {
             filters: Vec::new(),
             fields: Fields::Default,
@@ -78,7 +96,7 @@ impl ListQuery {
                 continue;
             }
             match key.as_str() {
-                "fields" => query.fields = parse_fields(&value, schema)?,
+                "fields" => query.fields = parse_fields(&value, schema, lenient)?,
                 "max_records" => {
                     let n: usize = value
                         .parse()
@@ -185,10 +203,11 @@ impl ListQuery {
 /// Checks a by-key GET's query as ONTAP does: `fields=` names `schema` knows and no other
 /// parameter than the control ones.
 pub fn check_single(pairs: &[(String, String)], schema: &Schema) -> ApiResult<()> {
+    let lenient = ignores_unknown_fields(pairs)?;
     for (key, value) in pairs {
         match key.as_str() {
             "fields" => {
-                parse_fields(value, schema)?;
+                parse_fields(value, schema, lenient)?;
             }
             k if CONTROL_PARAMS.contains(&k) => {}
             k => return Err(ApiError::unexpected_argument(k)),
@@ -225,9 +244,13 @@ pub fn href(base: &str, params: &[(String, String)]) -> String {
     format!("{base}?{query}")
 }
 
-/// `fields=a,b.c`, each name known to `schema` (else 262197, as ONTAP answers).
-fn parse_fields(value: &str, schema: &Schema) -> ApiResult<Fields> {
-    let fields = parse_fields_unchecked(value);
+/// `fields=a,b.c`, each name known to `schema` (else 262197, as ONTAP answers), or with
+/// `lenient` (`ignore_unknown_fields=true`) the known ones only.
+fn parse_fields(value: &str, schema: &Schema, lenient: bool) -> ApiResult<Fields> {
+    let mut fields = parse_fields_unchecked(value);
+    if lenient && let Fields::Some(list) = &mut fields {
+        list.retain(|f| schema.knows(f));
+    }
     if let Fields::Some(list) = &fields
         && let Some(unknown) = list.iter().find(|f| !schema.knows(f))
     {
@@ -387,6 +410,26 @@ mod tests {
             ontap: &["missing"],
         };
         ListQuery::parse(pairs, &schema).unwrap()
+    }
+
+    #[test]
+    fn ignore_unknown_fields_drops_unknown_names() {
+        let schema = crate::schema::Schema {
+            path: "/api/x",
+            modelled: &["uuid", "name"],
+            ontap: &[],
+        };
+        let pairs = |s: &str| form_urlencoded::parse(s.as_bytes()).into_owned().collect();
+        let refused = ListQuery::parse(pairs("fields=name,bogus"), &schema).unwrap_err();
+        assert_eq!(refused.code, codes::INVALID_FIELD_VALUE);
+        let q = ListQuery::parse(
+            pairs("fields=name,bogus&ignore_unknown_fields=true"),
+            &schema,
+        )
+        .unwrap();
+        assert_eq!(q.fields, Fields::Some(vec!["name".into()]));
+        assert!(check_single(&pairs("ignore_unknown_fields=true&fields=bogus"), &schema).is_ok());
+        assert!(check_single(&pairs("ignore_unknown_fields=maybe"), &schema).is_err());
     }
 
     #[test]

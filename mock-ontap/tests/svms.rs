@@ -63,7 +63,7 @@ async fn missing_or_wrong_credentials_get_401_with_ontap_error() {
 #[tokio::test]
 async fn unknown_api_path_and_method_use_the_error_body() {
     let mock = Mock::start().await;
-    let (status, body) = mock.get("/api/storage/volumes").await;
+    let (status, body) = mock.get("/api/storage/qtrees").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(error_code(&body), "3");
     let (status, body) = mock.call(Method::PUT, "/api/svm/svms", None).await;

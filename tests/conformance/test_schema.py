@@ -6,7 +6,8 @@ import pytest
 import operator_client
 from schemas import has_path, resource_for, top_level
 
-CONTROL = {"fields", "max_records", "return_records", "return_timeout", "order_by"}
+CONTROL = {"fields", "max_records", "return_records", "return_timeout", "order_by",
+           "ignore_unknown_fields"}
 
 
 def _operator_names():
@@ -37,7 +38,7 @@ def test_operator_fields_and_filters_exist_in_ontap(path, kind, name):
 
 def test_mock_schema_matches_netapp_ontap(mock):
     collections = mock.control("GET", "/_mock/schema").json()["collections"]
-    assert len(collections) >= 13
+    assert len(collections) >= 26
     for collection in collections:
         cls = resource_for(collection["path"])
         assert set(collection["ontap"]) == top_level(cls), collection["path"]

@@ -130,3 +130,18 @@ def test_an_account_gets_ontapi_for_a_zapi_trident(mock, admin, backend_svm):
         account = Account(owner={"uuid": uuid}, name=name)
         account.get(fields="applications")
         assert sorted(a.application for a in account.applications) == ["http", "ontapi"]
+
+
+def test_cluster_probe_with_ignore_unknown_fields(mock, backend_svm):
+    """Trident on ONTAP 9.16.1+ asks for two fields older releases lack, with
+    `ignore_unknown_fields=true`, and fails the backend on any error (ontap_rest.go)."""
+    with mock.connection("vsadmin", "Trident123x"):
+        cluster = Cluster()
+        cluster.get(fields="san_optimized,disaggregated", ignore_unknown_fields="true")
+        assert cluster.uuid
+    answer = mock.raw("GET", "/api/cluster",
+                      params={"fields": "version,not_a_field", "ignore_unknown_fields": "true"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["version"]["generation"] == 9
+    refused = mock.raw("GET", "/api/cluster", params={"fields": "version,not_a_field"})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "262197"

@@ -80,7 +80,7 @@ pub async fn aggregates(
         .cluster
         .aggregates
         .iter()
-        .map(|a| a.to_json())
+        .map(|a| with_usage(a.to_json(), model.aggregate_usage(&a.uuid)))
         .collect();
     sort_by_uuid(&mut records);
     Ok(Json(q.collection(
@@ -104,11 +104,8 @@ pub async fn aggregate(
         .cluster
         .aggregate_by(Some(&uuid), None)
         .ok_or_else(|| ApiError::not_found("uuid"))?;
-    Ok(Json(project_single(
-        &query,
-        &aggregate.to_json(),
-        &["uuid", "name"],
-    )))
+    let record = with_usage(aggregate.to_json(), model.aggregate_usage(&aggregate.uuid));
+    Ok(Json(project_single(&query, &record, &["uuid", "name"])))
 }
 
 pub async fn ports(
@@ -131,4 +128,16 @@ pub async fn ports(
 
 fn sort_by_uuid(records: &mut [Value]) {
     records.sort_by(|a, b| a["uuid"].as_str().cmp(&b["uuid"].as_str()));
+}
+
+/// An aggregate's volume count and the space its volumes take: a volume with guarantee
+/// `volume` reserves its size, a thin one (`none`) nothing until written, and nothing is.
+fn with_usage(mut record: Value, (count, used): (u64, u64)) -> Value {
+    let size = record["space"]["block_storage"]["size"]
+        .as_u64()
+        .unwrap_or_default();
+    record["volume-count"] = count.into();
+    record["space"]["block_storage"]["used"] = used.into();
+    record["space"]["block_storage"]["available"] = size.saturating_sub(used).into();
+    record
 }

@@ -7,6 +7,7 @@ mod cluster;
 mod interfaces;
 mod jobs;
 mod protocols;
+mod storage;
 mod support;
 mod svms;
 
@@ -81,6 +82,7 @@ pub fn routes(state: MockState) -> Router<MockState> {
         .merge(protocols::routes(Protocol::Nfs))
         .merge(protocols::routes(Protocol::Iscsi))
         .merge(protocols::routes(Protocol::Nvme))
+        .merge(storage::routes())
         .route("/api", any(api_not_found))
         .route("/api/{*rest}", any(api_not_found))
         .method_not_allowed_fallback(method_not_allowed)

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::storage::StorageEffect;
 use super::{Clock, Model, Row, svm_request::SvmPatch};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
@@ -22,11 +23,19 @@ pub struct InjectedFailure {
     pub message: String,
 }
 
+/// What a job does when it ends: an SVM change, or a volume or snapshot change.
 #[derive(Debug, Clone)]
-pub enum SvmEffect {
+pub enum Effect {
     Create(String),
     Modify(String, SvmPatch),
     Delete(String),
+    Storage(StorageEffect),
+}
+
+impl Effect {
+    fn is_svm_job(&self) -> bool {
+        !matches!(self, Effect::Storage(_))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -38,7 +47,7 @@ pub struct Job {
     pub start_at: Instant,
     pub end_at: Instant,
     pub failure: Option<InjectedFailure>,
-    pub effect: SvmEffect,
+    pub effect: Effect,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,8 +158,13 @@ impl Jobs {
         }
     }
 
+    /// SVM jobs in flight: ONTAP's limit on concurrent jobs is for SVM jobs only.
     pub fn in_flight_count(&self) -> usize {
-        self.in_flight.len()
+        self.in_flight
+            .iter()
+            .filter_map(|(_, uuid)| self.by_uuid.get(uuid))
+            .filter(|job| job.effect.is_svm_job())
+            .count()
     }
 
     /// `{peak_in_flight, refused}` since the start (or the last reset).
@@ -164,7 +178,7 @@ impl Jobs {
             .iter()
             .filter_map(|(_, uuid)| self.by_uuid.get(uuid))
             .find_map(|job| match &job.effect {
-                SvmEffect::Modify(svm, patch) if patch.name.as_deref() == Some(name) => {
+                Effect::Modify(svm, patch) if patch.name.as_deref() == Some(name) => {
                     Some(svm.as_str())
                 }
                 _ => None,
@@ -205,7 +219,7 @@ impl Model {
         &mut self,
         description: String,
         svm: (&str, &str),
-        effect: SvmEffect,
+        effect: Effect,
         failure: Option<InjectedFailure>,
         now: Instant,
     ) -> Job {
@@ -221,20 +235,24 @@ impl Model {
             effect,
         };
         self.jobs.in_flight.insert((job.end_at, job.uuid.clone()));
-        self.jobs.peak_in_flight = self.jobs.peak_in_flight.max(self.jobs.in_flight.len());
         self.jobs.by_uuid.insert(job.uuid.clone(), job.clone());
+        if job.effect.is_svm_job() {
+            let in_flight = self.jobs.in_flight_count();
+            self.jobs.peak_in_flight = self.jobs.peak_in_flight.max(in_flight);
+        }
         job
     }
 
     pub(super) fn finish_job(&mut self, job: &Job) {
         let failed = job.failure.is_some();
         match &job.effect {
-            SvmEffect::Create(uuid) if failed => self.remove_svm(uuid),
-            SvmEffect::Create(uuid) => self.complete_svm_creation(uuid),
-            SvmEffect::Modify(uuid, patch) if !failed => self.apply_svm_patch(uuid, patch),
-            SvmEffect::Modify(..) => {}
-            SvmEffect::Delete(uuid) if failed => self.cancel_svm_deletion(uuid),
-            SvmEffect::Delete(uuid) => self.remove_svm(uuid),
+            Effect::Create(uuid) if failed => self.remove_svm(uuid),
+            Effect::Create(uuid) => self.complete_svm_creation(uuid),
+            Effect::Modify(uuid, patch) if !failed => self.apply_svm_patch(uuid, patch),
+            Effect::Modify(..) => {}
+            Effect::Delete(uuid) if failed => self.cancel_svm_deletion(uuid),
+            Effect::Delete(uuid) => self.remove_svm(uuid),
+            Effect::Storage(effect) => self.finish_storage_job(effect, failed),
         }
     }
 

@@ -16,6 +16,7 @@ mod interface;
 mod job;
 mod protocol;
 mod service;
+mod storage;
 mod svm;
 mod svm_request;
 
@@ -32,6 +33,7 @@ pub use bgp::PeerGroupCreate;
 pub use interface::{InterfaceCreate, InterfacePatch};
 pub use job::{InjectedFailure, Job};
 pub use protocol::{Protocol, ServiceCreate, ServicePatch};
+pub use storage::San;
 pub use svm_request::{SvmCreate, SvmPatch};
 
 use crate::config::{MockConfig, Settings};
@@ -123,6 +125,7 @@ pub struct Model {
     interfaces: interface::Interfaces,
     peer_groups: bgp::PeerGroups,
     jobs: job::Jobs,
+    storage: storage::Storage,
     /// `POST /api/support/ems/application-logs` bodies, newest last (at most [`EMS_LOGS`]).
     ems_logs: std::collections::VecDeque<Value>,
     clock: Clock,
@@ -141,6 +144,7 @@ impl Model {
             interfaces: interface::Interfaces::default(),
             peer_groups: bgp::PeerGroups::default(),
             jobs: job::Jobs::default(),
+            storage: storage::Storage::default(),
             ems_logs: std::collections::VecDeque::new(),
             clock: Clock::new(),
         })

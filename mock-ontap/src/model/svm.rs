@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::job::{InjectedFailure, Job, SvmEffect};
+use super::job::{Effect, InjectedFailure, Job};
 use super::protocol::{Protocol, ProtocolState};
 use super::svm_request::{DnsSpec, NameRef, SvmCreate, SvmPatch, Toggle};
 use super::{Model, Principal, Row, cluster::Cluster, narrowest, single};
@@ -304,7 +304,7 @@ impl Model {
         let job = self.start_job(
             "POST /api/svm/svms".into(),
             (&uuid, &name),
-            SvmEffect::Create(uuid.clone()),
+            Effect::Create(uuid.clone()),
             failure,
             now,
         );
@@ -379,7 +379,7 @@ impl Model {
         Ok(self.start_job(
             format!("PATCH /api/svm/svms/{uuid}"),
             (uuid, &name),
-            SvmEffect::Modify(uuid.to_owned(), patch),
+            Effect::Modify(uuid.to_owned(), patch),
             failure,
             now,
         ))
@@ -392,11 +392,17 @@ impl Model {
         now: Instant,
     ) -> ApiResult<Job> {
         let name = self.mutable_svm(uuid)?.name.clone();
+        if self.storage.svm_has_volumes(uuid) {
+            return Err(ApiError::bad_request(
+                codes::SVM_HAS_VOLUMES,
+                format!("Cannot delete SVM \"{name}\" because it contains volumes."),
+            ));
+        }
         self.check_job_slot()?;
         let job = self.start_job(
             format!("DELETE /api/svm/svms/{uuid}"),
             (uuid, &name),
-            SvmEffect::Delete(uuid.to_owned()),
+            Effect::Delete(uuid.to_owned()),
             failure,
             now,
         );
@@ -412,6 +418,7 @@ impl Model {
             return;
         }
         self.svms.update(uuid, |svm| svm.creating = None);
+        self.storage.add_default_policy(uuid);
         if self.settings.create_vsadmin_account {
             self.add_builtin_vsadmin(uuid);
         }
@@ -434,6 +441,7 @@ impl Model {
         self.svms.remove(uuid);
         self.accounts.remove_owner(uuid);
         self.interfaces.remove_svm(uuid);
+        self.storage.remove_svm(uuid);
     }
 }
 

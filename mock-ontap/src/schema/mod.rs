@@ -270,6 +270,246 @@ pub const SVM_PEERS: Schema = Schema {
     ontap: ontap::SVM_PEERS,
 };
 
+pub const VOLUMES: Schema = Schema {
+    path: "/api/storage/volumes",
+    modelled: paths![
+        "uuid",
+        "name",
+        "size",
+        "state",
+        "style",
+        "type",
+        "comment",
+        "create_time",
+        "svm.name",
+        "svm.uuid",
+        "aggregates.name",
+        "aggregates.uuid",
+        "guarantee.type",
+        "snapshot_policy.name",
+        "snapshot_directory_access_enabled",
+        "encryption.enabled",
+        "qos.policy.name",
+        "tiering.policy",
+        "language",
+        "nas.path",
+        "nas.security_style",
+        "nas.unix_permissions",
+        "nas.export_policy.name",
+        "nas.export_policy.id",
+        "space.size",
+        "space.available",
+        "space.used",
+        "space.logical_space.used",
+        "space.logical_space.available",
+        "space.snapshot.used",
+        "space.snapshot.reserve_percent",
+        "snapshot_count",
+    ],
+    ontap: ontap::VOLUMES,
+};
+
+pub const SNAPSHOTS: Schema = Schema {
+    path: "/api/storage/volumes/{}/snapshots",
+    modelled: paths![
+        "uuid",
+        "name",
+        "comment",
+        "create_time",
+        "size",
+        "volume.name",
+        "volume.uuid",
+        "svm.name",
+        "svm.uuid",
+    ],
+    ontap: ontap::SNAPSHOTS,
+};
+
+pub const EXPORT_POLICIES: Schema = Schema {
+    path: "/api/protocols/nfs/export-policies",
+    modelled: paths![
+        "id",
+        "name",
+        "svm.name",
+        "svm.uuid",
+        "rules.index",
+        "rules.clients.match",
+        "rules.protocols",
+        "rules.ro_rule",
+        "rules.rw_rule",
+        "rules.superuser",
+        "rules.anonymous_user",
+        "rules.allow_suid",
+        "rules.allow_device_creation",
+        "rules.chown_mode",
+        "rules.ntfs_unix_security",
+    ],
+    ontap: ontap::EXPORT_POLICIES,
+};
+
+pub const EXPORT_RULES: Schema = Schema {
+    path: "/api/protocols/nfs/export-policies/{}/rules",
+    modelled: paths![
+        "index",
+        "clients.match",
+        "protocols",
+        "ro_rule",
+        "rw_rule",
+        "superuser",
+        "anonymous_user",
+        "allow_suid",
+        "allow_device_creation",
+        "chown_mode",
+        "ntfs_unix_security",
+        "policy.id",
+        "policy.name",
+        "svm.name",
+        "svm.uuid",
+    ],
+    ontap: ontap::EXPORT_RULES,
+};
+
+pub const NAMESPACES: Schema = Schema {
+    path: "/api/storage/namespaces",
+    modelled: paths![
+        "uuid",
+        "name",
+        "comment",
+        "os_type",
+        "enabled",
+        "create_time",
+        "svm.name",
+        "svm.uuid",
+        "location.volume.name",
+        "location.volume.uuid",
+        "location.namespace",
+        "space.size",
+        "space.used",
+        "space.block_size",
+        "status.state",
+        "status.mapped",
+        "status.read_only",
+        "subsystem_map.subsystem.name",
+        "subsystem_map.subsystem.uuid",
+        "subsystem_map.nsid",
+    ],
+    ontap: ontap::NAMESPACES,
+};
+
+pub const NVME_SUBSYSTEMS: Schema = Schema {
+    path: "/api/protocols/nvme/subsystems",
+    modelled: paths![
+        "uuid",
+        "name",
+        "comment",
+        "os_type",
+        "target_nqn",
+        "serial_number",
+        "svm.name",
+        "svm.uuid",
+        "hosts.nqn",
+        "subsystem_maps.namespace.name",
+        "subsystem_maps.namespace.uuid",
+        "subsystem_maps.nsid",
+    ],
+    ontap: ontap::NVME_SUBSYSTEMS,
+};
+
+pub const NVME_SUBSYSTEM_HOSTS: Schema = Schema {
+    path: "/api/protocols/nvme/subsystems/{}/hosts",
+    modelled: paths!["nqn", "subsystem.uuid", "subsystem.name",],
+    ontap: ontap::NVME_SUBSYSTEM_HOSTS,
+};
+
+pub const NVME_SUBSYSTEM_MAPS: Schema = Schema {
+    path: "/api/protocols/nvme/subsystem-maps",
+    modelled: paths![
+        "svm.name",
+        "svm.uuid",
+        "subsystem.name",
+        "subsystem.uuid",
+        "namespace.name",
+        "namespace.uuid",
+        "nsid",
+    ],
+    ontap: ontap::NVME_SUBSYSTEM_MAPS,
+};
+
+pub const LUNS: Schema = Schema {
+    path: "/api/storage/luns",
+    modelled: paths![
+        "uuid",
+        "name",
+        "comment",
+        "os_type",
+        "enabled",
+        "serial_number",
+        "create_time",
+        "svm.name",
+        "svm.uuid",
+        "location.volume.name",
+        "location.volume.uuid",
+        "location.logical_unit",
+        "space.size",
+        "space.used",
+        "space.guarantee.requested",
+        "space.guarantee.reserved",
+        "space.scsi_thin_provisioning_support_enabled",
+        "status.state",
+        "status.mapped",
+        "status.read_only",
+        "lun_maps.igroup.name",
+        "lun_maps.igroup.uuid",
+        "lun_maps.logical_unit_number",
+        "qos_policy.name",
+    ],
+    ontap: ontap::LUNS,
+};
+
+pub const IGROUPS: Schema = Schema {
+    path: "/api/protocols/san/igroups",
+    modelled: paths![
+        "uuid",
+        "name",
+        "comment",
+        "os_type",
+        "protocol",
+        "svm.name",
+        "svm.uuid",
+        "initiators.name",
+        "lun_maps.logical_unit_number",
+        "lun_maps.lun.name",
+        "lun_maps.lun.uuid",
+    ],
+    ontap: ontap::IGROUPS,
+};
+
+pub const IGROUP_INITIATORS: Schema = Schema {
+    path: "/api/protocols/san/igroups/{}/initiators",
+    modelled: paths!["name", "comment", "igroup.name", "igroup.uuid",],
+    ontap: ontap::IGROUP_INITIATORS,
+};
+
+pub const LUN_MAPS: Schema = Schema {
+    path: "/api/protocols/san/lun-maps",
+    modelled: paths![
+        "svm.name",
+        "svm.uuid",
+        "lun.name",
+        "lun.uuid",
+        "igroup.name",
+        "igroup.uuid",
+        "logical_unit_number",
+    ],
+    ontap: ontap::LUN_MAPS,
+};
+
+pub const ISCSI_CREDENTIALS: Schema = Schema {
+    path: "/api/protocols/san/iscsi/credentials",
+    modelled: paths!["svm.name", "svm.uuid", "initiator", "authentication_type",],
+    ontap: ontap::ISCSI_CREDENTIALS,
+};
+
 /// Every collection, for `/_mock/schema`.
 pub const ALL: &[Schema] = &[
     CLUSTER,
@@ -285,6 +525,19 @@ pub const ALL: &[Schema] = &[
     ISCSI_SERVICES,
     NVME_SERVICES,
     SVM_PEERS,
+    VOLUMES,
+    SNAPSHOTS,
+    EXPORT_POLICIES,
+    EXPORT_RULES,
+    NAMESPACES,
+    NVME_SUBSYSTEMS,
+    NVME_SUBSYSTEM_HOSTS,
+    NVME_SUBSYSTEM_MAPS,
+    LUNS,
+    IGROUPS,
+    IGROUP_INITIATORS,
+    LUN_MAPS,
+    ISCSI_CREDENTIALS,
 ];
 
 #[cfg(test)]

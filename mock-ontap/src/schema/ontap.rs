@@ -275,3 +275,262 @@ pub const SVM_PEERS: &[&str] = &[
     "svm",
     "uuid",
 ];
+
+/// `netapp_ontap.resources.Volume` (9.19.1.0): every top-level field.
+pub const VOLUMES: &[&str] = &[
+    "_tags",
+    "access_time_enabled",
+    "activity_tracking",
+    "aggregates",
+    "aggressive_readahead_mode",
+    "analytics",
+    "anti_ransomware",
+    "application",
+    "asynchronous_directory_delete",
+    "autosize",
+    "clone",
+    "cloud_retrieval_policy",
+    "cloud_write_enabled",
+    "comment",
+    "consistency_group",
+    "constituent_count",
+    "constituents",
+    "constituents_per_aggregate",
+    "convert_unicode",
+    "create_time",
+    "efficiency",
+    "encryption",
+    "error_state",
+    "files",
+    "flash_pool",
+    "flexcache_endpoint_type",
+    "flexgroup",
+    "granular_data",
+    "granular_data_mode",
+    "guarantee",
+    "has_dir_index_public",
+    "has_large_dir",
+    "is_dir_index_transfer_enabled",
+    "is_large_dir_enabled",
+    "is_object_store",
+    "is_s3_arbitrary_part_size_enabled",
+    "is_svm_root",
+    "language",
+    "max_dir_size",
+    "metric",
+    "movement",
+    "msid",
+    "name",
+    "nas",
+    "nodes",
+    "optimize_aggregates",
+    "qos",
+    "queue_for_encryption",
+    "quota",
+    "rebalancing",
+    "scheduled_snapshot_naming_scheme",
+    "size",
+    "sizing_method",
+    "smas_protection",
+    "snaplock",
+    "snapmirror",
+    "snapshot_count",
+    "snapshot_directory_access_enabled",
+    "snapshot_locking_enabled",
+    "snapshot_policy",
+    "space",
+    "state",
+    "statistics",
+    "status",
+    "style",
+    "svm",
+    "svm_dr_protection",
+    "tiering",
+    "type",
+    "use_mirrored_aggregates",
+    "uuid",
+    "validate_only",
+];
+
+/// `netapp_ontap.resources.Snapshot` (9.19.1.0): every top-level field.
+pub const SNAPSHOTS: &[&str] = &[
+    "comment",
+    "compress_savings",
+    "create_time",
+    "dedup_savings",
+    "delta",
+    "expiry_time",
+    "logical_size",
+    "name",
+    "owners",
+    "provenance_volume",
+    "reclaimable_space",
+    "size",
+    "snaplock",
+    "snaplock_expiry_time",
+    "snapmirror_label",
+    "state",
+    "svm",
+    "uuid",
+    "vbn0_savings",
+    "version_uuid",
+    "volume",
+];
+
+/// `netapp_ontap.resources.ExportPolicy` (9.19.1.0): every top-level field.
+pub const EXPORT_POLICIES: &[&str] = &["are_rules_truncated", "id", "name", "rules", "svm"];
+
+/// `netapp_ontap.resources.ExportRule` (9.19.1.0): every top-level field.
+pub const EXPORT_RULES: &[&str] = &[
+    "allow_device_creation",
+    "allow_nfs_tls_only",
+    "allow_suid",
+    "anonymous_user",
+    "chown_mode",
+    "clients",
+    "index",
+    "ntfs_unix_security",
+    "policy",
+    "protocols",
+    "ro_rule",
+    "rw_rule",
+    "superuser",
+    "svm",
+];
+
+/// `netapp_ontap.resources.NvmeNamespace` (9.19.1.0): every top-level field.
+pub const NAMESPACES: &[&str] = &[
+    "auto_delete",
+    "clone",
+    "comment",
+    "consistency_group",
+    "convert",
+    "create_time",
+    "enabled",
+    "encryption",
+    "location",
+    "metric",
+    "name",
+    "os_type",
+    "provisioning_options",
+    "qos_policy",
+    "space",
+    "statistics",
+    "status",
+    "subsystem_map",
+    "svm",
+    "uuid",
+];
+
+/// `netapp_ontap.resources.NvmeSubsystem` (9.19.1.0): every top-level field.
+pub const NVME_SUBSYSTEMS: &[&str] = &[
+    "comment",
+    "delete_on_unmap",
+    "hosts",
+    "io_queue",
+    "name",
+    "os_type",
+    "replication",
+    "serial_number",
+    "subsystem_maps",
+    "svm",
+    "target_nqn",
+    "uuid",
+    "vendor_uuids",
+];
+
+/// `netapp_ontap.resources.NvmeSubsystemHost` (9.19.1.0): every top-level field.
+pub const NVME_SUBSYSTEM_HOSTS: &[&str] = &[
+    "dh_hmac_chap",
+    "io_queue",
+    "nqn",
+    "priority",
+    "proximity",
+    "records",
+    "subsystem",
+    "tls",
+];
+
+/// `netapp_ontap.resources.NvmeSubsystemMap` (9.19.1.0): every top-level field.
+pub const NVME_SUBSYSTEM_MAPS: &[&str] = &["anagrpid", "namespace", "nsid", "subsystem", "svm"];
+
+/// `netapp_ontap.resources.Lun` (9.19.1.0): every top-level field.
+pub const LUNS: &[&str] = &[
+    "access_mode",
+    "attributes",
+    "auto_delete",
+    "class",
+    "clone",
+    "comment",
+    "consistency_group",
+    "convert",
+    "copy",
+    "create_time",
+    "enabled",
+    "encryption",
+    "location",
+    "lun_maps",
+    "metric",
+    "movement",
+    "name",
+    "os_type",
+    "provisioning_options",
+    "qos_policy",
+    "serial_number",
+    "serial_number_hex",
+    "space",
+    "statistics",
+    "status",
+    "svm",
+    "uuid",
+    "vvol",
+];
+
+/// `netapp_ontap.resources.Igroup` (9.19.1.0): every top-level field.
+pub const IGROUPS: &[&str] = &[
+    "comment",
+    "connectivity_tracking",
+    "delete_on_unmap",
+    "igroups",
+    "initiators",
+    "lun_maps",
+    "name",
+    "os_type",
+    "parent_igroups",
+    "portset",
+    "protocol",
+    "replication",
+    "supports_igroups",
+    "svm",
+    "target",
+    "uuid",
+];
+
+/// `netapp_ontap.resources.IgroupInitiator` (9.19.1.0): every top-level field.
+pub const IGROUP_INITIATORS: &[&str] = &[
+    "comment",
+    "connectivity_tracking",
+    "igroup",
+    "name",
+    "proximity",
+    "records",
+];
+
+/// `netapp_ontap.resources.LunMap` (9.19.1.0): every top-level field.
+pub const LUN_MAPS: &[&str] = &[
+    "igroup",
+    "logical_unit_number",
+    "lun",
+    "replicated",
+    "reporting_nodes",
+    "svm",
+];
+
+/// `netapp_ontap.resources.IscsiCredentials` (9.19.1.0): every top-level field.
+pub const ISCSI_CREDENTIALS: &[&str] = &[
+    "authentication_type",
+    "chap",
+    "initiator",
+    "initiator_address",
+    "svm",
+];
