@@ -213,16 +213,17 @@ async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
                 "dataLifs": [{"ip": "192.0.2.71", "prefixLength": 24}], "protocols": ["nvme"]}
     });
     create_extension(&g, &ns, config, "reconcile").await;
-    wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
-    let ext = extensions(&g, &ns).get("ontap").await.unwrap();
-    let error = ext.status.unwrap().last_error.unwrap();
+    let refusal = configuration_refused(&g, &w, &ns).await;
+    assert!(refusal.contains("NVMe/TCP"), "{refusal}");
+}
+
+/// Waits for the Extension's configuration to be refused and gives the refusal, once it is
+/// clear nothing was delivered.
+async fn configuration_refused(g: &Gardener, w: &SvmWorld, ns: &str) -> String {
+    wait_error_code(g, w, ns, ErrorCode::ConfigurationProblem).await;
+    let ext = extensions(g, ns).get("ontap").await.unwrap();
     assert!(
-        error.description.contains("NVMe/TCP"),
-        "{}",
-        error.description
-    );
-    assert!(
-        backend_configs(&g)
+        backend_configs(g)
             .list(&Default::default())
             .await
             .unwrap()
@@ -230,6 +231,7 @@ async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
             .is_empty(),
         "nothing delivered"
     );
+    ext.status.unwrap().last_error.unwrap().description
 }
 
 /// A shoot with NVMe, iSCSI and NFS on one SVM: refused while a data LIF names no protocol (no
@@ -256,15 +258,12 @@ async fn each_protocol_of_a_three_protocol_shoot_has_data_lifs_trident_finds() {
         "reconcile",
     )
     .await;
-    wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
-    let ext = extensions(&g, &ns).get("ontap").await.unwrap();
-    let error = ext.status.unwrap().last_error.unwrap();
+    let refusal = configuration_refused(&g, &w, &ns).await;
     assert!(
-        error.description.contains(
+        refusal.contains(
             "providerConfig.svm.dataLifs[0].protocols: required when the SVM enables more than one protocol"
         ),
-        "{}",
-        error.description
+        "{refusal}"
     );
     assert!(svms_in_ontap(&w).is_empty(), "no SVM for a refused shoot");
 
