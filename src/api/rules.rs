@@ -6,6 +6,8 @@
 //! `tests/operations/crd_validation.rs` checks the CEL side against a real API server. The
 //! Kubernetes name rules come from the engine ([`reconcile_engine::names`]).
 
+use super::Protocol;
+
 pub use reconcile_engine::names::{
     DNS_LABEL, DNS_LABEL_MESSAGE, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE,
     is_dns_label, is_dns_subdomain,
@@ -37,6 +39,87 @@ pub const NOT_RESERVED_ACCOUNT: &str =
 /// Message for [`NOT_RESERVED_ACCOUNT`].
 pub const NOT_RESERVED_ACCOUNT_MESSAGE: &str =
     "admin, diag, autosupport, root and vsadmin are ONTAP's built-in accounts; choose another name";
+
+/// Why the management LIF takes no `protocols`.
+pub const MANAGEMENT_LIF_PROTOCOLS_MESSAGE: &str =
+    "the management LIF serves no data protocol: its service policy is default-management";
+/// Why a data LIF names one protocol: custom service policies could serve several, but each of
+/// ONTAP's default data policies serves files or blocks, and NVMe/TCP shares a LIF with no
+/// other protocol.
+pub const LIF_PROTOCOL_COUNT_MESSAGE: &str =
+    "a data LIF serves exactly one protocol with ONTAP's default service policies";
+/// A data LIF names no protocol where it must. No `'` in this and the next two messages: CEL
+/// message expressions quote them.
+pub const LIF_PROTOCOL_REQUIRED: &str =
+    "required when the SVM enables more than one protocol: name the one this data LIF serves";
+/// After the protocol a data LIF names.
+pub const LIF_PROTOCOL_NOT_ENABLED: &str = "is not among the protocols the SVM enables";
+/// After the protocol and a comma.
+pub const LIF_PROTOCOL_UNSERVED: &str = "which the SVM enables, is served by no data LIF";
+
+/// Why the protocols data LIFs name do not fit the SVM's: the Rust twin of the
+/// StorageVirtualMachine CRD's rules, for the SVM controller and the Gardener extension's
+/// providerConfig alike. `lif` is the data LIF's index.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LifProtocolsError {
+    #[error("{LIF_PROTOCOL_COUNT_MESSAGE}, not {count}")]
+    NotOne { lif: usize, count: usize },
+    #[error("{protocol} {LIF_PROTOCOL_NOT_ENABLED}")]
+    NotEnabled { lif: usize, protocol: Protocol },
+    #[error("{LIF_PROTOCOL_REQUIRED}")]
+    Required { lif: usize },
+    #[error("{protocol}, {LIF_PROTOCOL_UNSERVED}")]
+    Unserved { protocol: Protocol },
+}
+
+impl LifProtocolsError {
+    /// The data LIF at fault; `None`: the LIFs together.
+    pub fn lif(&self) -> Option<usize> {
+        match self {
+            Self::NotOne { lif, .. } | Self::NotEnabled { lif, .. } | Self::Required { lif } => {
+                Some(*lif)
+            }
+            Self::Unserved { .. } => None,
+        }
+    }
+}
+
+/// The protocol each data LIF serves, from the protocols it names (`None`: it names none) and
+/// those the SVM enables: the one it names, else the SVM's only one; `None` only where the SVM
+/// enables none. Refused as the CRD refuses: a LIF naming other than one protocol or one the
+/// SVM does not enable; with several protocols, a LIF naming none or a protocol no LIF serves.
+pub fn lif_protocols(
+    enabled: &[Protocol],
+    named: &[Option<&[Protocol]>],
+) -> Result<Vec<Option<Protocol>>, LifProtocolsError> {
+    let mut served = Vec::with_capacity(named.len());
+    for (lif, names) in named.iter().enumerate() {
+        let protocol = match names {
+            Some([protocol]) if enabled.contains(protocol) => Some(*protocol),
+            Some([protocol]) => {
+                return Err(LifProtocolsError::NotEnabled {
+                    lif,
+                    protocol: *protocol,
+                });
+            }
+            Some(names) => {
+                return Err(LifProtocolsError::NotOne {
+                    lif,
+                    count: names.len(),
+                });
+            }
+            None if enabled.len() > 1 => return Err(LifProtocolsError::Required { lif }),
+            None => enabled.first().copied(),
+        };
+        served.push(protocol);
+    }
+    if let Some(protocol) = enabled.iter().find(|p| !served.contains(&Some(**p))) {
+        return Err(LifProtocolsError::Unserved {
+            protocol: *protocol,
+        });
+    }
+    Ok(served)
+}
 
 /// The longest SVM name ONTAP accepts (error 13434911 beyond it).
 pub const SVM_NAME_MAX: usize = 47;

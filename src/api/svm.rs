@@ -4,6 +4,39 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::rules;
+use super::rules::MANAGEMENT_LIF_PROTOCOLS_MESSAGE;
+
+/// The most data LIFs an SVM takes.
+pub const MAX_DATA_LIFS: usize = 16;
+
+// CEL fragments of the data LIF protocol rules, whose Rust twin is `rules::lif_protocols`.
+/// Over the spec: how many protocols it enables.
+const ENABLED_COUNT: &str =
+    "[self.protocols.nvme, self.protocols.iscsi, self.protocols.nfs].filter(p, p).size()";
+/// Whether the spec enables the protocol `p`.
+const ENABLED: &str = "((p == 'nvme' && self.protocols.nvme) || (p == 'iscsi' && self.protocols.iscsi) || (p == 'nfs' && self.protocols.nfs))";
+/// The protocols in `Protocol`'s order, as a literal: a message may name one of its elements,
+/// whose length the cost estimate knows.
+const PROTOCOLS: &str = "['nvme', 'iscsi', 'nfs']";
+/// Whether a data LIF names the protocol `p`.
+const SERVED: &str = "self.dataLifs.exists(l, has(l.protocols) && p in l.protocols)";
+
+/// Over a data LIF `l`: it names only protocols the spec enables.
+fn names_enabled() -> String {
+    format!("!has(l.protocols) || l.protocols.all(p, {ENABLED})")
+}
+
+/// The index of the first data LIF for which `holds` (over `l`) is false.
+fn first_data_lif_failing(holds: &str) -> String {
+    format!("self.dataLifs.map(l, {holds}).indexOf(false)")
+}
+
+/// `index` as a string, looked up in a table: the cost estimate of `string(int)` is unbounded,
+/// and the API server refuses a message expression built on it.
+fn index_string(index: &str) -> String {
+    let table: Vec<String> = (0..MAX_DATA_LIFS).map(|i| format!("'{i}'")).collect();
+    format!("[{}][{index}]", table.join(", "))
+}
 
 /// An ONTAP Storage Virtual Machine with its LIFs, its SVM-scoped admin account, and a seed
 /// Secret holding that account's verified credentials.
@@ -55,6 +88,31 @@ use super::rules;
 #[x_kube(validation = Rule::new(
     "self.mode != 'AccountOnly' || !has(self.shareWith)"
 ).message("an AccountOnly object shares no SVM: shareWith belongs on the object that provisions it").field_path(".shareWith"))]
+// The data LIFs' protocols; messages name the LIF, as the controller's do (`rules::lif_protocols`).
+#[x_kube(validation = Rule::new(
+    "!has(self.managementLif.protocols)"
+).message(MANAGEMENT_LIF_PROTOCOLS_MESSAGE).field_path(".managementLif.protocols").reason(Reason::FieldValueForbidden))]
+#[x_kube(validation = Rule::new(format!(
+    "{ENABLED_COUNT} <= 1 || self.dataLifs.all(l, has(l.protocols))"
+)).message(Message::Expression(format!(
+    "'spec.dataLifs[' + {} + '].protocols: {}'",
+    index_string(&first_data_lif_failing("has(l.protocols)")),
+    rules::LIF_PROTOCOL_REQUIRED,
+))).field_path(".dataLifs"))]
+#[x_kube(validation = Rule::new(format!(
+    "self.dataLifs.all(l, {})", names_enabled()
+)).message(Message::Expression(format!(
+    "'spec.dataLifs[' + {} + '].protocols: ' + {PROTOCOLS}.filter(p, !{ENABLED} && p in self.dataLifs[{}].protocols)[0] + ' {}'",
+    index_string(&first_data_lif_failing(&names_enabled())),
+    first_data_lif_failing(&names_enabled()),
+    rules::LIF_PROTOCOL_NOT_ENABLED,
+))).field_path(".dataLifs"))]
+#[x_kube(validation = Rule::new(format!(
+    "{ENABLED_COUNT} <= 1 || {PROTOCOLS}.all(p, !{ENABLED} || {SERVED})"
+)).message(Message::Expression(format!(
+    "'spec.dataLifs: ' + {PROTOCOLS}.filter(p, {ENABLED} && !{SERVED})[0] + ', {}'",
+    rules::LIF_PROTOCOL_UNSERVED,
+))).field_path(".dataLifs"))]
 #[serde(rename_all = "camelCase")]
 pub struct StorageVirtualMachineSpec {
     /// What the object manages in ONTAP: `Owned` (default) the SVM, its LIFs, its account and
@@ -89,8 +147,9 @@ pub struct StorageVirtualMachineSpec {
     #[serde(default)]
     pub protocols: SvmProtocols,
     pub management_lif: LifSpec,
-    /// Data LIFs: at least one, at most 16, each with its own IP address.
-    #[schemars(length(min = 1, max = 16))]
+    /// Data LIFs: at least one, at most 16, each with its own IP address. With more than one
+    /// protocol, each names the protocol it serves, and each protocol has one.
+    #[schemars(length(min = 1, max = MAX_DATA_LIFS))]
     #[x_kube(validation = Rule::new(
         "self.all(l, !isIP(l.ip) || self.exists_one(m, isIP(m.ip) && ip(m.ip) == ip(l.ip)))"
     ).message("each data LIF needs an IP address of its own"))]
@@ -151,6 +210,59 @@ pub struct SvmProtocols {
     pub iscsi: bool,
 }
 
+impl SvmProtocols {
+    pub fn enables(&self, protocol: Protocol) -> bool {
+        match protocol {
+            Protocol::Nvme => self.nvme,
+            Protocol::Iscsi => self.iscsi,
+            Protocol::Nfs => self.nfs,
+        }
+    }
+
+    /// The enabled protocols, in [`Protocol::ALL`]'s order.
+    pub fn enabled(&self) -> Vec<Protocol> {
+        Protocol::ALL
+            .into_iter()
+            .filter(|p| self.enables(*p))
+            .collect()
+    }
+}
+
+/// A data protocol: one of an SVM's `protocols`, the one a data LIF serves.
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord, Hash,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// NVMe over TCP.
+    Nvme,
+    Iscsi,
+    Nfs,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::Nvme, Protocol::Iscsi, Protocol::Nfs];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Nvme => "nvme",
+            Protocol::Iscsi => "iscsi",
+            Protocol::Nfs => "nfs",
+        }
+    }
+
+    /// Block protocols, whose volumes Trident can LUKS-encrypt.
+    pub fn is_san(self) -> bool {
+        matches!(self, Protocol::Nvme | Protocol::Iscsi)
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A logical interface: one IP address on a home node.
 #[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 #[x_kube(validation = Rule::new(
@@ -181,6 +293,19 @@ pub struct LifSpec {
     /// cluster has no BGP peer group. An existing LIF whose kind differs is replaced.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vip: bool,
+    /// Data LIFs only: the protocol the LIF serves, one the SVM enables. Its service policy
+    /// follows, and the policy's services are how ONTAP says which LIF serves which protocol
+    /// (Trident finds its LIFs by them): `nvme` → `default-data-nvme-tcp` (`data_nvme_tcp`),
+    /// `iscsi` → `default-data-blocks` (`data_iscsi`), `nfs` → `default-data-files`
+    /// (`data_nfs`). Exactly one: each of ONTAP's default data policies serves files or blocks,
+    /// and NVMe/TCP shares a LIF with no other protocol. Required when the SVM enables more
+    /// than one protocol, and then each of them needs a LIF; absent, the LIF serves the SVM's
+    /// one protocol. Changing it replaces the LIF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 3))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    #[x_kube(validation = Rule::new("self.size() == 1").message(rules::LIF_PROTOCOL_COUNT_MESSAGE))]
+    pub protocols: Option<Vec<Protocol>>,
 }
 
 /// The SVM-scoped administrator account the operator creates and publishes in the seed Secret.

@@ -59,8 +59,14 @@ async fn as_account(w: &SvmWorld, user: &str, password: &str, path: &str) -> Val
 }
 
 /// Trident's initialization against the delivered account: the SVM it sees (one, derived from
-/// the account), its aggregates, and the data LIFs `services=<service>` finds. Returns the SVM.
-async fn trident_initializes(w: &SvmWorld, user: &str, password: &str, service: &str) -> Value {
+/// the account), its aggregates, and the data LIFs `services=<service>` finds. Returns the SVM
+/// and those LIFs' addresses.
+async fn trident_initializes(
+    w: &SvmWorld,
+    user: &str,
+    password: &str,
+    service: &str,
+) -> (Value, Vec<String>) {
     let svms = as_account(w, user, password, "/api/svm/svms?fields=name,uuid").await;
     assert_eq!(
         svms["num_records"], 1,
@@ -86,11 +92,20 @@ async fn trident_initializes(w: &SvmWorld, user: &str, password: &str, service: 
         &format!("/api/network/ip/interfaces?services={service}&svm.uuid={uuid}&fields=ip.address"),
     )
     .await;
+    let addresses: Vec<String> = lifs["records"]
+        .as_array()
+        .map(|records| {
+            records
+                .iter()
+                .filter_map(|r| r["ip"]["address"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     assert!(
-        lifs["num_records"].as_u64().is_some_and(|n| n > 0),
+        !addresses.is_empty(),
         "Trident finds data LIFs with services={service}: {lifs}"
     );
-    svm
+    (svm, addresses)
 }
 
 /// The applications ONTAP holds for the account `user`.
@@ -143,7 +158,7 @@ async fn nfs_backend_on_a_rest_cluster_is_what_trident_needs() {
     assert_eq!(spec["useREST"], true);
     assert_eq!(spec["autoExportPolicy"], true, "mounts need rules: {spec}");
     assert_eq!(spec["autoExportCIDRs"], json!([NODE_NETWORK]));
-    let svm = trident_initializes(&w, &user, &password, "data_nfs").await;
+    let (svm, _) = trident_initializes(&w, &user, &password, "data_nfs").await;
     assert_eq!(
         svm["name"],
         ontap_svm(&w, svm["name"].as_str().unwrap()).unwrap()["name"]
@@ -195,12 +210,17 @@ async fn nvme_is_refused_on(version: &str, reason: &str) {
                 "dataLifs": [{"ip": "192.0.2.71", "prefixLength": 24}], "protocols": ["nvme"]}
     });
     create_extension(&g, &ns, config, "reconcile").await;
-    wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
-    let ext = extensions(&g, &ns).get("ontap").await.unwrap();
-    let error = ext.status.unwrap().last_error.unwrap();
-    assert!(error.description.contains(reason), "{}", error.description);
+    let refusal = configuration_refused(&g, &w, &ns).await;
+    assert!(refusal.contains(reason), "{refusal}");
+}
+
+/// Waits for the Extension's configuration to be refused and gives the refusal, once it is
+/// clear nothing was delivered.
+async fn configuration_refused(g: &Gardener, w: &SvmWorld, ns: &str) -> String {
+    wait_error_code(g, w, ns, ErrorCode::ConfigurationProblem).await;
+    let ext = extensions(g, ns).get("ontap").await.unwrap();
     assert!(
-        backend_configs(&g)
+        backend_configs(g)
             .list(&Default::default())
             .await
             .unwrap()
@@ -208,6 +228,92 @@ async fn nvme_is_refused_on(version: &str, reason: &str) {
             .is_empty(),
         "nothing delivered"
     );
+    ext.status.unwrap().last_error.unwrap().description
+}
+
+/// A shoot with NVMe, iSCSI and NFS on one SVM: refused while a data LIF names no protocol (no
+/// backend is delivered that Trident's driver would refuse for want of LIFs), then, with a data
+/// LIF per protocol, each of the three backends finds its LIFs by `services=` as Trident does.
+#[tokio::test]
+async fn each_protocol_of_a_three_protocol_shoot_has_data_lifs_trident_finds() {
+    let g = Gardener::start().await;
+    let w = world_on(&g, "9.16.1").await;
+    let ns = g.namespace.clone();
+    create_cluster(&g, &ns, json!({})).await;
+    let config = |data_lifs: Value| {
+        json!({
+            "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+            "cluster": w.cluster,
+            "svm": {"managementLif": {"ip": "192.0.2.80", "prefixLength": 24},
+                    "dataLifs": data_lifs, "protocols": ["nvme", "iscsi", "nfs"]}
+        })
+    };
+    create_extension(
+        &g,
+        &ns,
+        config(json!([{"ip": "192.0.2.81", "prefixLength": 24}])),
+        "reconcile",
+    )
+    .await;
+    let refusal = configuration_refused(&g, &w, &ns).await;
+    assert!(
+        refusal.contains(
+            "providerConfig.svm.dataLifs[0].protocols: required when the SVM enables more than one protocol"
+        ),
+        "{refusal}"
+    );
+    assert!(svms_in_ontap(&w).is_empty(), "no SVM for a refused shoot");
+
+    let lifs = json!([
+        {"ip": "192.0.2.81", "prefixLength": 24, "protocols": ["nvme"]},
+        {"ip": "192.0.2.82", "prefixLength": 24, "protocols": ["iscsi"]},
+        {"ip": "192.0.2.83", "prefixLength": 24, "protocols": ["nfs"]},
+    ]);
+    extensions(&g, &ns)
+        .patch(
+            "ontap",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"providerConfig": config(lifs)}})),
+        )
+        .await
+        .unwrap();
+    let ts = request(&g, &ns, "reconcile").await;
+    wait_ready(&g, &w, &ns, &ts).await;
+
+    let backends = backend_configs(&g).list(&Default::default()).await.unwrap();
+    let mut drivers: Vec<(String, String)> = backends
+        .items
+        .iter()
+        .map(|b| {
+            let spec = &b.data["spec"];
+            let kind = spec["sanType"].as_str().or(spec["nasType"].as_str());
+            (
+                spec["storageDriverName"].as_str().unwrap().to_owned(),
+                kind.unwrap().to_owned(),
+            )
+        })
+        .collect();
+    drivers.sort();
+    assert_eq!(
+        drivers,
+        [
+            ("ontap-nas".to_owned(), "nfs".to_owned()),
+            ("ontap-san".to_owned(), "iscsi".to_owned()),
+            ("ontap-san".to_owned(), "nvme".to_owned()),
+        ]
+    );
+    let secret = backends.items[0].data["spec"]["credentials"]["name"]
+        .as_str()
+        .unwrap();
+    let (user, password) = shoot_credentials(&g, secret).await.unwrap();
+    for (service, address) in [
+        ("data_nvme_tcp", "192.0.2.81"),
+        ("data_iscsi", "192.0.2.82"),
+        ("data_nfs", "192.0.2.83"),
+    ] {
+        let (_, addresses) = trident_initializes(&w, &user, &password, service).await;
+        assert_eq!(addresses, [address], "{service} is served by its own LIF");
+    }
 }
 
 #[tokio::test]

@@ -40,6 +40,19 @@ fn lifs(ips: &[&str], prefix: u8) -> Value {
         .collect()
 }
 
+/// Data LIFs at `/24`, each naming the protocol it serves, if any.
+fn lifs_serving(lifs: &[(&str, Option<&str>)]) -> Value {
+    lifs.iter()
+        .map(|(ip, protocol)| {
+            let mut lif = json!({ "ip": ip, "prefixLength": 24 });
+            if let Some(protocol) = protocol {
+                lif["protocols"] = json!([protocol]);
+            }
+            lif
+        })
+        .collect()
+}
+
 fn dynamic_api<K: kube::Resource<DynamicType = ()>>(
     env: &crate::support::TestEnv,
     namespaced: bool,
@@ -398,6 +411,67 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
             "management LIF's IP",
         ),
         (
+            "several protocols, a data LIF naming none",
+            vec![
+                ("/spec/protocols", json!({"nfs": true, "nvme": true})),
+                (
+                    "/spec/dataLifs",
+                    lifs_serving(&[
+                        ("192.0.2.11", Some("nfs")),
+                        ("192.0.2.12", None),
+                        ("192.0.2.13", Some("nvme")),
+                    ]),
+                ),
+            ],
+            "spec.dataLifs",
+            "spec.dataLifs[1].protocols: required when the SVM enables more than one protocol",
+        ),
+        (
+            "a protocol no data LIF serves",
+            vec![
+                (
+                    "/spec/protocols",
+                    json!({"nfs": true, "iscsi": true, "nvme": true}),
+                ),
+                (
+                    "/spec/dataLifs",
+                    lifs_serving(&[("192.0.2.11", Some("nfs")), ("192.0.2.12", Some("iscsi"))]),
+                ),
+            ],
+            "spec.dataLifs",
+            "spec.dataLifs: nvme, which the SVM enables, is served by no data LIF",
+        ),
+        (
+            "a data LIF naming a protocol the SVM does not enable",
+            vec![
+                ("/spec/protocols", json!({"nfs": true})),
+                (
+                    "/spec/dataLifs",
+                    lifs_serving(&[("192.0.2.11", None), ("192.0.2.12", Some("iscsi"))]),
+                ),
+            ],
+            "spec.dataLifs",
+            "spec.dataLifs[1].protocols: iscsi is not among the protocols the SVM enables",
+        ),
+        (
+            "a data LIF naming two protocols",
+            vec![
+                ("/spec/protocols", json!({"nfs": true, "nvme": true})),
+                ("/spec/dataLifs/0/protocols", json!(["nfs", "nvme"])),
+            ],
+            "spec.dataLifs[0].protocols",
+            "a data LIF serves exactly one protocol",
+        ),
+        (
+            "the management LIF naming a protocol",
+            vec![
+                ("/spec/protocols", json!({"nfs": true})),
+                ("/spec/managementLif/protocols", json!(["nfs"])),
+            ],
+            "spec.managementLif.protocols",
+            "the management LIF serves no data protocol",
+        ),
+        (
             "deletion policy",
             vec![("/spec/deletionPolicy", json!("Sometimes"))],
             "spec.deletionPolicy",
@@ -435,11 +509,11 @@ async fn valid_svm_specs_are_accepted() {
         "protocols": { "nfs": true, "iscsi": true, "nvme": true },
         "managementLif": { "ip": "10.1.0.10", "prefixLength": 16, "homeNode": "cluster1-01" },
         "dataLifs": [
-            { "ip": "10.1.0.11", "prefixLength": 16, "homeNode": "cluster1-01" },
-            { "ip": "10.1.0.12", "prefixLength": 32, "homeNode": "cluster1-02" },
-            { "ip": "2001:db8::12", "prefixLength": 64 },
-            { "ip": "10.2.0.13", "prefixLength": 32, "vip": true },
-            { "ip": "2001:db8:2::13", "prefixLength": 128, "vip": true }
+            { "ip": "10.1.0.11", "prefixLength": 16, "homeNode": "cluster1-01", "protocols": ["nfs"] },
+            { "ip": "10.1.0.12", "prefixLength": 32, "homeNode": "cluster1-02", "protocols": ["iscsi"] },
+            { "ip": "2001:db8::12", "prefixLength": 64, "protocols": ["nvme"] },
+            { "ip": "10.2.0.13", "prefixLength": 32, "vip": true, "protocols": ["nvme"] },
+            { "ip": "2001:db8:2::13", "prefixLength": 128, "vip": true, "protocols": ["nfs"] }
         ],
         "account": { "name": "vsadmin-team-a" },
         "secretName": "team-a.svm-credentials",
@@ -468,6 +542,19 @@ async fn valid_svm_specs_are_accepted() {
                     json!({"ip": "2001:db8:1::1", "prefixLength": 128}),
                 ),
                 ("/spec/dataLifs", lifs(&["198.51.100.7"], 32)),
+            ],
+        ),
+        (
+            "one protocol, named by one data LIF of two",
+            vec![
+                (
+                    "/spec/protocols",
+                    json!({"nfs": false, "iscsi": true, "nvme": false}),
+                ),
+                (
+                    "/spec/dataLifs",
+                    lifs_serving(&[("192.0.2.11", None), ("192.0.2.12", Some("iscsi"))]),
+                ),
             ],
         ),
         (

@@ -123,6 +123,7 @@ async fn an_aggregate_ontap_does_not_have_is_a_condition_not_a_retry_storm() {
 
 /// A change of `spec.protocols` reaches ONTAP through the protocol services, since ONTAP sets
 /// an SVM's protocols on the SVM itself only at create: nfs, then nfs and nvme, then nvme alone.
+/// Each data LIF gets the service policy of the protocol it serves, replaced when that changes.
 #[tokio::test]
 async fn a_protocol_change_switches_the_services_in_ontap() {
     let world = SvmWorld::start().await;
@@ -145,8 +146,49 @@ async fn a_protocol_change_switches_the_services_in_ontap() {
         svm[protocol]["enabled"] == true
     };
     assert!(enabled("nfs") && !enabled("nvme"));
-    for (nfs, nvme) in [(true, true), (false, true)] {
-        let patch = serde_json::json!({"spec": {"protocols": {"nfs": nfs, "nvme": nvme}}});
+    let policies = || {
+        let state = world.state();
+        let mut by_address: Vec<(String, String)> = state["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["svm"]["name"] == svm_name.as_str())
+            .map(|i| {
+                (
+                    i["ip"]["address"].as_str().unwrap().to_string(),
+                    i["service_policy"]["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        by_address.sort();
+        by_address
+    };
+    let lif = |ip: &str, protocol: Option<&str>| {
+        let mut lif = serde_json::json!({"ip": ip, "prefixLength": 24});
+        if let Some(protocol) = protocol {
+            lif["protocols"] = serde_json::json!([protocol]);
+        }
+        lif
+    };
+    // With two protocols each LIF names its own; with NVMe alone, the unnamed LIF serves it.
+    let steps = [
+        (
+            (true, true),
+            [
+                lif("192.0.2.11", Some("nfs")),
+                lif("192.0.2.12", Some("nvme")),
+            ],
+            "default-data-files",
+        ),
+        (
+            (false, true),
+            [lif("192.0.2.11", None), lif("192.0.2.12", Some("nvme"))],
+            "default-data-nvme-tcp",
+        ),
+    ];
+    for ((nfs, nvme), data_lifs, first_policy) in steps {
+        let patch = serde_json::json!({"spec": {
+            "protocols": {"nfs": nfs, "nvme": nvme}, "dataLifs": data_lifs}});
         world
             .svms()
             .patch(
@@ -161,6 +203,20 @@ async fn a_protocol_change_switches_the_services_in_ontap() {
             (enabled("nfs"), enabled("nvme")),
             (nfs, nvme),
             "ONTAP's protocols after asking for nfs={nfs} nvme={nvme}"
+        );
+        let policies = policies();
+        let data: Vec<_> = policies
+            .iter()
+            .filter(|(address, _)| address != "192.0.2.10")
+            .map(|(address, policy)| (address.as_str(), policy.as_str()))
+            .collect();
+        assert_eq!(
+            data,
+            [
+                ("192.0.2.11", first_policy),
+                ("192.0.2.12", "default-data-nvme-tcp")
+            ],
+            "data LIFs with nfs={nfs} nvme={nvme}"
         );
     }
     let requests = world.requests().await;

@@ -52,6 +52,7 @@ pub(super) fn resolve_metal_stack(
             defaults.metal_stack_prefix_length_v6
         },
         vip: false,
+        protocol: None,
     };
     if addresses.management_lif.is_empty() {
         return Err(invalid(

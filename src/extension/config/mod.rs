@@ -21,9 +21,11 @@
 //! svm:
 //!   sharing: PerShoot          # or PerProject (metal-stack's layout)
 //!   managementLif: {ip: 192.0.2.10, prefixLength: 24}
-//!   dataLifs: [{ip: 192.0.2.11, prefixLength: 24}]
+//!   dataLifs:                  # with several protocols, each names the one it serves
+//!   - {ip: 192.0.2.11, prefixLength: 24, protocols: [nvme]}
+//!   - {ip: 192.0.2.12, prefixLength: 24, protocols: [nfs]}
 //!   aggregates: [aggr1]        # default: all data aggregates
-//!   protocols: [nvme]          # nvme, iscsi, nfs; default [nvme]
+//!   protocols: [nvme, nfs]     # nvme, iscsi, nfs; default [nvme]
 //!   deletionPolicy: Delete     # or Retain: leave the SVM in ONTAP when the shoot goes
 //! storageClasses:              # default: ontap-gold and ontap-encrypted (SAN) or ontap-nas
 //! - name: ontap-gold
@@ -53,8 +55,7 @@ pub const API_VERSION: &str = "ontap.extensions.storage.dev/v1alpha1";
 /// This project's providerConfig kind.
 pub const KIND: &str = "OntapConfig";
 
-/// The most data LIFs an SVM takes (the StorageVirtualMachine CRD's bound).
-const MAX_DATA_LIFS: usize = 16;
+use crate::api::MAX_DATA_LIFS;
 
 /// Why a providerConfig cannot be used. The message names the field as the shoot owner wrote it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -94,32 +95,9 @@ pub enum SvmSharing {
     PerProject,
 }
 
-/// A storage protocol of the SVM, and with it the Trident driver the shoot uses.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// NVMe over TCP: Trident `ontap-san` with `sanType: nvme`.
-    Nvme,
-    /// iSCSI: Trident `ontap-san` with `sanType: iscsi`.
-    Iscsi,
-    /// NFS: Trident `ontap-nas`.
-    Nfs,
-}
-
-impl Protocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Nvme => "nvme",
-            Protocol::Iscsi => "iscsi",
-            Protocol::Nfs => "nfs",
-        }
-    }
-
-    /// Block protocols, whose volumes Trident can LUKS-encrypt.
-    pub fn is_san(self) -> bool {
-        matches!(self, Protocol::Nvme | Protocol::Iscsi)
-    }
-}
+/// A storage protocol of the SVM, and with it the Trident driver the shoot uses: `ontap-san`
+/// with `sanType: nvme` or `iscsi`, `ontap-nas` for NFS.
+pub use crate::api::Protocol;
 
 /// A StorageClass's `reclaimPolicy`.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -136,6 +114,8 @@ pub struct Lif {
     pub prefix_length: u8,
     /// A VIP LIF, in no subnet: `prefix_length` is the address's full length.
     pub vip: bool,
+    /// The protocol a data LIF serves, where the configuration names it.
+    pub protocol: Option<Protocol>,
 }
 
 impl Lif {
@@ -548,7 +528,8 @@ mod tests {
             "apiVersion": API_VERSION, "kind": KIND, "cluster": "lab",
             "svm": {"sharing": "PerProject",
                 "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
-                "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}],
+                "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24, "protocols": ["nfs"]},
+                             {"ip": "192.0.2.12", "prefixLength": 24, "protocols": ["nvme"]}],
                 "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain"},
             "storageClasses": [
                 {"name": "files", "default": true, "reclaimPolicy": "Retain"},
@@ -558,6 +539,8 @@ mod tests {
         .unwrap();
         assert_eq!(config.cluster.as_deref(), Some("lab"));
         assert_eq!(config.protocols, vec![Protocol::Nfs, Protocol::Nvme]);
+        let served: Vec<_> = config.data_lifs.iter().map(|l| l.protocol).collect();
+        assert_eq!(served, [Some(Protocol::Nfs), Some(Protocol::Nvme)]);
         assert_eq!(
             config.protocol_of(&config.storage_classes[0]),
             Protocol::Nfs
@@ -642,6 +625,57 @@ mod tests {
                 "{got:?} does not start with {expected:?}"
             );
         }
+    }
+
+    #[test]
+    fn data_lif_protocols_are_refused_as_the_svm_would_refuse_them() {
+        let with = |protocols: Value, lifs: Value| {
+            let mut svm = minimal_svm();
+            svm["protocols"] = protocols;
+            svm["dataLifs"] = lifs;
+            message(ontap(svm))
+        };
+        let lif = |last: u8, protocols: Value| {
+            let mut lif = json!({"ip": format!("192.0.2.{last}"), "prefixLength": 24});
+            if !protocols.is_null() {
+                lif["protocols"] = protocols;
+            }
+            lif
+        };
+        let three = json!(["nvme", "iscsi", "nfs"]);
+        assert_eq!(
+            with(three.clone(), json!([lif(11, Value::Null)])),
+            "providerConfig.svm.dataLifs[0].protocols: required when the SVM enables more than one protocol: name the one this data LIF serves"
+        );
+        assert_eq!(
+            with(
+                three.clone(),
+                json!([lif(11, json!(["nvme"])), lif(12, json!(["nfs"]))])
+            ),
+            "providerConfig.svm.dataLifs: iscsi, which the SVM enables, is served by no data LIF"
+        );
+        assert_eq!(
+            with(three, json!([lif(11, json!(["nvme", "iscsi"]))])),
+            "providerConfig.svm.dataLifs[0].protocols: a data LIF serves exactly one protocol with ONTAP's default service policies, not 2"
+        );
+        assert_eq!(
+            with(json!(["nvme"]), json!([lif(11, json!(["nfs"]))])),
+            "providerConfig.svm.dataLifs[0].protocols: nfs is not among the protocols the SVM enables"
+        );
+        let mut svm = minimal_svm();
+        svm["managementLif"]["protocols"] = json!(["nvme"]);
+        assert_eq!(
+            message(ontap(svm)),
+            "providerConfig.svm.managementLif.protocols: the management LIF serves no data protocol: its service policy is default-management"
+        );
+        // One protocol: naming it is allowed, not needed.
+        let one = parse(ontap(json!({
+            "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
+            "dataLifs": [lif(11, Value::Null), lif(12, json!(["nvme"]))]
+        })))
+        .unwrap();
+        let served: Vec<_> = one.data_lifs.iter().map(|l| l.protocol).collect();
+        assert_eq!(served, [None, Some(Protocol::Nvme)]);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use crate::api::DeletionPolicy;
-use crate::api::rules::AGGREGATE_NAMES_MESSAGE;
+use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, lif_protocols};
 
 use super::*;
 
@@ -47,6 +47,9 @@ pub(super) struct LifConfig {
     prefix_length: u8,
     #[serde(default)]
     vip: bool,
+    /// Data LIFs only: the protocol the LIF serves, as in the StorageVirtualMachine's LIFs.
+    #[serde(default)]
+    protocols: Option<Vec<Protocol>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -59,10 +62,16 @@ pub(super) struct TridentSettings {
 pub(super) fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
     let svm = config.svm;
     let management_lif = resolve_lif("svm.managementLif", &svm.management_lif)?;
+    if svm.management_lif.protocols.is_some() {
+        return Err(invalid(
+            "svm.managementLif.protocols",
+            MANAGEMENT_LIF_PROTOCOLS_MESSAGE,
+        ));
+    }
     if svm.data_lifs.is_empty() {
         return Err(invalid("svm.dataLifs", "at least one data LIF is required"));
     }
-    let data_lifs = svm
+    let mut data_lifs = svm
         .data_lifs
         .iter()
         .enumerate()
@@ -71,6 +80,23 @@ pub(super) fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, Conf
     check_lifs("svm.dataLifs", &management_lif, &data_lifs)?;
     check_aggregates(&svm.aggregates)?;
     let protocols = resolve_protocols(&svm.protocols)?;
+    // Refused here as the StorageVirtualMachine would refuse it, so that no backend is
+    // delivered whose protocol no LIF serves: Trident's driver finds no LIF and fails.
+    let named: Vec<_> = svm
+        .data_lifs
+        .iter()
+        .map(|l| l.protocols.as_deref())
+        .collect();
+    lif_protocols(&protocols, &named).map_err(|e| {
+        let field = match e.lif() {
+            Some(i) => format!("svm.dataLifs[{i}].protocols"),
+            None => "svm.dataLifs".into(),
+        };
+        invalid(field, e.to_string())
+    })?;
+    for (lif, names) in data_lifs.iter_mut().zip(&named) {
+        lif.protocol = names.and_then(|n| n.first().copied());
+    }
     let storage_classes = match config.storage_classes {
         Some(classes) => classes,
         None if protocols[0].is_san() => metal_stack_storage_classes(),
@@ -123,6 +149,7 @@ pub(super) fn resolve_lif(field: &str, l: &LifConfig) -> Result<Lif, ConfigError
         ip,
         prefix_length: l.prefix_length,
         vip: l.vip,
+        protocol: None,
     })
 }
 

@@ -30,6 +30,9 @@ pub(super) fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> V
         if l.vip {
             lif["vip"] = json!(true);
         }
+        if let Some(protocol) = l.protocol {
+            lif["protocols"] = json!([protocol]);
+        }
         lif
     };
     let mut spec = json!({

@@ -551,7 +551,9 @@ mod tests {
         let both = config(
             json!({"apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
             "svm": {"managementLif": {"ip": "2001:db8::10", "prefixLength": 64},
-                    "dataLifs": [{"ip": "2001:db8::11", "prefixLength": 64}], "protocols": ["nvme", "iscsi"]},
+                    "dataLifs": [{"ip": "2001:db8::11", "prefixLength": 64, "protocols": ["nvme"]},
+                                 {"ip": "2001:db8::12", "prefixLength": 64, "protocols": ["iscsi"]}],
+                    "protocols": ["nvme", "iscsi"]},
             "storageClasses": [{"name": "fast", "default": true, "reclaimPolicy": "Retain"}, {"name": "legacy", "protocol": "iscsi"}]}),
         );
         let bundles = render(&both, false);

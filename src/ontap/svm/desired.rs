@@ -7,6 +7,8 @@
 
 use std::net::IpAddr;
 
+use crate::api::rules::{LifProtocolsError, MANAGEMENT_LIF_PROTOCOLS_MESSAGE};
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 
@@ -27,6 +29,13 @@ pub enum DesiredError {
     VipPrefix { field: String, prefix: u8, max: u8 },
     #[error("{field}: {address} is used by more than one LIF")]
     DuplicateAddress { field: String, address: IpAddr },
+    #[error("spec.managementLif.protocols: {MANAGEMENT_LIF_PROTOCOLS_MESSAGE}")]
+    ManagementLifProtocols,
+    #[error("{field}: {source}")]
+    LifProtocols {
+        field: String,
+        source: LifProtocolsError,
+    },
     #[error("the StorageVirtualMachine has no uid: it must be read from the API server first")]
     MissingUid,
 }

@@ -16,7 +16,8 @@ use super::DesiredError;
 use super::netmask::{max_prefix, netmask_for, prefix_from_netmask};
 use super::steady::lifs_confirmed;
 use crate::api::StorageVirtualMachine;
-use crate::api::{LifSpec, SvmProtocols};
+use crate::api::rules::lif_protocols;
+use crate::api::{LifSpec, Protocol};
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{InterfaceLocation, IpInfo, IpInterface, IpInterfaceCreate, ObjectRef};
 use ontap_client::{OntapClient, OntapError, Svm, codes};
@@ -129,20 +130,14 @@ async fn address_in_use(
 /// Service policy of the management LIF.
 pub const MANAGEMENT_SERVICE_POLICY: &str = "default-management";
 
-/// The service policy of data LIFs, from the SVM's protocols. ONTAP's default policies serve
-/// either files or blocks, not both, so one is chosen: NFS → `default-data-files`; otherwise
-/// iSCSI → `default-data-blocks`; otherwise NVMe → `default-data-nvme-tcp`; no protocol →
-/// `default-data-files`. An SVM with NFS and iSCSI therefore serves iSCSI on no data LIF of its
-/// own: use separate SVMs (or custom policies, not supported yet) for that.
-pub fn data_service_policy(protocols: &SvmProtocols) -> &'static str {
-    if protocols.nfs {
-        "default-data-files"
-    } else if protocols.iscsi {
-        "default-data-blocks"
-    } else if protocols.nvme {
-        "default-data-nvme-tcp"
-    } else {
-        "default-data-files"
+/// The service policy of a data LIF serving `protocol`: ONTAP's default policy whose services
+/// (`data_nfs`, `data_iscsi`, `data_nvme_tcp`) are what Trident looks a protocol's LIFs up by.
+/// An SVM enabling no protocol (`None`) gets `default-data-files`, as ONTAP gives a new LIF.
+pub fn data_service_policy(protocol: Option<Protocol>) -> &'static str {
+    match protocol {
+        Some(Protocol::Nvme) => "default-data-nvme-tcp",
+        Some(Protocol::Iscsi) => "default-data-blocks",
+        Some(Protocol::Nfs) | None => "default-data-files",
     }
 }
 
@@ -211,7 +206,23 @@ pub fn place_vips(plan: &mut LifPlan, nodes: &[String]) {
 /// The LIFs the spec of `svm` asks for: the management LIF first, then the data LIFs in order.
 pub fn desired_lifs(svm: &StorageVirtualMachine) -> Result<Vec<DesiredLif>, DesiredError> {
     let spec = &svm.spec;
-    let data_policy = data_service_policy(&spec.protocols);
+    if spec.management_lif.protocols.is_some() {
+        return Err(DesiredError::ManagementLifProtocols);
+    }
+    let named: Vec<_> = spec
+        .data_lifs
+        .iter()
+        .map(|l| l.protocols.as_deref())
+        .collect();
+    let served = lif_protocols(&spec.protocols.enabled(), &named).map_err(|source| {
+        DesiredError::LifProtocols {
+            field: match source.lif() {
+                Some(i) => format!("spec.dataLifs[{i}].protocols"),
+                None => "spec.dataLifs".into(),
+            },
+            source,
+        }
+    })?;
     let mut lifs = vec![desired_lif(
         &spec.management_lif,
         "spec.managementLif".into(),
@@ -220,13 +231,13 @@ pub fn desired_lifs(svm: &StorageVirtualMachine) -> Result<Vec<DesiredLif>, Desi
         MANAGEMENT_SERVICE_POLICY,
         0,
     )?];
-    for (i, lif) in spec.data_lifs.iter().enumerate() {
+    for (i, (lif, protocol)) in spec.data_lifs.iter().zip(served).enumerate() {
         lifs.push(desired_lif(
             lif,
             format!("spec.dataLifs[{i}]"),
             format!("data{}", i + 1),
             LifRole::Data,
-            data_policy,
+            data_service_policy(protocol),
             i,
         )?);
     }
@@ -495,13 +506,178 @@ mod tests {
 
     #[test]
     fn service_policies() {
-        let p = |nfs, iscsi, nvme| data_service_policy(&SvmProtocols { nvme, nfs, iscsi });
-        assert_eq!(p(true, false, false), "default-data-files");
-        assert_eq!(p(true, true, true), "default-data-files");
-        assert_eq!(p(false, true, false), "default-data-blocks");
-        assert_eq!(p(false, true, true), "default-data-blocks");
-        assert_eq!(p(false, false, true), "default-data-nvme-tcp");
-        assert_eq!(p(false, false, false), "default-data-files");
+        assert_eq!(
+            data_service_policy(Some(Protocol::Nfs)),
+            "default-data-files"
+        );
+        assert_eq!(
+            data_service_policy(Some(Protocol::Iscsi)),
+            "default-data-blocks"
+        );
+        assert_eq!(
+            data_service_policy(Some(Protocol::Nvme)),
+            "default-data-nvme-tcp"
+        );
+        assert_eq!(data_service_policy(None), "default-data-files");
+    }
+
+    /// An SVM with `protocols` enabled and data LIFs naming `named` (`None`: nothing).
+    fn with_lif_protocols(
+        protocols: serde_json::Value,
+        named: &[Option<serde_json::Value>],
+    ) -> Result<Vec<DesiredLif>, DesiredError> {
+        let data_lifs: Vec<_> = named
+            .iter()
+            .enumerate()
+            .map(|(i, names)| {
+                let mut lif =
+                    serde_json::json!({ "ip": format!("192.0.2.{}", 11 + i), "prefixLength": 24 });
+                if let Some(names) = names {
+                    lif["protocols"] = names.clone();
+                }
+                lif
+            })
+            .collect();
+        desired_lifs(&svm(serde_json::json!({
+            "clusterRef": { "name": "lab" },
+            "protocols": protocols,
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
+            "dataLifs": data_lifs
+        })))
+    }
+
+    fn data_policies(lifs: &[DesiredLif]) -> Vec<&'static str> {
+        lifs[1..].iter().map(|l| l.service_policy).collect()
+    }
+
+    #[test]
+    fn each_protocol_gets_the_data_lifs_that_name_it() {
+        use serde_json::json;
+        let lifs = with_lif_protocols(
+            json!({ "nfs": true, "iscsi": true, "nvme": true }),
+            &[
+                Some(json!(["nvme"])),
+                Some(json!(["iscsi"])),
+                Some(json!(["nfs"])),
+                Some(json!(["nvme"])),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            data_policies(&lifs),
+            [
+                "default-data-nvme-tcp",
+                "default-data-blocks",
+                "default-data-files",
+                "default-data-nvme-tcp"
+            ]
+        );
+        // One protocol: a LIF naming none serves it, as before `protocols` existed.
+        for (protocol, policy) in [
+            ("nfs", "default-data-files"),
+            ("iscsi", "default-data-blocks"),
+            ("nvme", "default-data-nvme-tcp"),
+        ] {
+            let lifs =
+                with_lif_protocols(json!({ protocol: true }), &[None, Some(json!([protocol]))])
+                    .unwrap();
+            assert_eq!(data_policies(&lifs), [policy, policy]);
+        }
+        // No protocol: what ONTAP gives a new LIF.
+        let lifs = with_lif_protocols(json!({}), &[None]).unwrap();
+        assert_eq!(data_policies(&lifs), ["default-data-files"]);
+    }
+
+    #[test]
+    fn lif_protocols_the_crd_refuses_are_refused_naming_the_field() {
+        use serde_json::json;
+        let refused = |protocols, named: &[Option<serde_json::Value>]| {
+            with_lif_protocols(protocols, named)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused(
+                json!({ "nfs": true, "iscsi": true, "nvme": true }),
+                &[Some(json!(["nfs"])), None, Some(json!(["nvme"]))]
+            ),
+            "spec.dataLifs[1].protocols: required when the SVM enables more than one protocol: name the one this data LIF serves"
+        );
+        assert_eq!(
+            refused(
+                json!({ "nfs": true, "iscsi": true, "nvme": true }),
+                &[Some(json!(["nfs"])), Some(json!(["iscsi"]))]
+            ),
+            "spec.dataLifs: nvme, which the SVM enables, is served by no data LIF"
+        );
+        assert_eq!(
+            refused(json!({ "nfs": true }), &[None, Some(json!(["iscsi"]))]),
+            "spec.dataLifs[1].protocols: iscsi is not among the protocols the SVM enables"
+        );
+        assert_eq!(
+            refused(
+                json!({ "nfs": true, "nvme": true }),
+                &[Some(json!(["nfs", "nvme"]))]
+            ),
+            "spec.dataLifs[0].protocols: a data LIF serves exactly one protocol with ONTAP's default service policies, not 2"
+        );
+        assert_eq!(
+            refused(json!({ "nfs": true }), &[Some(json!([]))]),
+            "spec.dataLifs[0].protocols: a data LIF serves exactly one protocol with ONTAP's default service policies, not 0"
+        );
+        let mut management = base();
+        management.spec.management_lif.protocols = Some(vec![Protocol::Nfs]);
+        assert_eq!(
+            desired_lifs(&management).unwrap_err().to_string(),
+            "spec.managementLif.protocols: the management LIF serves no data protocol: its service policy is default-management"
+        );
+    }
+
+    #[test]
+    fn a_lif_whose_protocol_changes_is_replaced_with_the_new_policy() {
+        use serde_json::json;
+        let both = json!({ "nfs": true, "nvme": true });
+        let before =
+            with_lif_protocols(both.clone(), &[Some(json!(["nfs"])), Some(json!(["nvme"]))])
+                .unwrap();
+        let actual: Vec<_> = before
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                interface(
+                    &format!("u{i}"),
+                    &l.name,
+                    &l.address.to_string(),
+                    "24",
+                    l.service_policy,
+                )
+            })
+            .collect();
+        assert!(plan_lifs(&before, &actual).is_empty());
+        // The second LIF now serves NFS, the first NVMe: both are replaced.
+        let after =
+            with_lif_protocols(both, &[Some(json!(["nvme"])), Some(json!(["nfs"]))]).unwrap();
+        let plan = plan_lifs(&after, &actual);
+        assert_eq!(plan.keep, ["u0"]);
+        assert_eq!(
+            plan.delete[0].reason,
+            RemovalReason::Replaced(vec![Mismatch::ServicePolicy {
+                have: "default-data-files".into(),
+                want: "default-data-nvme-tcp"
+            }])
+        );
+        let created: Vec<_> = plan
+            .create
+            .iter()
+            .map(|(name, l)| (name.as_str(), l.service_policy))
+            .collect();
+        assert_eq!(
+            created,
+            [
+                ("data1", "default-data-nvme-tcp"),
+                ("data2", "default-data-files")
+            ]
+        );
     }
 
     #[test]
