@@ -21,3 +21,4 @@ mod registration;
 mod regressions;
 mod restart;
 mod trident_backend;
+mod trident_replay;

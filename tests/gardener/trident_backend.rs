@@ -1,10 +1,7 @@
-//! What the shoot's Trident gets, checked against what Trident's ONTAP driver does with it on
-//! initialization (`storage_drivers/ontap/ontap_common.go`, `ontap_nas.go`, `ontap_san_nvme.go`):
-//! it logs in with the delivered Secret, derives the SVM from the account, reads the SVM's
-//! aggregates, finds its data LIFs with the `services` filter, and speaks REST or ZAPI by the
-//! cluster's version and the backend's `useREST`. The TridentBackendConfig and Secret are read
-//! from the shoot (delivered by the real resource manager) and those requests are sent to
-//! mock ONTAP as the delivered account.
+//! What the shoot's Trident gets: the TridentBackendConfigs and Secret read from the shoot
+//! (delivered by the real resource manager), their shape per protocol and ONTAP version, and
+//! Trident's initialization of them replayed against mock ONTAP as the delivered account
+//! (`trident_replay`, derived from Trident's driver).
 
 use crate::support::gardener::Gardener;
 use crate::support::mock::fast_mock;
@@ -15,6 +12,7 @@ use ontap_operator::extension::api::ErrorCode;
 use serde_json::{Value, json};
 
 use super::gardenlet::*;
+use super::trident_replay::{Driver, Trident};
 
 /// The world of one shoot on an ONTAP of `version`.
 async fn world_on(g: &Gardener, version: &str) -> SvmWorld {
@@ -42,70 +40,18 @@ async fn delivered_backend(g: &Gardener) -> (Value, String, String) {
     (spec, text("username"), text("password"))
 }
 
-/// A GET as the delivered account, as Trident sends it.
-async fn as_account(w: &SvmWorld, user: &str, password: &str, path: &str) -> Value {
-    let response = w
-        .mock
-        .http
-        .get(format!("{}{path}", w.mock.base_url()))
-        .basic_auth(user, Some(password))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let body = response.text().await.unwrap();
-    assert!(status.is_success(), "{path} as {user}: {status}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-/// Trident's initialization against the delivered account: the SVM it sees (one, derived from
-/// the account), its aggregates, and the data LIFs `services=<service>` finds. Returns the SVM
-/// and those LIFs' addresses.
+/// Trident's initialization against the delivered account, as `trident_replay` derives it from
+/// Trident's driver: the SVM it derives from the account, and the data LIFs it finds for the
+/// driver's protocol.
 async fn trident_initializes(
     w: &SvmWorld,
     user: &str,
     password: &str,
-    service: &str,
-) -> (Value, Vec<String>) {
-    let svms = as_account(w, user, password, "/api/svm/svms?fields=name,uuid").await;
-    assert_eq!(
-        svms["num_records"], 1,
-        "the SVM follows from the account: {svms}"
-    );
-    let svm = svms["records"][0].clone();
-    let uuid = svm["uuid"].as_str().unwrap();
-    let own = as_account(
-        w,
-        user,
-        password,
-        &format!("/api/svm/svms/{uuid}?fields=aggregates"),
-    )
-    .await;
-    assert!(
-        own["aggregates"].as_array().is_some_and(|a| !a.is_empty()),
-        "Trident needs aggregates assigned to the SVM: {own}"
-    );
-    let lifs = as_account(
-        w,
-        user,
-        password,
-        &format!("/api/network/ip/interfaces?services={service}&svm.uuid={uuid}&fields=ip.address"),
-    )
-    .await;
-    let addresses: Vec<String> = lifs["records"]
-        .as_array()
-        .map(|records| {
-            records
-                .iter()
-                .filter_map(|r| r["ip"]["address"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(
-        !addresses.is_empty(),
-        "Trident finds data LIFs with services={service}: {lifs}"
-    );
-    (svm, addresses)
+    driver: Driver,
+) -> (String, Vec<String>) {
+    let trident = Trident::connect(w, user, password).await;
+    trident.initialize(driver).await;
+    (trident.svm.clone(), trident.data_lifs(driver).await)
 }
 
 /// The applications ONTAP holds for the account `user`.
@@ -158,11 +104,8 @@ async fn nfs_backend_on_a_rest_cluster_is_what_trident_needs() {
     assert_eq!(spec["useREST"], true);
     assert_eq!(spec["autoExportPolicy"], true, "mounts need rules: {spec}");
     assert_eq!(spec["autoExportCIDRs"], json!([NODE_NETWORK]));
-    let (svm, _) = trident_initializes(&w, &user, &password, "data_nfs").await;
-    assert_eq!(
-        svm["name"],
-        ontap_svm(&w, svm["name"].as_str().unwrap()).unwrap()["name"]
-    );
+    let (svm, _) = trident_initializes(&w, &user, &password, Driver::Nas).await;
+    assert!(ontap_svm(&w, &svm).is_some(), "{svm}");
     assert_eq!(
         applications_of(&w, &user),
         ["http"],
@@ -191,7 +134,10 @@ async fn iscsi_backend_on_a_zapi_cluster_gets_an_ontapi_account() {
     assert_eq!(spec["storageDriverName"], "ontap-san");
     assert_eq!(spec["sanType"], "iscsi");
     assert!(spec.get("useREST").is_none(), "ZAPI below 9.12.1: {spec}");
-    trident_initializes(&w, &user, &password, "data_iscsi").await;
+    // Trident's REST prelude (version, SVM from the account); then it speaks ZAPI, which mock
+    // ONTAP does not serve: what follows is unverified here (trident_calls.md, Part G).
+    let trident = Trident::connect(&w, &user, &password).await;
+    assert!(ontap_svm(&w, &trident.svm).is_some());
     assert_eq!(applications_of(&w, &user), ["http", "ontapi"]);
 }
 
@@ -306,13 +252,13 @@ async fn each_protocol_of_a_three_protocol_shoot_has_data_lifs_trident_finds() {
         .as_str()
         .unwrap();
     let (user, password) = shoot_credentials(&g, secret).await.unwrap();
-    for (service, address) in [
-        ("data_nvme_tcp", "192.0.2.81"),
-        ("data_iscsi", "192.0.2.82"),
-        ("data_nfs", "192.0.2.83"),
+    for (driver, address) in [
+        (Driver::Nvme, "192.0.2.81"),
+        (Driver::Iscsi, "192.0.2.82"),
+        (Driver::Nas, "192.0.2.83"),
     ] {
-        let (_, addresses) = trident_initializes(&w, &user, &password, service).await;
-        assert_eq!(addresses, [address], "{service} is served by its own LIF");
+        let (_, addresses) = trident_initializes(&w, &user, &password, driver).await;
+        assert_eq!(addresses, [address], "{driver:?} is served by its own LIF");
     }
 }
 
