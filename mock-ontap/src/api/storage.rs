@@ -68,7 +68,9 @@ const VOLUME_PATCH: &[&str] = &[
 ];
 /// netapp-ontap's Volume lists these as postable, not patchable.
 const VOLUME_NOT_PATCHABLE: &[&str] = &["svm", "type", "language"];
-const SNAPSHOT_POST: &[&str] = &["name", "comment"];
+// Trident names the volume's SVM in the body (`SnapshotCreate`); netapp-ontap's Snapshot has
+// `svm`, and a snapshot lives in its volume's SVM.
+const SNAPSHOT_POST: &[&str] = &["name", "comment", "svm.uuid", "svm.name"];
 const POLICY_FIELDS: &[&str] = &["name", "svm.uuid", "svm.name", "rules"];
 const RULE_FIELDS: &[&str] = &[
     "clients.match",

@@ -710,6 +710,16 @@ impl Model {
         now: Instant,
     ) -> ApiResult<(Job, Value)> {
         let v = self.visible_volume(who, volume)?;
+        if str_at(body, "svm.uuid").is_some() || str_at(body, "svm.name").is_some() {
+            let (named, _) = self.target_svm(who, body)?;
+            if named != v.svm {
+                return Err(ApiError::bad_request(
+                    codes::SVM_NOT_FOUND,
+                    "the SVM named is not the volume's".to_string(),
+                )
+                .with_target("svm"));
+            }
+        }
         let name = str_at(body, "name")
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::missing_field("name"))?
