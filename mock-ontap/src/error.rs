@@ -52,6 +52,11 @@ pub mod codes {
     pub const LUN_NOT_FOUND: &str = "5374875";
     pub const IGROUP_NOT_FOUND: &str = "5374878";
     pub const LUN_MAP_NOT_FOUND: &str = "5374922";
+    /// LUN attributes: NetApp's REST reference (`/storage/luns/{lun.uuid}/attributes`, 9.10+).
+    pub const LUN_ATTRIBUTE_INCOMPLETE: &str = "5374928";
+    pub const LUN_ATTRIBUTE_TOO_LARGE: &str = "5374929";
+    pub const LUN_ATTRIBUTE_EXISTS: &str = "5374930";
+    pub const LUN_ATTRIBUTE_NOT_FOUND: &str = "5374931";
     // Not confirmed: NetApp's specific codes for these were not found in the material checked;
     // duplicates answer ONTAP's generic "duplicate entry" (1), refusals its generic "invalid
     // field" (2). The README lists them.

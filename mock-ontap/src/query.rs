@@ -80,6 +80,17 @@ impl ListQuery {
     /// Parses a collection query, refusing what `schema` does not know as ONTAP does: an unknown
     /// `fields=` name with 262197, an unknown parameter with 262179.
     pub fn parse(pairs: Vec<(String, String)>, schema: &Schema) -> ApiResult<Self> {
+        Self::parse_with(pairs, schema, &[])
+    }
+
+    /// As [`ListQuery::parse`], also taking the parameters in `extra` that one collection
+    /// documents besides the common ones (`list_destinations_only` on SnapMirror
+    /// relationships); the caller reads their values.
+    pub fn parse_with(
+        pairs: Vec<(String, String)>,
+        schema: &Schema,
+        extra: &[&str],
+    ) -> ApiResult<Self> {
         let lenient = ignores_unknown_fields(&pairs)?;
         let mut query = ListQuery {
             filters: Vec::new(),
@@ -104,7 +115,7 @@ impl ListQuery {
                     query.max_records = Some(n);
                 }
                 "return_records" => query.return_records = value == "true",
-                k if CONTROL_PARAMS.contains(&k) => {}
+                k if CONTROL_PARAMS.contains(&k) || extra.contains(&k) => {}
                 k if !schema.knows(k) => return Err(ApiError::unexpected_argument(k)),
                 _ => query.filters.push(Filter {
                     path: key.clone(),

@@ -297,3 +297,156 @@ async fn cluster_probe_with_ignore_unknown_fields_as_an_svm_account() {
         (StatusCode::BAD_REQUEST, "262197")
     );
 }
+
+/// B maps its LUN to its igroup `ig_b`; returns the igroup's uuid.
+async fn map_b(mock: &Mock, lun_b: &str) -> String {
+    let (status, body) = as_user(
+        mock,
+        "b-admin",
+        Method::POST,
+        "/api/protocols/san/igroups?return_records=true",
+        Some(json!({ "name": "ig_b", "os_type": "linux", "protocol": "iscsi" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let igroup = body["records"][0]["uuid"].as_str().unwrap().to_owned();
+    let (status, body) = as_user(
+        mock,
+        "b-admin",
+        Method::POST,
+        "/api/protocols/san/lun-maps?return_records=true",
+        Some(json!({ "lun": { "uuid": lun_b }, "igroup": { "uuid": igroup } })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["num_records"], 1);
+    assert_eq!(body["records"][0]["logical_unit_number"], 0);
+    igroup
+}
+
+#[tokio::test]
+async fn lun_attributes_and_reporting_nodes_stop_at_the_svm_boundary() {
+    let mock = Mock::start().await;
+    let (_, _, _, lun_b) = two_tenants(&mock).await;
+    let igroup_b = map_b(&mock, &lun_b).await;
+
+    // B's own account: attributes and reporting nodes of its own LUN and map.
+    let attributes = format!("/api/storage/luns/{lun_b}/attributes");
+    let (status, body) = as_user(
+        &mock,
+        "b-admin",
+        Method::POST,
+        &attributes,
+        Some(json!({ "name": "com.netapp.ndvp.fstype", "value": "ext4" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let one = format!("{attributes}/com.netapp.ndvp.fstype");
+    let nodes = format!("/api/protocols/san/lun-maps/{lun_b}/{igroup_b}/reporting-nodes");
+    let (status, body) = as_user(&mock, "b-admin", Method::GET, &nodes, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["num_records"], 2,
+        "the owner of aggr1_node01 and its partner: {body}"
+    );
+
+    // A's account: B's LUN does not exist for it, with the codes NetApp documents.
+    for (method, path, body) in [
+        (Method::GET, attributes.clone(), None),
+        (
+            Method::POST,
+            attributes.clone(),
+            Some(json!({ "name": "x", "value": "y" })),
+        ),
+        (Method::GET, one.clone(), None),
+        (Method::PATCH, one.clone(), Some(json!({ "value": "xfs" }))),
+        (Method::DELETE, one.clone(), None),
+        (Method::GET, nodes.clone(), None),
+    ] {
+        let (status, answer) = as_user(&mock, "a-admin", method.clone(), &path, body).await;
+        assert_eq!(
+            (status, error_code(&answer)),
+            (StatusCode::NOT_FOUND, "5374875"),
+            "{method} {path}: {answer}"
+        );
+    }
+    // Nothing of B changed.
+    let (status, body) = mock.get(&one).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["value"], "ext4");
+
+    // A's own LUN with B's igroup: the igroup is not A's (5374878); an unmapped pair of its
+    // own is 5374922, which Trident reads as "no reporting nodes".
+    let (status, body) = as_user(
+        &mock,
+        "a-admin",
+        Method::POST,
+        "/api/storage/volumes?return_records=true",
+        Some(json!({ "name": "vol_a", "aggregates": [{ "name": "aggr1_node02" }] })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    mock.wait_job(body["job"]["uuid"].as_str().unwrap()).await;
+    let (_, body) = as_user(
+        &mock,
+        "a-admin",
+        Method::POST,
+        "/api/storage/luns?return_records=true",
+        Some(json!({ "name": "/vol/vol_a/lun0", "os_type": "linux",
+            "space": { "size": 1_048_576 } })),
+    )
+    .await;
+    let lun_a = body["records"][0]["uuid"].as_str().unwrap().to_owned();
+    let crossed = format!("/api/protocols/san/lun-maps/{lun_a}/{igroup_b}/reporting-nodes");
+    let (status, body) = as_user(&mock, "a-admin", Method::GET, &crossed, None).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::NOT_FOUND, "5374878"),
+        "{body}"
+    );
+    let (_, body) = as_user(
+        &mock,
+        "a-admin",
+        Method::POST,
+        "/api/protocols/san/igroups?return_records=true",
+        Some(json!({ "name": "ig_a", "os_type": "linux", "protocol": "iscsi" })),
+    )
+    .await;
+    let igroup_a = body["records"][0]["uuid"].as_str().unwrap().to_owned();
+    let unmapped = format!("/api/protocols/san/lun-maps/{lun_a}/{igroup_a}/reporting-nodes");
+    let (status, body) = as_user(&mock, "a-admin", Method::GET, &unmapped, None).await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::NOT_FOUND, "5374922"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn snapmirror_relationships_are_an_empty_list_for_every_account() {
+    let mock = Mock::start().await;
+    two_tenants(&mock).await;
+    for user in ["a-admin", "b-admin"] {
+        for query in [
+            "fields=source.path,destination.path&list_destinations_only=true",
+            "fields=destination.path,source.path",
+        ] {
+            let path = format!("/api/snapmirror/relationships?{query}");
+            let (status, body) = as_user(&mock, user, Method::GET, &path, None).await;
+            assert_eq!(status, StatusCode::OK, "{user} {path}: {body}");
+            assert_eq!(body["num_records"], 0, "{body}");
+        }
+    }
+    let (status, body) = mock
+        .get("/api/snapmirror/relationships?list_destinations_only=maybe")
+        .await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::BAD_REQUEST, "262197")
+    );
+    let (status, body) = mock.get("/api/snapmirror/relationships?bogus=1").await;
+    assert_eq!(
+        (status, error_code(&body)),
+        (StatusCode::BAD_REQUEST, "262179")
+    );
+}

@@ -13,14 +13,19 @@ from netapp_ontap.resources import (
     ExportRule,
     Igroup,
     IgroupInitiator,
+    IpInterface,
     IscsiCredentials,
+    Job,
     Lun,
+    LunAttribute,
     LunMap,
+    LunMapReportingNode,
     NvmeNamespace,
     NvmeSubsystem,
     NvmeSubsystemHost,
     NvmeSubsystemMap,
     Snapshot,
+    SnapmirrorRelationship,
     Svm,
     Volume,
 )
@@ -219,3 +224,170 @@ def test_volumes_use_aggregate_space_and_block_svm_delete(mock, admin, svm):
     with pytest.raises(NetAppRestError) as refused:
         Svm(uuid=svm.uuid).delete()
     assert ontap_error(refused.value)["code"] == "2621525"
+
+
+# ------------------------------------------------------------------ what Trident's volume
+# lifecycle needs beyond the objects themselves (trident-calls.md D7, E1, E4, F4)
+
+
+@pytest.fixture
+def iscsi_lif(mock, admin, svm):
+    """The SVM's iSCSI data LIF, homed on node-01 (the node of aggr1_node01)."""
+    IpInterface(name="lif_iscsi", svm={"uuid": svm.uuid},
+                ip={"address": "10.0.0.11", "netmask": "24"},
+                location={"home_node": {"name": "node-01"}},
+                service_policy={"name": "default-data-iscsi"}).post()
+
+
+def test_snapmirror_relationships_are_listed_empty_before_a_delete(mock, svm, vsadmin):
+    volume = _volume(svm, "trident_pvc_sm")
+    # SMCLEAN: the two shapes Trident's Destroy sends, neither filtered by SVM.
+    assert list(SnapmirrorRelationship.get_collection(
+        fields="source.path,destination.path", list_destinations_only="true")) == []
+    assert list(SnapmirrorRelationship.get_collection(fields="destination.path,source.path")) == []
+    Volume(uuid=volume.uuid).delete(poll=True)
+    with pytest.raises(NetAppRestError) as unknown:
+        list(SnapmirrorRelationship.get_collection(fields="source.path", bogus="x"))
+    assert ontap_error(unknown.value)["code"] == "262179"
+
+
+def test_lun_attributes(mock, svm, vsadmin):
+    _volume(svm, "trident_pvc_attr")
+    path = "/vol/trident_pvc_attr/lun0"
+    lun = Lun(name=path, os_type="linux", space={"size": GIB}, svm={"uuid": svm.uuid},
+              attributes=[{"name": "context", "value": "csi"}])
+    lun.post(hydrate=True)
+
+    # LunSetAttribute: read the names, POST an absent one, PATCH a present one.
+    [found] = list(Lun.get_collection(name=path, fields="attributes.name",
+                                      **{"svm.uuid": svm.uuid}))
+    assert [a.name for a in found.attributes] == ["context"]
+    LunAttribute(lun.uuid, name="com.netapp.ndvp.fstype", value="ext4").post()
+    with pytest.raises(NetAppRestError) as duplicate:
+        LunAttribute(lun.uuid, name="com.netapp.ndvp.fstype", value="xfs").post()
+    assert ontap_error(duplicate.value)["code"] == "5374930"
+    change = LunAttribute(lun.uuid, name="context")
+    change.value = "docker"
+    change.patch()
+
+    # LunGetAttribute: the LUN record with attributes.name,attributes.value.
+    [found] = list(Lun.get_collection(name=path, fields="attributes.name,attributes.value",
+                                      **{"svm.uuid": svm.uuid}))
+    assert {a.name: a.value for a in found.attributes} == {
+        "context": "docker", "com.netapp.ndvp.fstype": "ext4"}
+    assert sorted(a.name for a in LunAttribute.get_collection(lun.uuid, fields="*")) == [
+        "com.netapp.ndvp.fstype", "context"]
+    one = LunAttribute(lun.uuid, name="com.netapp.ndvp.fstype")
+    one.get()
+    assert one.value == "ext4"
+    # An expensive property: not in a LUN's record unless fields= names it.
+    plain = Lun(uuid=lun.uuid)
+    plain.get()
+    assert not hasattr(plain, "attributes")
+
+    LunAttribute(lun.uuid, name="context").delete()
+    with pytest.raises(NetAppRestError) as gone:
+        LunAttribute(lun.uuid, name="context").get()
+    assert ontap_error(gone.value)["code"] == "5374931"
+    # netapp-ontap refuses an empty value itself; Trident's client does not.
+    incomplete = mock.raw("POST", f"/api/storage/luns/{lun.uuid}/attributes",
+                          auth=("vsadmin", "Trident123x"), json={"name": "empty", "value": ""})
+    assert (incomplete.status_code, incomplete.json()["error"]["code"]) == (400, "5374928")
+
+
+def test_iscsi_publish_finds_the_lun_id_and_a_reporting_node_with_a_lif(
+        mock, svm, iscsi_lif, vsadmin):
+    _volume(svm, "trident_pvc_pub")
+    path = "/vol/trident_pvc_pub/lun0"
+    lun = Lun(name=path, os_type="linux", space={"size": GIB}, svm={"uuid": svm.uuid})
+    lun.post(hydrate=True)
+    igroup = Igroup(name="node1-trident", os_type="linux", protocol="iscsi",
+                    svm={"uuid": svm.uuid})
+    igroup.post(hydrate=True)
+    LunMap(igroup={"name": "node1-trident"}, lun={"name": path, "uuid": lun.uuid},
+           svm={"uuid": svm.uuid}).post()
+
+    # LunMapInfo: the hyphenated name Trident sends, answered as logical_unit_number.
+    [info] = list(LunMap.get_collection(**{"lun.name": path},
+                                        fields="svm,lun,igroup,logical-unit-number"))
+    assert (info.igroup.name, info.logical_unit_number) == ("node1-trident", 0)
+    one = LunMap(lun={"uuid": lun.uuid}, igroup={"uuid": igroup.uuid})
+    one.get(fields="logical-unit-number")
+    assert one.logical_unit_number == 0
+
+    # getISCSIDataLIFsForReportingNodes: reporting nodes, then the LIFs' home nodes.
+    nodes = list(LunMapReportingNode.get_collection(lun.uuid, igroup.uuid))
+    assert sorted(n.name for n in nodes) == ["node-01", "node-02"]
+    lifs = list(IpInterface.get_collection(fields="location.node.name,ip.address",
+                                           **{"svm.uuid": svm.uuid}))
+    portals = [lif.ip.address for lif in lifs
+               if lif.location.node.name in {n.name for n in nodes}]
+    assert portals == ["10.0.0.11"]
+    node = LunMapReportingNode(lun.uuid, igroup.uuid, uuid=nodes[0].uuid)
+    node.get()
+    assert node.name == nodes[0].name
+
+    LunMap(lun={"uuid": lun.uuid}, igroup={"uuid": igroup.uuid}).delete()
+    with pytest.raises(NetAppRestError) as unmapped:
+        list(LunMapReportingNode.get_collection(lun.uuid, igroup.uuid))
+    assert ontap_error(unmapped.value)["code"] == "5374922"
+
+
+def test_answers_trident_dereferences(mock, svm, vsadmin):
+    """202 + job for volume changes, jobs read with fields=state and fields=**, and num_records
+    with the records Trident reads in POST answers with return_records=true."""
+    auth = ("vsadmin", "Trident123x")
+    answer = mock.raw("POST", "/api/storage/volumes", auth=auth, json={
+        "name": "trident_pvc_raw", "size": GIB, "svm": {"uuid": svm.uuid},
+        "aggregates": [{"name": "aggr1_node01"}], "style": "flexvol"})
+    assert answer.status_code == 202 and set(answer.json()) == {"job"}
+
+    def wait(uuid):
+        """PollJobStatus: fields=state until a final state, then the whole job (fields=**)."""
+        job = Job(uuid=uuid)
+        for _ in range(200):
+            job.get(fields="state")
+            assert job.state in ("queued", "running", "success")
+            if job.state == "success":
+                break
+        full = mock.raw("GET", f"/api/cluster/jobs/{uuid}", auth=auth, params={"fields": "**"})
+        assert full.status_code == 200
+        assert {"state", "message", "code", "description", "start_time", "end_time"} <= set(
+            full.json())
+
+    wait(answer.json()["job"]["uuid"])
+    volume = _by_name("trident_pvc_raw", "")[0]
+    resize = mock.raw("PATCH", f"/api/storage/volumes/{volume.uuid}", auth=auth,
+                      json={"size": 2 * GIB})
+    assert resize.status_code in (200, 202)
+    mount = mock.raw("PATCH", f"/api/storage/volumes/{volume.uuid}", auth=auth,
+                     json={"nas": {"path": "/trident_pvc_raw"}})
+    assert mount.status_code == 202
+    wait(mount.json()["job"]["uuid"])
+
+    def post(path, body):
+        answer = mock.raw("POST", path, auth=auth, params={"return_records": "true"}, json=body)
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["num_records"] == 1
+        return answer.json()["records"][0]
+
+    lun = post("/api/storage/luns", {"name": "/vol/trident_pvc_raw/lun0", "os_type": "linux",
+                                     "space": {"size": GIB}, "svm": {"uuid": svm.uuid}})
+    post("/api/protocols/san/igroups", {"name": "n1-t", "protocol": "iscsi", "os_type": "linux",
+                                        "svm": {"uuid": svm.uuid}})
+    lun_map = post("/api/protocols/san/lun-maps", {
+        "igroup": {"name": "n1-t"}, "lun": {"name": lun["name"], "uuid": lun["uuid"]},
+        "svm": {"uuid": svm.uuid}})
+    assert lun_map["logical_unit_number"] == 0
+    namespace = post("/api/storage/namespaces", {
+        "name": "/vol/trident_pvc_raw/namespace0", "os_type": "linux",
+        "space": {"size": GIB, "block_size": 4096}, "svm": {"uuid": svm.uuid}})
+    assert namespace["name"] == "/vol/trident_pvc_raw/namespace0"
+    subsystem = post("/api/protocols/nvme/subsystems", {
+        "name": "n1_t", "os_type": "linux", "svm": {"uuid": svm.uuid}, "comment": "n1_t"})
+    assert subsystem["name"] == "n1_t" and subsystem["uuid"]
+    assert subsystem["target_nqn"].endswith(":subsystem.n1_t")
+    delete = mock.raw("DELETE", f"/api/storage/volumes/{volume.uuid}", auth=auth,
+                      params={"force": "false"})
+    assert delete.status_code == 202
+    wait(delete.json()["job"]["uuid"])

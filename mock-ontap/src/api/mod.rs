@@ -76,6 +76,14 @@ pub fn routes(state: MockState) -> Router<MockState> {
         )
         .route("/api/svm/peers", get(support::svm_peers))
         .route(
+            "/api/snapmirror/relationships",
+            get(support::snapmirror_relationships),
+        )
+        .route(
+            "/api/snapmirror/relationships/{uuid}",
+            get(support::snapmirror_relationship),
+        )
+        .route(
             "/api/support/ems/application-logs",
             post(support::ems_application_log),
         )

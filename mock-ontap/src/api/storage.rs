@@ -94,7 +94,12 @@ const LUN_POST: &[&str] = &[
     "space.guarantee.requested",
     "space.scsi_thin_provisioning_support_enabled",
     "qos_policy.name",
+    "attributes.name",
+    "attributes.value",
 ];
+/// netapp-ontap's `LunAttribute`: `name` and `value` postable, `value` patchable.
+const LUN_ATTRIBUTE_POST: &[&str] = &["name", "value"];
+const LUN_ATTRIBUTE_PATCH: &[&str] = &["value"];
 const NAMESPACE_POST: &[&str] = &[
     "name",
     "os_type",
@@ -208,6 +213,24 @@ pub fn routes() -> Router<MockState> {
         .route(
             "/api/protocols/san/iscsi/credentials",
             get(iscsi_credentials),
+        )
+        .route(
+            "/api/storage/luns/{uuid}/attributes",
+            get(lun_attributes).post(lun_attribute_create),
+        )
+        .route(
+            "/api/storage/luns/{uuid}/attributes/{name}",
+            get(lun_attribute)
+                .patch(lun_attribute_patch)
+                .delete(lun_attribute_delete),
+        )
+        .route(
+            "/api/protocols/san/lun-maps/{lun}/{igroup}/reporting-nodes",
+            get(reporting_nodes),
+        )
+        .route(
+            "/api/protocols/san/lun-maps/{lun}/{igroup}/reporting-nodes/{uuid}",
+            get(reporting_node),
         )
         .merge(san_routes(San::Iscsi))
         .merge(san_routes(San::Nvme))
@@ -608,14 +631,39 @@ async fn block_list(
     Extension(who): Extension<Principal>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    listing(
+    let asked = attributes_asked(&query);
+    let mut answer = listing(
         query,
         schemas(san).blocks,
         paths(san).blocks,
         &["uuid"],
         &["uuid", "name"],
         || Ok(state.model().0.block_records(san, &who)),
-    )
+    )?;
+    if let Some(records) = answer.0["records"].as_array_mut()
+        && !asked
+    {
+        records.iter_mut().for_each(drop_attributes);
+    }
+    Ok(answer)
+}
+
+/// Whether `fields=` asks for a LUN's `attributes`. NetApp lists them among the properties with
+/// "an added computational cost" that a GET populates only when `fields` names them; `**`
+/// (every field, expensive ones included) does, `*` does not.
+fn attributes_asked(query: &Pairs) -> bool {
+    query
+        .iter()
+        .filter(|(k, _)| k == "fields")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .any(|f| f == "**" || f == "attributes" || f.starts_with("attributes."))
+}
+
+fn drop_attributes(record: &mut Value) {
+    if let Some(obj) = record.as_object_mut() {
+        obj.remove("attributes");
+    }
 }
 
 async fn block_get(
@@ -625,7 +673,12 @@ async fn block_get(
     Path(uuid): Path<String>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    let record = state.model().0.block_record(san, &who, &uuid);
+    let mut record = state.model().0.block_record(san, &who, &uuid);
+    if let Ok(r) = &mut record
+        && !attributes_asked(&query)
+    {
+        drop_attributes(r);
+    }
     single(&query, schemas(san).blocks, &["uuid", "name"], record)
 }
 
@@ -824,6 +877,10 @@ async fn map_list(
             ],
         ),
     };
+    let query = match san {
+        San::Iscsi => lun_map_field_names(query),
+        San::Nvme => query,
+    };
     listing(
         query,
         schemas(san).maps,
@@ -832,6 +889,29 @@ async fn map_list(
         defaults,
         || Ok(state.model().0.map_records(san, &who)),
     )
+}
+
+/// Trident's `LunMapInfo` (the iSCSI publish and unpublish path) asks for
+/// `fields=svm,lun,igroup,logical-unit-number` and reads `logical_unit_number`, and that path
+/// works against ONTAP; NetApp's schema knows only `logical_unit_number`. The mock takes the
+/// hyphenated name (ONTAP's CLI spelling) as the REST one, on this field of LUN maps only.
+fn lun_map_field_names(query: Pairs) -> Pairs {
+    query
+        .into_iter()
+        .map(|(key, value)| {
+            if key != "fields" {
+                return (key, value);
+            }
+            let names: Vec<&str> = value
+                .split(',')
+                .map(|f| match f.trim() {
+                    "logical-unit-number" => "logical_unit_number",
+                    _ => f,
+                })
+                .collect();
+            (key, names.join(","))
+        })
+        .collect()
 }
 
 /// The block object's and the group's uuids from a map's path, whose order differs.
@@ -850,6 +930,10 @@ async fn map_get(
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
     let (block, group) = map_ids(san, ids);
+    let query = match san {
+        San::Iscsi => lun_map_field_names(query),
+        San::Nvme => query,
+    };
     let record = state.model().0.map_record(san, &who, &block, &group);
     let keys: &[&str] = match san {
         San::Iscsi => &["lun.uuid", "igroup.uuid"],
@@ -887,4 +971,107 @@ async fn map_delete(
     let (block, group) = map_ids(san, ids);
     state.model().0.delete_map(san, &who, &block, &group)?;
     Ok(ok_empty())
+}
+
+// ------------------------------------------------------------------ LUN attributes
+
+async fn lun_attributes(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path(lun): Path<String>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    listing(
+        query,
+        &schema::LUN_ATTRIBUTES,
+        &format!("/api/storage/luns/{lun}/attributes"),
+        &["name"],
+        &["name"],
+        || state.model().0.lun_attribute_records(&who, &lun),
+    )
+}
+
+async fn lun_attribute(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path((lun, name)): Path<(String, String)>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    let record = state.model().0.lun_attribute_record(&who, &lun, &name);
+    single(&query, &schema::LUN_ATTRIBUTES, &["name"], record)
+}
+
+async fn lun_attribute_create(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path(lun): Path<String>,
+    Query(query): Query<Pairs>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let body: Value = parse_body(&body, LUN_ATTRIBUTE_POST)?;
+    let record = state.model().0.create_lun_attribute(&who, &lun, &body)?;
+    let location = record["_links"]["self"]["href"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok(created(&location, wants_records(&query).then_some(record)))
+}
+
+async fn lun_attribute_patch(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path((lun, name)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let body: Value = parse_body(&body, LUN_ATTRIBUTE_PATCH)?;
+    state
+        .model()
+        .0
+        .patch_lun_attribute(&who, &lun, &name, &body)?;
+    Ok(ok_empty())
+}
+
+async fn lun_attribute_delete(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path((lun, name)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    state.model().0.delete_lun_attribute(&who, &lun, &name)?;
+    Ok(ok_empty())
+}
+
+// ------------------------------------------------------------------ LUN map reporting nodes
+
+async fn reporting_nodes(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path((lun, igroup)): Path<(String, String)>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    listing(
+        query,
+        &schema::LUN_MAP_REPORTING_NODES,
+        &format!("/api/protocols/san/lun-maps/{lun}/{igroup}/reporting-nodes"),
+        &["uuid"],
+        &["uuid", "name"],
+        || state.model().0.reporting_node_records(&who, &lun, &igroup),
+    )
+}
+
+async fn reporting_node(
+    State(state): State<MockState>,
+    Extension(who): Extension<Principal>,
+    Path((lun, igroup, node)): Path<(String, String, String)>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    let record = state
+        .model()
+        .0
+        .reporting_node_record(&who, &lun, &igroup, &node);
+    single(
+        &query,
+        &schema::LUN_MAP_REPORTING_NODES,
+        &["uuid", "name"],
+        record,
+    )
 }

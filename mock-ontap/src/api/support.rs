@@ -1,6 +1,7 @@
 //! Endpoints real clients touch once at start-up that the mock answers without modelling them
-//! further: SVM peers (Trident's `IsSVMDRCapable` and `GetPeeredVservers` list them) and EMS
-//! application logs (Trident's heartbeat, `EmsAutosupportLog`).
+//! further: SVM peers (Trident's `IsSVMDRCapable` and `GetPeeredVservers` list them), SnapMirror
+//! relationships (Trident's volume delete lists them) and EMS application logs (Trident's
+//! heartbeat, `EmsAutosupportLog`).
 
 use axum::{
     Extension, Json,
@@ -15,7 +16,7 @@ use super::{Pairs, created, parse_body};
 use crate::{
     error::{ApiError, ApiResult},
     model::Principal,
-    query::ListQuery,
+    query::{ListQuery, check_single},
     schema,
     state::MockState,
 };
@@ -32,6 +33,45 @@ pub async fn svm_peers(
         &["uuid", "name"],
         std::iter::empty(),
     )))
+}
+
+/// `GET /api/snapmirror/relationships`: SnapMirror is not modelled, so there is no relationship
+/// to list, for the cluster admin as for an SVM's account (which ONTAP shows only those whose
+/// destination is in its SVM). Trident lists them before every volume delete and needs a
+/// 200 with no records; `list_destinations_only` (NetApp: the destinations of relationships
+/// whose source is here) is accepted as the boolean it is.
+pub async fn snapmirror_relationships(
+    Extension(_who): Extension<Principal>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    if let Some((_, value)) = query
+        .iter()
+        .find(|(k, v)| k == LIST_DESTINATIONS_ONLY && v != "true" && v != "false")
+    {
+        return Err(ApiError::invalid_value(LIST_DESTINATIONS_ONLY, value));
+    }
+    let q = ListQuery::parse_with(
+        query,
+        &schema::SNAPMIRROR_RELATIONSHIPS,
+        &[LIST_DESTINATIONS_ONLY],
+    )?;
+    Ok(Json(q.collection(
+        "/api/snapmirror/relationships",
+        &["uuid"],
+        &["uuid"],
+        std::iter::empty(),
+    )))
+}
+
+const LIST_DESTINATIONS_ONLY: &str = "list_destinations_only";
+
+/// `GET /api/snapmirror/relationships/{uuid}`: no relationship exists.
+pub async fn snapmirror_relationship(
+    Extension(_who): Extension<Principal>,
+    Query(query): Query<Pairs>,
+) -> ApiResult<Json<Value>> {
+    check_single(&query, &schema::SNAPMIRROR_RELATIONSHIPS)?;
+    Err(ApiError::not_found("uuid"))
 }
 
 #[derive(Debug, Deserialize)]

@@ -108,6 +108,17 @@ impl Cluster {
             .find(|a| uuid.is_none_or(|u| a.uuid == u) && name.is_none_or(|nm| a.name == nm))
     }
 
+    /// A node and its HA partner, in node order. HA pairs are hardware the mock does not
+    /// describe: it pairs the nodes in configuration order (1st with 2nd, 3rd with 4th), as
+    /// ONTAP numbers the nodes of a cluster built pair by pair; an odd last node stands alone.
+    pub fn ha_pair(&self, node_uuid: &str) -> Vec<&Node> {
+        let Some(index) = self.nodes.iter().position(|n| n.uuid == node_uuid) else {
+            return Vec::new();
+        };
+        let first = index - index % 2;
+        self.nodes.iter().skip(first).take(2).collect()
+    }
+
     pub fn port(&self, node_uuid: &str, name: &str) -> Option<&Port> {
         self.ports
             .iter()

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -98,6 +99,8 @@ struct Block {
     guarantee: bool,
     thin_provisioning: bool,
     create_time: String,
+    /// LUNs only: caller-defined name/value pairs, in the order they were added.
+    attributes: Vec<(String, String)>,
 }
 
 /// An igroup (initiators) or an NVMe subsystem (host NQNs).
@@ -1051,6 +1054,9 @@ impl Model {
                         "scsi_thin_provisioning_support_enabled": b.thin_provisioning },
                     "status": status,
                     "lun_maps": lun_maps,
+                    "attributes": b.attributes.iter()
+                        .map(|(name, value)| lun_attribute_json(&b.uuid, name, value))
+                        .collect::<Vec<_>>(),
                     "_links": link(format!("/api/storage/luns/{}", b.uuid)),
                 })
             }
@@ -1151,6 +1157,10 @@ impl Model {
             )
             .with_target("name"));
         }
+        let attributes = match (san, at(body, "attributes")) {
+            (San::Iscsi, Some(list)) => lun_attributes_of(list)?,
+            _ => Vec::new(),
+        };
         let uuid = new_uuid();
         let block = Block {
             uuid: uuid.clone(),
@@ -1165,6 +1175,7 @@ impl Model {
             thin_provisioning: bool_at(body, "space.scsi_thin_provisioning_support_enabled")?
                 .unwrap_or(false),
             create_time: self.clock.timestamp(now),
+            attributes,
         };
         self.storage.blocks_mut(san).insert(uuid.clone(), block);
         Ok(json!({ "uuid": uuid, "name": path }))
@@ -1260,11 +1271,10 @@ impl Model {
             }
             San::Nvme => {
                 let hosts: Vec<Value> = g.members.iter().map(|m| json!({ "nqn": m })).collect();
-                let svm_hex = g.svm.replace('-', "");
                 json!({
                     "uuid": g.uuid, "name": g.name, "svm": self.svm_ref(&g.svm),
                     "os_type": g.os_type, "comment": g.comment,
-                    "target_nqn": format!("nqn.1992-08.com.netapp:sn.{svm_hex}:subsystem.{}", g.name),
+                    "target_nqn": target_nqn(&g.svm, &g.name),
                     "serial_number": g.uuid.replace('-', "").chars().take(20).collect::<String>(),
                     "hosts": hosts, "subsystem_maps": maps,
                     "_links": link(format!("/api/protocols/nvme/subsystems/{}", g.uuid)),
@@ -1351,8 +1361,14 @@ impl Model {
             comment: str_at(body, "comment").unwrap_or_default().into(),
             members,
         };
+        let mut record = json!({ "uuid": uuid, "name": name });
+        if let (San::Nvme, Some(obj)) = (san, record.as_object_mut()) {
+            // Trident's NVMeSubsystemCreate reads the new subsystem's `target_nqn` from the
+            // POST answer (return_records=true) without a nil check; it works against ONTAP.
+            obj.insert("target_nqn".into(), json!(target_nqn(&group.svm, &name)));
+        }
         self.storage.groups_mut(san).insert(uuid.clone(), group);
-        Ok(json!({ "uuid": uuid, "name": name }))
+        Ok(record)
     }
 
     pub fn delete_group(
@@ -1620,21 +1636,7 @@ impl Model {
         group: &str,
     ) -> ApiResult<()> {
         if san == San::Iscsi {
-            // NetApp documents these three codes for DELETE /protocols/san/lun-maps.
-            self.visible_block(san, who, block).map_err(|_| {
-                ApiError::new(
-                    axum::http::StatusCode::NOT_FOUND,
-                    codes::LUN_NOT_FOUND,
-                    "The specified LUN does not exist or is not accessible to the caller.",
-                )
-            })?;
-            self.visible_group(san, who, group).map_err(|_| {
-                ApiError::new(
-                    axum::http::StatusCode::NOT_FOUND,
-                    codes::IGROUP_NOT_FOUND,
-                    "The specified initiator group does not exist, is not accessible to the caller, or is not in the same SVM as the specified LUN.",
-                )
-            })?;
+            self.lun_map_parts(who, block, group)?;
         } else {
             self.visible_block(san, who, block)?;
             self.visible_group(san, who, group)?;
@@ -1644,16 +1646,274 @@ impl Model {
         maps.retain(|m| !(m.block == block && m.group == group));
         if maps.len() == before {
             return Err(match san {
-                San::Iscsi => ApiError::new(
-                    axum::http::StatusCode::NOT_FOUND,
-                    codes::LUN_MAP_NOT_FOUND,
-                    "The specified LUN map does not exist.",
-                ),
+                San::Iscsi => lun_map_not_found(),
                 San::Nvme => ApiError::not_found("namespace.uuid"),
             });
         }
         Ok(())
     }
+
+    /// The LUN and igroup of a LUN map's path, refused with the codes NetApp documents for the
+    /// paths below `/protocols/san/lun-maps/{lun.uuid}/{igroup.uuid}` (DELETE and the
+    /// reporting nodes): 5374875, 5374878.
+    fn lun_map_parts(
+        &self,
+        who: &Principal,
+        lun: &str,
+        igroup: &str,
+    ) -> ApiResult<(&Block, &Group)> {
+        let block = self
+            .visible_block(San::Iscsi, who, lun)
+            .map_err(|_| lun_not_found())?;
+        let group = self
+            .visible_group(San::Iscsi, who, igroup)
+            .ok()
+            .filter(|g| g.svm == block.svm)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    codes::IGROUP_NOT_FOUND,
+                    "The specified initiator group does not exist, is not accessible to the caller, or is not in the same SVM as the specified LUN.",
+                )
+            })?;
+        Ok((block, group))
+    }
+
+    // ---------------------------------------------------------------- reporting nodes
+
+    /// A LUN map's reporting nodes: the node owning the aggregate of the LUN's volume and its
+    /// HA partner, which NetApp documents as what ONTAP sets when a map is created. Neither
+    /// volume moves nor changes to the list are modelled, so the list is derived, not stored.
+    pub fn reporting_node_records(
+        &self,
+        who: &Principal,
+        lun: &str,
+        igroup: &str,
+    ) -> ApiResult<Vec<Value>> {
+        let (block, group) = self.lun_map_parts(who, lun, igroup)?;
+        if !self
+            .storage
+            .lun_maps
+            .iter()
+            .any(|m| m.block == block.uuid && m.group == group.uuid)
+        {
+            return Err(lun_map_not_found());
+        }
+        let owner = self
+            .storage
+            .volumes
+            .get(&block.volume)
+            .and_then(|v| v.aggregates.first())
+            .and_then(|(aggregate, _)| self.cluster.aggregate_by(Some(aggregate), None))
+            .map(|a| a.node.uuid.clone())
+            .unwrap_or_default();
+        let base = format!("/api/protocols/san/lun-maps/{lun}/{igroup}");
+        let mut nodes: Vec<Value> = self
+            .cluster
+            .ha_pair(&owner)
+            .into_iter()
+            .map(|n| {
+                json!({
+                    "uuid": n.uuid,
+                    "name": n.name,
+                    "lun": { "uuid": lun, "_links": link(format!("/api/storage/luns/{lun}")) },
+                    "igroup": { "uuid": igroup,
+                        "_links": link(format!("/api/protocols/san/igroups/{igroup}")) },
+                    "_links": {
+                        "self": { "href": format!("{base}/reporting-nodes/{}", n.uuid) },
+                        "node": { "href": format!("/api/cluster/nodes/{}", n.uuid) },
+                    },
+                })
+            })
+            .collect();
+        nodes.sort_by(|a, b| a["uuid"].as_str().cmp(&b["uuid"].as_str()));
+        Ok(nodes)
+    }
+
+    pub fn reporting_node_record(
+        &self,
+        who: &Principal,
+        lun: &str,
+        igroup: &str,
+        node: &str,
+    ) -> ApiResult<Value> {
+        self.reporting_node_records(who, lun, igroup)?
+            .into_iter()
+            .find(|n| n["uuid"] == node)
+            .ok_or_else(|| ApiError::not_found("uuid"))
+    }
+
+    // ---------------------------------------------------------------- LUN attributes
+
+    fn attribute_lun(&self, who: &Principal, lun: &str) -> ApiResult<&Block> {
+        self.visible_block(San::Iscsi, who, lun)
+            .map_err(|_| lun_not_found())
+    }
+
+    pub fn lun_attribute_records(&self, who: &Principal, lun: &str) -> ApiResult<Vec<Value>> {
+        let b = self.attribute_lun(who, lun)?;
+        let mut records: Vec<Value> = b
+            .attributes
+            .iter()
+            .map(|(name, value)| lun_attribute_json(&b.uuid, name, value))
+            .collect();
+        records.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        Ok(records)
+    }
+
+    pub fn lun_attribute_record(&self, who: &Principal, lun: &str, name: &str) -> ApiResult<Value> {
+        let b = self.attribute_lun(who, lun)?;
+        b.attributes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(n, v)| lun_attribute_json(&b.uuid, n, v))
+            .ok_or_else(attribute_not_found)
+    }
+
+    pub fn create_lun_attribute(
+        &mut self,
+        who: &Principal,
+        lun: &str,
+        body: &Value,
+    ) -> ApiResult<Value> {
+        self.attribute_lun(who, lun)?;
+        let [(name, value)] = lun_attributes_of(&json!([body]))?.try_into().map_err(|_| {
+            ApiError::bad_request(
+                codes::LUN_ATTRIBUTE_INCOMPLETE,
+                "An incomplete attribute name/value pair was supplied.",
+            )
+        })?;
+        let b = self.storage.luns.get_mut(lun).ok_or_else(lun_not_found)?;
+        if b.attributes.iter().any(|(n, _)| *n == name) {
+            return Err(ApiError::conflict(
+                codes::LUN_ATTRIBUTE_EXISTS,
+                format!("The attribute \"{name}\" already exists for the LUN."),
+            )
+            .with_target("name"));
+        }
+        let record = lun_attribute_json(lun, &name, &value);
+        b.attributes.push((name, value));
+        Ok(record)
+    }
+
+    pub fn patch_lun_attribute(
+        &mut self,
+        who: &Principal,
+        lun: &str,
+        name: &str,
+        body: &Value,
+    ) -> ApiResult<()> {
+        self.lun_attribute_record(who, lun, name)?;
+        let value = str_at(body, "value").ok_or_else(|| ApiError::missing_field("value"))?;
+        check_attribute(name, value)?;
+        if let Some((_, v)) = self
+            .storage
+            .luns
+            .get_mut(lun)
+            .and_then(|b| b.attributes.iter_mut().find(|(n, _)| n == name))
+        {
+            *v = value.to_owned();
+        }
+        Ok(())
+    }
+
+    pub fn delete_lun_attribute(
+        &mut self,
+        who: &Principal,
+        lun: &str,
+        name: &str,
+    ) -> ApiResult<()> {
+        self.lun_attribute_record(who, lun, name)?;
+        if let Some(b) = self.storage.luns.get_mut(lun) {
+            b.attributes.retain(|(n, _)| n != name);
+        }
+        Ok(())
+    }
+}
+
+/// A subsystem's NQN: ONTAP's form, `nqn.1992-08.com.netapp:sn.<svm serial>:subsystem.<name>`,
+/// with the SVM's uuid standing in for its serial.
+fn target_nqn(svm: &str, name: &str) -> String {
+    let svm_hex = svm.replace('-', "");
+    format!("nqn.1992-08.com.netapp:sn.{svm_hex}:subsystem.{name}")
+}
+
+fn lun_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        codes::LUN_NOT_FOUND,
+        "The specified LUN does not exist or is not accessible to the caller.",
+    )
+}
+
+fn lun_map_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        codes::LUN_MAP_NOT_FOUND,
+        "The specified LUN map does not exist.",
+    )
+}
+
+fn attribute_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        codes::LUN_ATTRIBUTE_NOT_FOUND,
+        "The specified attribute was not found.",
+    )
+    .with_target("name")
+}
+
+/// NetApp's limits: name and value 1 to 4091 bytes each, 4092 bytes together.
+fn check_attribute(name: &str, value: &str) -> ApiResult<()> {
+    if name.is_empty() || value.is_empty() {
+        return Err(ApiError::bad_request(
+            codes::LUN_ATTRIBUTE_INCOMPLETE,
+            "An incomplete attribute name/value pair was supplied.",
+        ));
+    }
+    if name.len() > 4091 || value.len() > 4091 || name.len() + value.len() > 4092 {
+        return Err(ApiError::bad_request(
+            codes::LUN_ATTRIBUTE_TOO_LARGE,
+            "The combined sizes of an attribute name and value are too large.",
+        ));
+    }
+    Ok(())
+}
+
+/// `[{name, value}]` as a LUN POST or an attribute POST carries it; each pair complete and
+/// within NetApp's limits, no name twice.
+fn lun_attributes_of(list: &Value) -> ApiResult<Vec<(String, String)>> {
+    let items = list
+        .as_array()
+        .ok_or_else(|| ApiError::invalid_value("attributes", list))?;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for item in items {
+        let name = str_at(item, "name").unwrap_or_default();
+        let value = str_at(item, "value").unwrap_or_default();
+        check_attribute(name, value)?;
+        if pairs.iter().any(|(n, _)| n == name) {
+            return Err(ApiError::conflict(
+                codes::LUN_ATTRIBUTE_EXISTS,
+                format!("The attribute \"{name}\" already exists for the LUN."),
+            )
+            .with_target("attributes.name"));
+        }
+        pairs.push((name.to_owned(), value.to_owned()));
+    }
+    Ok(pairs)
+}
+
+/// One attribute as NetApp's examples show it: `name`, `value` and its own link.
+fn lun_attribute_json(lun: &str, name: &str, value: &str) -> Value {
+    // byte_serialize writes a space as `+` (form encoding), which a path does not decode.
+    let encoded = form_urlencoded::byte_serialize(name.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20");
+    json!({
+        "name": name,
+        "value": value,
+        "_links": link(format!("/api/storage/luns/{lun}/attributes/{encoded}")),
+    })
 }
 
 /// An export rule's body: `clients` is required, the rest defaults as ONTAP's examples show.

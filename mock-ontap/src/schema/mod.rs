@@ -462,8 +462,30 @@ pub const LUNS: Schema = Schema {
         "lun_maps.igroup.uuid",
         "lun_maps.logical_unit_number",
         "qos_policy.name",
+        "attributes.name",
+        "attributes.value",
     ],
     ontap: ontap::LUNS,
+};
+
+pub const LUN_ATTRIBUTES: Schema = Schema {
+    path: "/api/storage/luns/{}/attributes",
+    modelled: paths!["name", "value"],
+    ontap: ontap::LUN_ATTRIBUTES,
+};
+
+pub const LUN_MAP_REPORTING_NODES: Schema = Schema {
+    path: "/api/protocols/san/lun-maps/{}/{}/reporting-nodes",
+    modelled: paths!["uuid", "name", "lun.uuid", "igroup.uuid"],
+    ontap: ontap::LUN_MAP_REPORTING_NODES,
+};
+
+/// No relationship is ever listed, so nothing is modelled: every top-level field of ONTAP's
+/// schema is accepted, and names below it (`source.path`) are not checked further.
+pub const SNAPMIRROR_RELATIONSHIPS: Schema = Schema {
+    path: "/api/snapmirror/relationships",
+    modelled: paths![],
+    ontap: ontap::SNAPMIRROR_RELATIONSHIPS,
 };
 
 pub const IGROUPS: Schema = Schema {
@@ -538,6 +560,9 @@ pub const ALL: &[Schema] = &[
     IGROUP_INITIATORS,
     LUN_MAPS,
     ISCSI_CREDENTIALS,
+    LUN_ATTRIBUTES,
+    LUN_MAP_REPORTING_NODES,
+    SNAPMIRROR_RELATIONSHIPS,
 ];
 
 #[cfg(test)]

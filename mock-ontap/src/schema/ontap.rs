@@ -534,3 +534,44 @@ pub const ISCSI_CREDENTIALS: &[&str] = &[
     "initiator_address",
     "svm",
 ];
+
+/// `netapp_ontap.resources.LunAttribute` (9.19.1.0): every top-level field.
+pub const LUN_ATTRIBUTES: &[&str] = &["lun", "name", "value"];
+
+/// `netapp_ontap.resources.LunMapReportingNode` (9.19.1.0): every top-level field.
+pub const LUN_MAP_REPORTING_NODES: &[&str] = &["igroup", "lun", "name", "uuid"];
+
+/// `netapp_ontap.resources.SnapmirrorRelationship` (9.19.1.0): every top-level field.
+pub const SNAPMIRROR_RELATIONSHIPS: &[&str] = &[
+    "backoff_level",
+    "consistency_group_failover",
+    "create_destination",
+    "destination",
+    "exported_snapshot",
+    "group_type",
+    "healthy",
+    "identity_preservation",
+    "io_serving_copy",
+    "lag_time",
+    "last_transfer_network_compression_ratio",
+    "last_transfer_type",
+    "master_bias_activated_site",
+    "policy",
+    "preferred_site",
+    "preserve",
+    "quick_resync",
+    "recover_after_break",
+    "restore",
+    "restore_to_snapshot",
+    "selective_volumes",
+    "source",
+    "state",
+    "svmdr_volumes",
+    "throttle",
+    "total_transfer_bytes",
+    "total_transfer_duration",
+    "transfer",
+    "transfer_schedule",
+    "unhealthy_reason",
+    "uuid",
+];
