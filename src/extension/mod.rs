@@ -2,7 +2,7 @@
 //! ([`api`]), providerConfig ([`config`]), error codes ([`errors`]), the event filter and the
 //! operation annotation ([`filter`]), what lands in the shoot ([`shoot`]), the status contract
 //! and gardenlet's health check ([`status`]), the `SystemComponentsHealthy` condition
-//! ([`health`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]) and
+//! ([`health`]), the shoot's access Secret ([`shoot_access`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]) and
 //! the heartbeat Lease ([`heartbeat`]).
 //!
 //! The controller on the engine that uses them: [`controller`].
@@ -20,6 +20,7 @@ pub mod heartbeat;
 pub mod metrics;
 pub mod naming;
 pub mod shoot;
+pub mod shoot_access;
 pub mod state;
 pub mod status;
 

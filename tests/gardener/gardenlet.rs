@@ -279,14 +279,15 @@ pub(crate) async fn shoot_credentials(g: &Gardener, name: &str) -> Option<(Strin
 }
 
 pub(crate) fn backend_configs(g: &Gardener) -> Api<DynamicObject> {
-    Api::all_with(
-        g.shoot.clone(),
-        &ApiResource::from_gvk(&GroupVersionKind::gvk(
-            "trident.netapp.io",
-            "v1",
-            "TridentBackendConfig",
-        )),
-    )
+    Api::all_with(g.shoot.clone(), &backend_config_resource())
+}
+
+pub(crate) fn backend_config_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "trident.netapp.io",
+        "v1",
+        "TridentBackendConfig",
+    ))
 }
 
 /// A second resource manager for another namespace of the same seed, writing to the same shoot.

@@ -4,14 +4,15 @@
 //! gardener-resource-manager applies the seed's ManagedResources to the shoot.
 //!
 //! Each [`Gardener`] gets its own shoot and its own resource manager, limited to its own shoot
-//! namespace in the seed, so tests run in parallel. Everything is stopped on drop, and by the
+//! namespace in the seed, so tests run in parallel. The shoot namespace has gardenlet's shoot
+//! access Secret `gardener` with the shoot's kubeconfig. Everything is stopped on drop, and by the
 //! scripts' watchdogs when the test binary dies.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
@@ -87,6 +88,8 @@ impl Gardener {
             install_crd(&shoot, crd).await;
         }
 
+        shoot_access_secret(&seed, &namespace, &shoot_kubeconfig).await;
+
         let grm_dir = shoot_dir.with_extension("grm");
         let status = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
             .args(["up", "--dir"])
@@ -150,6 +153,23 @@ impl Gardener {
             super::tail(&self.grm_log(), 40)
         )
     }
+}
+
+/// gardenlet's shoot access Secret `gardener` in the shoot namespace: the kubeconfig extensions
+/// read the shoot with (Gardener's library prefers `gardener-internal`, which a shoot whose API
+/// server is not in the seed's network does not need).
+async fn shoot_access_secret(seed: &Client, namespace: &str, shoot_kubeconfig: &Path) {
+    let kubeconfig = std::fs::read_to_string(shoot_kubeconfig).unwrap();
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "gardener", "namespace": namespace},
+        "type": "Opaque",
+        "stringData": {"kubeconfig": kubeconfig},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(seed.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
 }
 
 impl Drop for Gardener {

@@ -40,7 +40,8 @@
 //! operation ([`deliver`] for create, reconcile and restore, [`migrate`], [`delete`]); the steps
 //! those run live with what they bring about ([`plan`], [`svm_object`], [`svm_ready`],
 //! [`credentials`], [`delivery`], [`restore`], [`metal_stack`], [`account_import`]); [`report`]
-//! turns a pass into the Extension's status, and [`reasons`] declares the reasons a step fails
+//! turns a pass into the Extension's status, [`shoot_health`] reads what Trident in the shoot
+//! reports on the delivered backends for it, and [`reasons`] declares the reasons a step fails
 //! or waits with, and which of them gardenlet reads an error code from.
 
 mod account_import;
@@ -55,6 +56,7 @@ mod reasons;
 mod reconciler;
 mod report;
 mod restore;
+mod shoot_health;
 mod svm_object;
 mod svm_ready;
 

@@ -12,6 +12,7 @@ use super::delivery::ORIGIN_LABEL;
 use super::namespace_of;
 use super::reasons::{Failed, kube_error};
 use super::report::PassReport;
+use super::shoot_health::HealthRechecks;
 use crate::api::seed_secret::seed_secret_selector;
 use crate::api::{OntapCluster, StorageVirtualMachine};
 use crate::extension::api::{
@@ -20,6 +21,7 @@ use crate::extension::api::{
 use crate::extension::config::ConfigDefaults;
 use crate::extension::filter::{self, AnnotationAction, REMOVE_OPERATION_ANNOTATION_PATCH};
 use crate::extension::shoot::{ORIGIN, ShootImages};
+use crate::extension::shoot_access::ShootClients;
 use crate::extension::status::{compute_operation, should_skip_operation};
 use crate::extension::{EXTENSION_TYPE, FINALIZER};
 use crate::ontap::connections::ClusterConnections;
@@ -119,6 +121,7 @@ pub fn register(
     let managed_resources = manager.cache_with::<ManagedResource>(
         watcher::Config::default().labels(&format!("{ORIGIN_LABEL}={ORIGIN}")),
     )?;
+    let (rechecks, rechecks_due) = HealthRechecks::new();
     let reconciler = ExtensionReconciler {
         kube: manager.client().clone(),
         clusters: manager.cache::<Cluster>()?,
@@ -134,6 +137,8 @@ pub fn register(
         managed_resources,
         connections,
         verify,
+        shoot_clients: ShootClients::default(),
+        rechecks,
         settings,
     };
     let write = |verbs: &[&str]| verbs.iter().map(|v| (*v).to_string()).collect::<Vec<_>>();
@@ -146,6 +151,7 @@ pub fn register(
             .watches::<ManagedResource>(same_namespace)
             .watches::<Secret>(same_namespace)
             .watches::<Cluster>(|cluster, extensions| in_namespace(&cluster.name_any(), extensions))
+            .triggers(rechecks_due)
             .rule(resource_rule(
                 "resources.gardener.cloud",
                 "managedresources",
@@ -193,6 +199,10 @@ pub struct ExtensionReconciler {
     pub(super) connections: ClusterConnections,
     /// Asks the SVM controller for a pass now when the published credentials fail.
     pub(super) verify: VerifyRequests,
+    /// Reads what Trident reports on the delivered backends.
+    pub(super) shoot_clients: ShootClients,
+    /// Passes asked for while Trident's backends are not healthy.
+    pub(super) rechecks: HealthRechecks,
     pub(super) settings: ExtensionSettings,
 }
 
@@ -241,6 +251,10 @@ impl Reconciler for ExtensionReconciler {
             self.finish(ext, REMOVE_OPERATION_ANNOTATION_PATCH).await;
         }
         Ok(())
+    }
+
+    fn forget(&self, ext: &Extension) {
+        self.shoot_clients.forget(&namespace_of(ext));
     }
 
     async fn cleanup(

@@ -16,8 +16,11 @@ use crate::extension::api::{
 };
 use crate::extension::config::parse_provider_config;
 use crate::extension::errors::ExtensionFailure;
-use crate::extension::health::{SYSTEM_COMPONENTS_HEALTHY, system_components_condition};
-use crate::extension::shoot::MANAGED_RESOURCE_NAMES;
+use crate::extension::health::{
+    Judgement, SYSTEM_COMPONENTS_HEALTHY, judge_backends, judge_delivery,
+    system_components_condition,
+};
+use crate::extension::shoot::{BACKENDS_MANAGED_RESOURCE, MANAGED_RESOURCE_NAMES};
 use crate::extension::status::{error_patch, processing_patch, success_patch};
 
 use super::reasons::Coded;
@@ -55,8 +58,9 @@ impl ExtensionReconciler {
                 .conditions
                 .iter()
                 .find(|c| c.type_ == SYSTEM_COMPONENTS_HEALTHY);
-            let condition =
-                self.health_condition(ext, pass, halted.map(|r| &r.state), previous, &now);
+            let condition = self
+                .health_condition(ext, pass, halted.map(|r| &r.state), previous, &now)
+                .await;
             if previous.is_none_or(|p| !same_condition(p, &condition)) {
                 patch["status"]["conditions"] = json!([condition]);
             }
@@ -152,7 +156,9 @@ impl ExtensionReconciler {
         }
     }
 
-    fn health_condition(
+    /// The condition, as Gardener's library would judge it, with what this pass found first: a
+    /// failed or waiting step says more than the ManagedResources it did not get to.
+    async fn health_condition(
         &self,
         ext: &Extension,
         pass: &PassReport,
@@ -160,6 +166,28 @@ impl ExtensionReconciler {
         previous: Option<&GardenerCondition>,
         now: &Time,
     ) -> GardenerCondition {
+        let judgement = self.health_judgement(ext, pass, halted, now).await;
+        system_components_condition(judgement, previous, now)
+    }
+
+    async fn health_judgement(
+        &self,
+        ext: &Extension,
+        pass: &PassReport,
+        halted: Option<&StepState>,
+        now: &Time,
+    ) -> Judgement {
+        if pass.hibernated {
+            return Judgement::hibernated();
+        }
+        match halted {
+            Some(StepState::Failed(err)) => {
+                let failure = self.failure(ext, pass, err.reason(), err.message());
+                return Judgement::unsuccessful(failure.to_string(), failure.codes());
+            }
+            Some(StepState::Waiting(wait)) => return Judgement::progressing(wait.message.clone()),
+            _ => {}
+        }
         let namespace = namespace_of(ext);
         let found: Vec<(&str, Option<ManagedResource>)> = MANAGED_RESOURCE_NAMES
             .iter()
@@ -174,36 +202,22 @@ impl ExtensionReconciler {
             .collect();
         let refs: Vec<(&str, Option<&ManagedResource>)> =
             found.iter().map(|(n, m)| (*n, m.as_ref())).collect();
-        let mut condition = system_components_condition(&refs, pass.hibernated, previous, now);
-        if pass.hibernated {
-            return condition;
-        }
-        let (status, reason, message, codes) = match halted {
-            Some(StepState::Failed(err)) => {
-                let failure = self.failure(ext, pass, err.reason(), err.message());
-                (
-                    "False",
-                    "HealthCheckUnsuccessful",
-                    failure.to_string(),
-                    failure.codes(),
-                )
-            }
-            Some(StepState::Waiting(wait)) => (
-                "Progressing",
-                "HealthCheckProgressing",
-                wait.message.clone(),
-                Vec::new(),
-            ),
-            _ => return condition,
+        let delivery = judge_delivery(&refs);
+        // Until the delivery is healthy Trident cannot have the backends to report on.
+        let Some(backends) = refs
+            .iter()
+            .find(|(name, _)| *name == BACKENDS_MANAGED_RESOURCE)
+            .and_then(|(_, mr)| *mr)
+            .filter(|_| delivery.is_healthy())
+        else {
+            return delivery;
         };
-        if previous.is_none_or(|p| p.status != status) {
-            condition.last_transition_time = now.clone();
+        let observed = self.observe_backends(&namespace, backends).await;
+        let judgement = judge_backends(&observed, now);
+        if !judgement.is_healthy() {
+            self.rechecks.later(ObjectRef::from_obj(ext));
         }
-        condition.status = status.to_string();
-        condition.reason = reason.to_string();
-        condition.message = reconcile_engine::text::bounded(&message);
-        condition.codes = codes;
-        condition
+        judgement
     }
 }
 
