@@ -72,9 +72,16 @@ impl<'a> Trident<'a> {
         };
         trident.version = trident.cluster_version().await;
         let svms = trident
-            .ok(Method::GET, "/api/svm/svms", &[("fields", ""), ("name", "*")])
+            .ok(
+                Method::GET,
+                "/api/svm/svms",
+                &[("fields", ""), ("name", "*")],
+            )
             .await;
-        assert_eq!(svms["num_records"], 1, "A1.3a: the SVM follows from the account: {svms}");
+        assert_eq!(
+            svms["num_records"], 1,
+            "A1.3a: the SVM follows from the account: {svms}"
+        );
         trident.svm = svms["records"][0]["name"].as_str().unwrap().to_owned();
         trident.svm_uuid = svms["records"][0]["uuid"].as_str().unwrap().to_owned();
         trident
@@ -82,8 +89,14 @@ impl<'a> Trident<'a> {
 
     /// A1.1 (and A1.2 from 9.16.1, fatal like A1.1): `GET /api/cluster`.
     async fn cluster_version(&self) -> (u64, u64, u64) {
-        let cluster = self.ok(Method::GET, "/api/cluster", &[("fields", "**")]).await;
-        let part = |k: &str| cluster["version"][k].as_u64().unwrap_or_else(|| panic!("A1.1: version.{k}: {cluster}"));
+        let cluster = self
+            .ok(Method::GET, "/api/cluster", &[("fields", "**")])
+            .await;
+        let part = |k: &str| {
+            cluster["version"][k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("A1.1: version.{k}: {cluster}"))
+        };
         let version = (part("generation"), part("major"), part("minor"));
         if version >= (9, 16, 1) {
             self.ok(
@@ -179,7 +192,10 @@ impl<'a> Trident<'a> {
                 Some("queued" | "running" | "paused") => {}
                 other => panic!("job state {other:?} is an error to Trident: {job}"),
             }
-            assert!(started.elapsed() < Duration::from_secs(120), "job {uuid} runs past Trident's 2 min");
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "job {uuid} runs past Trident's 2 min"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let done = self.ok(Method::GET, &path, &[("fields", "**")]).await;
@@ -187,7 +203,13 @@ impl<'a> Trident<'a> {
     }
 
     /// A request whose answer Trident creates or modifies with: sync (200/201) or a job (202).
-    async fn sync_or_job(&self, method: Method, path: &str, query: &[(&str, &str)], body: Value) -> Value {
+    async fn sync_or_job(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Value,
+    ) -> Value {
         let (status, answer) = self.send(method.clone(), path, query, Some(body)).await;
         match status {
             StatusCode::ACCEPTED => {
@@ -313,7 +335,11 @@ impl<'a> Trident<'a> {
     /// A1.6 / P2: the SVM's aggregates, Trident's pools: at least one.
     async fn pools(&self) -> Vec<String> {
         let svm = self
-            .ok(Method::GET, &format!("/api/svm/svms/{}", self.svm_uuid), &[])
+            .ok(
+                Method::GET,
+                &format!("/api/svm/svms/{}", self.svm_uuid),
+                &[],
+            )
             .await;
         let pools: Vec<String> = svm["aggregates"]
             .as_array()
@@ -333,7 +359,10 @@ impl<'a> Trident<'a> {
         match driver {
             Driver::Nas => {
                 let policies = self.export_policy(&format!("trident-{backend_uuid}")).await;
-                assert!(policies.is_none(), "a new backend's policy does not exist yet");
+                assert!(
+                    policies.is_none(),
+                    "a new backend's policy does not exist yet"
+                );
             }
             Driver::Iscsi => {
                 self.ok(
@@ -350,7 +379,11 @@ impl<'a> Trident<'a> {
     /// C: the periodic state poll: the SVM running, its aggregates, its data LIFs, the version.
     pub(crate) async fn poll_state(&self, driver: Driver) {
         let svm = self
-            .ok(Method::GET, &format!("/api/svm/svms/{}", self.svm_uuid), &[])
+            .ok(
+                Method::GET,
+                &format!("/api/svm/svms/{}", self.svm_uuid),
+                &[],
+            )
             .await;
         assert_eq!(svm["state"], "running", "P1: {svm}");
         assert!(svm["uuid"].is_string(), "P1: {svm}");
@@ -405,14 +438,25 @@ impl<'a> Trident<'a> {
 
     /// VPATCH: a volume PATCH that must answer with a job.
     async fn patch_volume(&self, name: &str, body: Value) {
-        let uuid = self.volume(name, "").await.unwrap()["uuid"].as_str().unwrap().to_owned();
-        self.job(Method::PATCH, &format!("/api/storage/volumes/{uuid}"), &[], Some(body))
-            .await;
+        let uuid = self.volume(name, "").await.unwrap()["uuid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.job(
+            Method::PATCH,
+            &format!("/api/storage/volumes/{uuid}"),
+            &[],
+            Some(body),
+        )
+        .await;
     }
 
     /// D1.4 / E1.2 / F1.2: the FlexVol, with the body Trident sends, then `waitForVolume`.
     async fn create_volume(&self, name: &str, size: u64, aggregate: &str, nas_policy: &str) {
-        assert!(!self.volume_exists(name).await, "D1.1: {name} must not exist yet");
+        assert!(
+            !self.volume_exists(name).await,
+            "D1.1: {name} must not exist yet"
+        );
         self.job(
             Method::POST,
             "/api/storage/volumes",
@@ -436,7 +480,10 @@ impl<'a> Trident<'a> {
 
     /// D4/E3/F3: a snapshot made and found by name (CS3–CS6); its uuid.
     async fn snapshot(&self, volume: &str, snapshot: &str) -> String {
-        let uuid = self.volume_info(volume).await["uuid"].as_str().unwrap().to_owned();
+        let uuid = self.volume_info(volume).await["uuid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let path = format!("/api/storage/volumes/{uuid}/snapshots");
         self.job(
             Method::POST,
@@ -450,30 +497,52 @@ impl<'a> Trident<'a> {
             .ok(
                 Method::GET,
                 &path,
-                &[("fields", "name,create_time"), ("name", snapshot), self.svm_filter()],
+                &[
+                    ("fields", "name,create_time"),
+                    ("name", snapshot),
+                    self.svm_filter(),
+                ],
             )
             .await;
         assert_eq!(found["num_records"], 1, "CS6: {found}");
         let record = &found["records"][0];
-        assert!(record["name"].is_string() && record["create_time"].is_string(), "CS6: {record}");
-        record["uuid"].as_str().expect("DS2: the snapshot's uuid").to_owned()
+        assert!(
+            record["name"].is_string() && record["create_time"].is_string(),
+            "CS6: {record}"
+        );
+        record["uuid"]
+            .as_str()
+            .expect("DS2: the snapshot's uuid")
+            .to_owned()
     }
 
     /// DS1–DS3.
     async fn delete_snapshot(&self, volume: &str, snapshot: &str) {
-        let uuid = self.volume_info(volume).await["uuid"].as_str().unwrap().to_owned();
+        let uuid = self.volume_info(volume).await["uuid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let path = format!("/api/storage/volumes/{uuid}/snapshots");
         let found = self
             .ok(
                 Method::GET,
                 &path,
-                &[("fields", "name,create_time"), ("name", snapshot), self.svm_filter()],
+                &[
+                    ("fields", "name,create_time"),
+                    ("name", snapshot),
+                    self.svm_filter(),
+                ],
             )
             .await;
         assert_eq!(found["num_records"], 1, "DS2: {found}");
         let snapshot_uuid = found["records"][0]["uuid"].as_str().unwrap();
-        self.job(Method::DELETE, &format!("{path}/{snapshot_uuid}"), &[], None)
-            .await;
+        self.job(
+            Method::DELETE,
+            &format!("{path}/{snapshot_uuid}"),
+            &[],
+            None,
+        )
+        .await;
     }
 
     /// The volume part of every Resize: it exists, its size, its snapshot reserve and
@@ -484,7 +553,10 @@ impl<'a> Trident<'a> {
         assert!(volume["size"].is_u64(), "R2: {volume}");
         self.volume_info(name).await;
         let info = self.volume_info(name).await;
-        assert!(info["aggregates"][0]["name"].is_string(), "aggregate info not available: {info}");
+        assert!(
+            info["aggregates"][0]["name"].is_string(),
+            "aggregate info not available: {info}"
+        );
         let uuid = info["uuid"].as_str().unwrap();
         self.sync_or_job(
             Method::PATCH,
@@ -533,7 +605,10 @@ impl<'a> Trident<'a> {
                 "SMCLEAN: {answer}"
             );
         }
-        let uuid = self.volume(name, "").await.unwrap()["uuid"].as_str().unwrap().to_owned();
+        let uuid = self.volume(name, "").await.unwrap()["uuid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         self.job(
             Method::DELETE,
             &format!("/api/storage/volumes/{uuid}"),
@@ -577,7 +652,9 @@ impl<'a> Trident<'a> {
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "EPCREATE {name}: {answer}");
-        self.export_policy(name).await.expect("the policy just created")
+        self.export_policy(name)
+            .await
+            .expect("the policy just created")
     }
 
     /// RULES: the policy's rules, `(index, clients)`.
@@ -614,7 +691,8 @@ impl<'a> Trident<'a> {
         // D1: Create.
         assert!(!self.volume_exists(volume).await, "D1.1");
         self.ensure_export_policy("trident_empty").await;
-        self.create_volume(volume, 1 << 30, &aggregate, "trident_empty").await;
+        self.create_volume(volume, 1 << 30, &aggregate, "trident_empty")
+            .await;
         self.patch_volume(volume, json!({"snapshot_directory_access_enabled": false}))
             .await;
         let mounted = self.volume(volume, "nas.path").await.unwrap();
@@ -623,7 +701,11 @@ impl<'a> Trident<'a> {
                 .await;
         }
         let info = self.volume_info(volume).await;
-        assert_eq!(info["nas"]["path"], format!("/{volume}").as_str(), "D1.9: the junction");
+        assert_eq!(
+            info["nas"]["path"],
+            format!("/{volume}").as_str(),
+            "D1.9: the junction"
+        );
         // D2: Get.
         assert!(self.volume_exists(volume).await);
         // D5: Publish to the node: the volume's own policy, a rule for the node, the policy
@@ -631,7 +713,10 @@ impl<'a> Trident<'a> {
         assert!(self.export_policy(volume).await.is_none());
         self.ensure_export_policy(volume).await;
         let rules = self.export_rules(volume).await;
-        if !rules.iter().any(|(_, clients)| clients.split(',').any(|c| c == node)) {
+        if !rules
+            .iter()
+            .any(|(_, clients)| clients.split(',').any(|c| c == node))
+        {
             let id = self.export_policy(volume).await.unwrap();
             let (status, answer) = self
                 .send(
@@ -652,12 +737,21 @@ impl<'a> Trident<'a> {
         assert_eq!(info["nas"]["export_policy"]["name"], volume, "{info}");
         // D4: a snapshot (the volume's used size first: GetSnapshot's existence check).
         assert!(self.volume_exists(volume).await);
-        let used = self.volume(volume, "space.logical_space.used").await.unwrap();
-        assert!(used["space"]["logical_space"]["used"].is_u64(), "CS2: {used}");
+        let used = self
+            .volume(volume, "space.logical_space.used")
+            .await
+            .unwrap();
+        assert!(
+            used["space"]["logical_space"]["used"].is_u64(),
+            "CS2: {used}"
+        );
         self.snapshot(volume, "snapshot-1").await;
         // D3: Resize.
         self.resize_volume(volume, 2 << 30).await;
-        assert_eq!(self.volume(volume, "size").await.unwrap()["size"], 2u64 << 30);
+        assert_eq!(
+            self.volume(volume, "size").await.unwrap()["size"],
+            2u64 << 30
+        );
         self.delete_snapshot(volume, "snapshot-1").await;
         // D6: Unpublish from the last node: its rule, then the empty policy on the volume, then
         // the volume's policy goes.
@@ -674,8 +768,11 @@ impl<'a> Trident<'a> {
         }
         assert!(self.export_rules(volume).await.is_empty());
         self.ensure_export_policy("trident_empty").await;
-        self.patch_volume(volume, json!({"nas": {"export_policy": {"name": "trident_empty"}}}))
-            .await;
+        self.patch_volume(
+            volume,
+            json!({"nas": {"export_policy": {"name": "trident_empty"}}}),
+        )
+        .await;
         let id = self.export_policy(volume).await.unwrap();
         self.ok(
             Method::DELETE,
@@ -710,7 +807,8 @@ impl<'a> Trident<'a> {
         let size: u64 = 1 << 30;
         let aggregate = self.pools().await.remove(0);
         // F1: Create: the FlexVol, the namespace in it.
-        self.create_volume(volume, size + (size / 10), &aggregate, "default").await;
+        self.create_volume(volume, size + (size / 10), &aggregate, "default")
+            .await;
         let created = self
             .sync_or_job(
                 Method::POST,
@@ -726,7 +824,11 @@ impl<'a> Trident<'a> {
             .await;
         if created["job"].is_null() {
             assert_eq!(created["num_records"], 1, "F1.3: {created}");
-            assert_eq!(created["records"][0]["name"], path.as_str(), "F1.3: {created}");
+            assert_eq!(
+                created["records"][0]["name"],
+                path.as_str(),
+                "F1.3: {created}"
+            );
         }
         let namespace = self
             .namespace(
@@ -743,10 +845,17 @@ impl<'a> Trident<'a> {
             .ok(
                 Method::GET,
                 "/api/protocols/nvme/subsystems",
-                &[("fields", "target_nqn"), ("name", subsystem), self.svm_filter()],
+                &[
+                    ("fields", "target_nqn"),
+                    ("name", subsystem),
+                    self.svm_filter(),
+                ],
             )
             .await;
-        assert_eq!(found["num_records"], 0, "F4.2: num_records must be there: {found}");
+        assert_eq!(
+            found["num_records"], 0,
+            "F4.2: num_records must be there: {found}"
+        );
         let created = self
             .ok_with(
                 Method::POST,
@@ -761,16 +870,28 @@ impl<'a> Trident<'a> {
         assert_eq!(created["num_records"], 1, "F4.3: {created}");
         let record = &created["records"][0];
         assert_eq!(record["name"], subsystem, "F4.3: {record}");
-        assert!(record["target_nqn"].is_string(), "F4.3: target_nqn: {record}");
+        assert!(
+            record["target_nqn"].is_string(),
+            "F4.3: target_nqn: {record}"
+        );
         let subsystem_uuid = record["uuid"].as_str().expect("F4.3: uuid").to_owned();
         let hosts_path = format!("/api/protocols/nvme/subsystems/{subsystem_uuid}/hosts");
         let hosts = self.ok(Method::GET, &hosts_path, &[]).await;
         assert!(
-            !hosts["records"].as_array().into_iter().flatten().any(|h| h["nqn"] == host_nqn),
+            !hosts["records"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|h| h["nqn"] == host_nqn),
             "F4.4: {hosts}"
         );
-        self.ok_with(Method::POST, &hosts_path, &[], Some(json!({"nqn": host_nqn})))
-            .await;
+        self.ok_with(
+            Method::POST,
+            &hosts_path,
+            &[],
+            Some(json!({"nqn": host_nqn})),
+        )
+        .await;
         let maps = self
             .ok(
                 Method::GET,
@@ -795,16 +916,26 @@ impl<'a> Trident<'a> {
             .ok(
                 Method::GET,
                 "/api/storage/namespaces",
-                &[("fields", "space.size"), ("name", &format!("/vol/{volume}/*")), self.svm_filter()],
+                &[
+                    ("fields", "space.size"),
+                    ("name", &format!("/vol/{volume}/*")),
+                    self.svm_filter(),
+                ],
             )
             .await;
         assert_eq!(sized["num_records"], 1, "{sized}");
-        assert!(sized["records"][0]["space"]["size"].is_u64(), "F3: space.size: {sized}");
+        assert!(
+            sized["records"][0]["space"]["size"].is_u64(),
+            "F3: space.size: {sized}"
+        );
         self.snapshot(volume, "snapshot-1").await;
         // F2: Resize: the FlexVol, then the namespace.
         let grown: u64 = 2 << 30;
-        self.namespace(&path, "os_type,location.volume.name,space.size,space.block_size,status.state,comment")
-            .await;
+        self.namespace(
+            &path,
+            "os_type,location.volume.name,space.size,space.block_size,status.state,comment",
+        )
+        .await;
         self.resize_volume(volume, grown + grown / 10).await;
         self.sync_or_job(
             Method::PATCH,
@@ -813,7 +944,10 @@ impl<'a> Trident<'a> {
             json!({"space": {"size": grown}}),
         )
         .await;
-        assert_eq!(self.namespace(&path, "space.size").await["space"]["size"], grown);
+        assert_eq!(
+            self.namespace(&path, "space.size").await["space"]["size"],
+            grown
+        );
         self.delete_snapshot(volume, "snapshot-1").await;
         // F5: Unpublish the only host: the map goes, then the empty subsystem.
         let maps = self
@@ -893,11 +1027,15 @@ impl<'a> Trident<'a> {
     /// `LunMapInfo`: the LUN's maps as Trident asks for them (no SVM filter, the CLI spelling
     /// of the unit number).
     async fn lun_maps(&self, lun: &str, igroup: Option<&str>) -> Value {
-        let mut query = vec![("fields", "svm,lun,igroup,logical-unit-number"), ("lun.name", lun)];
+        let mut query = vec![
+            ("fields", "svm,lun,igroup,logical-unit-number"),
+            ("lun.name", lun),
+        ];
         if let Some(igroup) = igroup {
             query.push(("igroup.name", igroup));
         }
-        self.ok(Method::GET, "/api/protocols/san/lun-maps", &query).await
+        self.ok(Method::GET, "/api/protocols/san/lun-maps", &query)
+            .await
     }
 
     /// The iSCSI volume's whole life, E1–E6, published to the node `node` with initiator `iqn`.
@@ -907,7 +1045,8 @@ impl<'a> Trident<'a> {
         let size: u64 = 1 << 30;
         let aggregate = self.pools().await.remove(0);
         // E1: Create: the FlexVol, the LUN, its attributes.
-        self.create_volume(volume, size + size / 10, &aggregate, "default").await;
+        self.create_volume(volume, size + size / 10, &aggregate, "default")
+            .await;
         self.sync_or_job(
             Method::POST,
             "/api/storage/luns",
@@ -920,8 +1059,15 @@ impl<'a> Trident<'a> {
             }),
         )
         .await;
-        let lun_uuid = self.lun(&lun_path, "").await["uuid"].as_str().expect("E1.4: uuid").to_owned();
-        for (name, value) in [("com.netapp.ndvp.fstype", "ext4"), ("context", "csi"), ("LUKS", "false")] {
+        let lun_uuid = self.lun(&lun_path, "").await["uuid"]
+            .as_str()
+            .expect("E1.4: uuid")
+            .to_owned();
+        for (name, value) in [
+            ("com.netapp.ndvp.fstype", "ext4"),
+            ("context", "csi"),
+            ("LUKS", "false"),
+        ] {
             let attributes = self.lun(&lun_path, "attributes.name").await;
             let present = attributes["attributes"]
                 .as_array()
@@ -957,8 +1103,12 @@ impl<'a> Trident<'a> {
             )
             .await;
         assert_eq!(created["num_records"], 1, "E4.3: {created}");
-        self.ok(Method::GET, &format!("/api/svm/svms/{}", self.svm_uuid), &[])
-            .await;
+        self.ok(
+            Method::GET,
+            &format!("/api/svm/svms/{}", self.svm_uuid),
+            &[],
+        )
+        .await;
         let service = self
             .ok(
                 Method::GET,
@@ -971,7 +1121,11 @@ impl<'a> Trident<'a> {
             .ok(
                 Method::GET,
                 "/api/protocols/san/iscsi/services",
-                &[("fields", "target.name,enabled"), ("return_records", "true"), self.svm_filter()],
+                &[
+                    ("fields", "target.name,enabled"),
+                    ("return_records", "true"),
+                    self.svm_filter(),
+                ],
             )
             .await;
         assert!(
@@ -982,7 +1136,9 @@ impl<'a> Trident<'a> {
                 .any(|s| s["enabled"] == true && s["target"]["name"].is_string()),
             "E4.6: no active iSCSI interfaces: {services}"
         );
-        let attributes = self.lun(&lun_path, "attributes.name,attributes.value").await;
+        let attributes = self
+            .lun(&lun_path, "attributes.name,attributes.value")
+            .await;
         assert!(
             attributes["attributes"]
                 .as_array()
@@ -1005,7 +1161,11 @@ impl<'a> Trident<'a> {
         );
         let group = self.igroup(&igroup, "initiators.name").await.unwrap();
         assert!(
-            !group["initiators"].as_array().into_iter().flatten().any(|i| i["name"] == iqn),
+            !group["initiators"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|i| i["name"] == iqn),
             "E4.10: {group}"
         );
         let group_uuid = self.igroup(&igroup, "").await.unwrap()["uuid"]
@@ -1021,7 +1181,11 @@ impl<'a> Trident<'a> {
         .await;
         let maps = self.lun_maps(&lun_path, None).await;
         assert!(
-            !maps["records"].as_array().into_iter().flatten().any(|m| m["igroup"]["name"] == igroup.as_str()),
+            !maps["records"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|m| m["igroup"]["name"] == igroup.as_str()),
             "E4.12: {maps}"
         );
         self.lun(&lun_path, "").await;
@@ -1037,7 +1201,10 @@ impl<'a> Trident<'a> {
             )
             .await;
         assert_eq!(mapped["num_records"], 1, "E4.13: {mapped}");
-        assert!(mapped["records"][0]["logical_unit_number"].is_u64(), "E4.13: {mapped}");
+        assert!(
+            mapped["records"][0]["logical_unit_number"].is_u64(),
+            "E4.13: {mapped}"
+        );
         let reporting = self
             .ok(
                 Method::GET,
@@ -1051,22 +1218,34 @@ impl<'a> Trident<'a> {
             .flatten()
             .filter_map(|n| n["name"].as_str())
             .collect();
-        assert!(!nodes.is_empty(), "E4.14: no reporting nodes found: {reporting}");
+        assert!(
+            !nodes.is_empty(),
+            "E4.14: no reporting nodes found: {reporting}"
+        );
         let iscsi_lifs = self.data_lifs(Driver::Iscsi).await;
         let interfaces = self
             .ok(
                 Method::GET,
                 "/api/network/ip/interfaces",
-                &[("fields", "location.node.name,ip.address"), self.svm_filter()],
+                &[
+                    ("fields", "location.node.name,ip.address"),
+                    self.svm_filter(),
+                ],
             )
             .await;
         assert!(
-            interfaces["records"].as_array().into_iter().flatten().any(|i| {
-                i["ip"]["address"].as_str().is_some_and(|a| iscsi_lifs.iter().any(|l| l == a))
-                    && i["location"]["node"]["name"]
+            interfaces["records"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|i| {
+                    i["ip"]["address"]
                         .as_str()
-                        .is_some_and(|n| nodes.contains(&n))
-            }),
+                        .is_some_and(|a| iscsi_lifs.iter().any(|l| l == a))
+                        && i["location"]["node"]["name"]
+                            .as_str()
+                            .is_some_and(|n| nodes.contains(&n))
+                }),
             "E4.15: no iSCSI LIF on a reporting node ({nodes:?}): {interfaces}"
         );
         // E3: a snapshot, the LUN's size first.
@@ -1085,12 +1264,18 @@ impl<'a> Trident<'a> {
             json!({"space": {"size": grown}}),
         )
         .await;
-        assert_eq!(self.lun(&lun_path, "space.size").await["space"]["size"], grown);
+        assert_eq!(
+            self.lun(&lun_path, "space.size").await["space"]["size"],
+            grown
+        );
         self.delete_snapshot(volume, "snapshot-1").await;
         // E5: Unpublish: the map goes, then the igroup with no LUN left.
         let maps = self.lun_maps(&lun_path, Some(&igroup)).await;
         assert_eq!(maps["num_records"], 1, "E5.1: {maps}");
-        assert!(maps["records"][0]["igroup"]["uuid"].is_string(), "E5.2: {maps}");
+        assert!(
+            maps["records"][0]["igroup"]["uuid"].is_string(),
+            "E5.2: {maps}"
+        );
         self.lun(&lun_path, "").await;
         self.ok(
             Method::DELETE,
@@ -1181,20 +1366,23 @@ async fn every_backend_works_on(version: &str) {
         .collect();
     backends.sort_by_key(|(driver, _)| *driver as u8);
     for (driver, spec) in backends {
-        let (user, password) =
-            shoot_credentials(&g, spec["credentials"]["name"].as_str().unwrap())
-                .await
-                .unwrap();
+        let (user, password) = shoot_credentials(&g, spec["credentials"]["name"].as_str().unwrap())
+            .await
+            .unwrap();
         assert_eq!(spec["useREST"], true, "REST from 9.12.1: {spec}");
         let trident = Trident::connect(&w, &user, &password).await;
         trident.initialize(driver).await;
-        trident.add_backend(driver, "0d6f3a9c-5b2e-4c71-8e4d-a19b2c3d4e5f").await;
+        trident
+            .add_backend(driver, "0d6f3a9c-5b2e-4c71-8e4d-a19b2c3d4e5f")
+            .await;
         trident.poll_state(driver).await;
         match driver {
             Driver::Nas => trident.nas_volume_lifecycle("10.250.0.10").await,
             Driver::Nvme => {
                 trident
-                    .nvme_volume_lifecycle("nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3510-8052-b4c04f4e3332")
+                    .nvme_volume_lifecycle(
+                        "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3510-8052-b4c04f4e3332",
+                    )
                     .await
             }
             Driver::Iscsi => {
@@ -1203,7 +1391,10 @@ async fn every_backend_works_on(version: &str) {
                     .await
             }
         }
-        println!("{version} {driver:?}: {} requests replayed", trident.sent.borrow().len());
+        println!(
+            "{version} {driver:?}: {} requests replayed",
+            trident.sent.borrow().len()
+        );
     }
 }
 
