@@ -290,7 +290,13 @@ async fn dispatch<R: Reconciler>(
             let obj_ref = obj_ref.clone();
             Box::new(move || queue.add(obj_ref))
         };
-        let worker = Worker::new(semaphore.clone(), parking.clone(), permit, requeue);
+        let worker = Worker::new(
+            semaphore.clone(),
+            parking.clone(),
+            permit,
+            obj_ref.namespace.clone(),
+            requeue,
+        );
         running.spawn(run_pass(shared.clone(), queue.clone(), obj_ref, worker));
     }
     running

@@ -25,6 +25,10 @@
 //! without a pass, queued again as a seat or a slot comes free: one slow system's objects then
 //! take neither the workers nor the seats that the objects of the others need, and ten thousand
 //! objects created at once are not ten thousand waiting tasks.
+//!
+//! The objects waiting in a line are queued again namespace by namespace in turn, not first come
+//! first served: one tenant's hundred objects created at once must not queue every other
+//! tenant's next object behind all of them.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -46,6 +50,8 @@ pub struct Worker {
 struct Inner {
     workers: Arc<Semaphore>,
     parking: Arc<Parking>,
+    /// The namespace of the pass's object: whose turn it waits for in a line.
+    namespace: Option<String>,
     held: Mutex<Held>,
     /// Queues this pass's object again; handed to `parking` when `park` declines.
     requeue: Mutex<Option<Requeue>>,
@@ -60,7 +66,38 @@ pub(crate) struct Parking {
     seats: Arc<Semaphore>,
     /// The pass slots the seats are for; `None` for a controller's own seats.
     slots: Option<Arc<Semaphore>>,
-    declined: Mutex<VecDeque<Requeue>>,
+    declined: Mutex<TakingTurns>,
+}
+
+/// The objects whose passes found no room, in one line per namespace, served in turn.
+#[derive(Default)]
+struct TakingTurns {
+    lines: HashMap<Option<String>, VecDeque<Requeue>>,
+    /// The namespaces with objects waiting, in the order they are served.
+    turn: VecDeque<Option<String>>,
+}
+
+impl TakingTurns {
+    fn push(&mut self, namespace: Option<String>, requeue: Requeue) {
+        let line = self.lines.entry(namespace.clone()).or_default();
+        if line.is_empty() {
+            self.turn.push_back(namespace);
+        }
+        line.push_back(requeue);
+    }
+
+    /// The first object of the namespace whose turn it is; that namespace goes to the back.
+    fn pop(&mut self) -> Option<Requeue> {
+        let namespace = self.turn.pop_front()?;
+        let line = self.lines.get_mut(&namespace)?;
+        let next = line.pop_front();
+        if line.is_empty() {
+            self.lines.remove(&namespace);
+        } else {
+            self.turn.push_back(namespace);
+        }
+        next
+    }
 }
 
 impl Parking {
@@ -72,8 +109,8 @@ impl Parking {
         }
     }
 
-    fn decline(&self, requeue: Requeue) {
-        self.lock_declined().push_back(requeue);
+    fn decline(&self, namespace: Option<String>, requeue: Requeue) {
+        self.lock_declined().push(namespace, requeue);
         // The seat or slot this pass found taken may have come free before the object joined
         // the line, with no one left to queue the object again when it did.
         if self.has_room() {
@@ -93,15 +130,15 @@ impl Parking {
             .is_some_and(|s| s.available_permits() > 0)
     }
 
-    /// A seat or slot came free: the object that waited longest for one is queued again.
+    /// A seat or slot came free: the next object in turn is queued again.
     fn room_freed(&self) {
-        let next = self.lock_declined().pop_front();
+        let next = self.lock_declined().pop();
         if let Some(requeue) = next {
             requeue();
         }
     }
 
-    fn lock_declined(&self) -> std::sync::MutexGuard<'_, VecDeque<Requeue>> {
+    fn lock_declined(&self) -> std::sync::MutexGuard<'_, TakingTurns> {
         self.declined.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -177,17 +214,20 @@ impl std::fmt::Debug for Worker {
 
 impl Worker {
     /// The worker holding `permit` of `workers`; `parking` bounds the passes parked at once,
-    /// and `requeue` queues the pass's object again once a seat is free, should it find none.
+    /// and `requeue` queues the pass's object, of `namespace`, again once a seat is free (in
+    /// the namespace's turn), should it find none.
     pub(crate) fn new(
         workers: Arc<Semaphore>,
         parking: Arc<Parking>,
         permit: OwnedSemaphorePermit,
+        namespace: Option<String>,
         requeue: Requeue,
     ) -> Self {
         Worker {
             inner: Some(Arc::new(Inner {
                 workers,
                 parking,
+                namespace,
                 held: Mutex::new(Held {
                     permit: Some(permit),
                     ..Held::default()
@@ -238,7 +278,7 @@ impl Worker {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some(requeue) = requeue {
-                parking.decline(requeue);
+                parking.decline(inner.namespace.clone(), requeue);
             }
             return None;
         };
@@ -316,6 +356,7 @@ mod tests {
             workers.clone(),
             parking.clone(),
             permit,
+            None,
             Box::new(move || {
                 let _ = requeued_tx.send(());
             }),
@@ -361,7 +402,7 @@ mod tests {
             let requeue: Requeue = Box::new(move || {
                 let _ = requeued_tx.send(name);
             });
-            Worker::new(workers.clone(), line.clone(), permit, requeue)
+            Worker::new(workers.clone(), line.clone(), permit, None, requeue)
         };
         let first = HeldSlot::new(slots.clone().try_acquire_owned().unwrap(), line.clone());
         let seated = tokio::spawn({
@@ -399,7 +440,7 @@ mod tests {
         // No seat at all: `park` would decline.
         let parking = Arc::new(Parking::new(0));
         let permit = workers.clone().acquire_owned().await.unwrap();
-        let worker = Worker::new(workers.clone(), parking, permit, Box::new(|| {}));
+        let worker = Worker::new(workers.clone(), parking, permit, None, Box::new(|| {}));
         let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
         let pass = tokio::spawn({
             let worker = worker.clone();
@@ -425,5 +466,55 @@ mod tests {
             0,
             "a ready future keeps its worker"
         );
+    }
+
+    /// One namespace's many objects waiting in a line do not keep another's next object behind
+    /// all of them: room goes to the namespaces in turn.
+    #[tokio::test]
+    async fn a_line_serves_namespaces_in_turn() {
+        let workers = Arc::new(Semaphore::new(8));
+        let slots = Arc::new(Semaphore::new(1));
+        let line = PassSlotLines::default().of(&slots);
+        let (requeued_tx, mut requeued) = tokio::sync::mpsc::unbounded_channel();
+        let held = HeldSlot::new(slots.clone().try_acquire_owned().unwrap(), line.clone());
+        let seated = tokio::spawn({
+            let permit = workers.clone().try_acquire_owned().unwrap();
+            let worker = Worker::new(workers.clone(), line.clone(), permit, None, Box::new(|| {}));
+            let (slots, line) = (slots.clone(), line.clone());
+            async move { worker.park_in(&line, slots.acquire_owned()).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for (namespace, name) in [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")] {
+            let permit = workers.clone().try_acquire_owned().unwrap();
+            let requeued_tx = requeued_tx.clone();
+            let requeue: Requeue = Box::new(move || {
+                let _ = requeued_tx.send(name);
+            });
+            let worker = Worker::new(
+                workers.clone(),
+                line.clone(),
+                permit,
+                Some(namespace.to_owned()),
+                requeue,
+            );
+            assert!(
+                worker
+                    .park_in(&line, slots.clone().acquire_owned())
+                    .await
+                    .is_none()
+            );
+        }
+        // The seated pass takes the slot and its seat goes to the first in turn; then each
+        // slot released to no waiting pass queues the next.
+        drop(held);
+        let mut slot = HeldSlot::new(seated.await.unwrap().unwrap().unwrap(), line.clone());
+        let mut order = vec![requeued.try_recv().unwrap()];
+        for _ in 0..3 {
+            drop(slot);
+            order.push(requeued.try_recv().unwrap());
+            slot = HeldSlot::new(slots.clone().try_acquire_owned().unwrap(), line.clone());
+        }
+        drop(slot);
+        assert_eq!(order, ["a1", "b1", "a2", "a3"]);
     }
 }
