@@ -174,6 +174,77 @@ async fn narrowing_share_with_revokes_the_excluded_consumer() {
     world.gone_from_ontap("victim_db").unwrap();
 }
 
+/// Revocation when the administrator withdraws admission: the tenant's namespace loses the
+/// OntapCluster's `namespaceSelector`, and the account it made on its SVM is locked (the SVM and
+/// its data stay); admitted again, the account works again. (Fix switched off — a refused
+/// namespace is only told so — the tenant's login keeps working.)
+#[tokio::test]
+async fn a_namespace_no_longer_admitted_loses_its_accounts_access() {
+    let (world, attacker) = world(true).await;
+    attacker_object(
+        &attacker,
+        &world,
+        "own",
+        2,
+        json!({"svmName": "tenant_own"}),
+    )
+    .await;
+    ready_in(&world, ATTACKER, "own").await;
+    let (user, password, svm_name) = credentials(&world, ATTACKER, "own-svm-credentials").await;
+    assert!(world.authenticates(&user, &password, &svm_name).await);
+
+    let relabel = |granted: bool| {
+        let labels = if granted {
+            json!({crate::tenant::GRANTED: "granted"})
+        } else {
+            json!({crate::tenant::GRANTED: null})
+        };
+        let client = world.env.client.clone();
+        async move {
+            Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
+                .patch(
+                    ATTACKER,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"labels": labels}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    relabel(false).await;
+    world
+        .refused_in(ATTACKER, "own", "ClusterReady", "NamespaceNotAllowed")
+        .await;
+    crate::support::poll("the excluded namespace's login fails", WITHIN, async || {
+        (!world.authenticates(&user, &password, &svm_name).await)
+            .then_some(())
+            .ok_or_else(|| "still authenticates".to_owned())
+    })
+    .await;
+    assert!(
+        world.state()["svms"]
+            .as_array()
+            .is_some_and(|svms| svms.iter().any(|s| s["name"] == "tenant_own")),
+        "the SVM and its data stay"
+    );
+
+    relabel(true).await;
+    ready_in(&world, ATTACKER, "own").await;
+    let (user, password, svm_name) = credentials(&world, ATTACKER, "own-svm-credentials").await;
+    crate::support::poll(
+        "the re-admitted namespace's login works",
+        WITHIN,
+        async || {
+            world
+                .authenticates(&user, &password, &svm_name)
+                .await
+                .then_some(())
+                .ok_or_else(|| "refused".to_owned())
+        },
+    )
+    .await;
+}
+
 /// Attack "refused objects still hold claims": from a namespace the cluster does not admit, the
 /// attacker asks first for the SVM name and LIF address the victim will use, and names the
 /// cluster so that its deletion would wait. The victim's later object gets both, and the

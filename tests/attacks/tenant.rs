@@ -17,7 +17,7 @@ use crate::support::{create_namespace, gone};
 
 const WITHIN: Duration = Duration::from_secs(60);
 pub(crate) const ATTACKER: &str = "team-a";
-const GRANTED: &str = "ontap-tenant";
+pub(crate) const GRANTED: &str = "ontap-tenant";
 
 /// A world whose cluster admits namespaces labelled `ontap-tenant=granted` (the victim's
 /// always; the attacker's when `admitted`), and a client for the attacker, bound only to `edit`

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::authority::Standing;
-use super::errors::{Conflict, Invalid, Transient, Waiting};
+use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
 use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
 use super::tenancy;
@@ -234,6 +234,30 @@ impl SvmReconciler {
             && self.standing(svm) == Standing::Tenant
     }
 
+    /// An object whose namespace the cluster stopped admitting loses the access it was given:
+    /// the account it made on its SVM is locked (its SVM and data stay). Admitted again, its
+    /// `AccountReady` unlocks it. Nothing is touched for an object that never provisioned.
+    async fn revoke_unadmitted(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        cluster: &OntapCluster,
+    ) -> Result<(), StepError> {
+        let Some(uuid) = svm.status.as_ref().and_then(|s| s.uuid.as_deref()) else {
+            return Ok(());
+        };
+        let client = match self.connections.connect(cluster).await {
+            Ok(client) => client,
+            Err(e) => return e.into_step_result().map(|_: Outcome<()>| ()),
+        };
+        let found = match client.svm(uuid).await {
+            Ok(found) => found,
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
+        };
+        self.revoke_account(names, &found, &client).await
+    }
+
     /// Step `ClusterReady`: the OntapCluster exists, is Ready, admits this object (only while it
     /// lives: cleanup of what was provisioned must go on), and its credentials load.
     pub(super) async fn cluster(
@@ -261,8 +285,13 @@ impl SvmReconciler {
                     .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
                 // A cluster being deleted is not Ready (it waits for its SVMs), yet its SVMs
                 // must still reach it to clean up: then the connection itself is the test.
-                if svm.metadata.deletion_timestamp.is_none() {
-                    self.tenancy(svm, &cluster, names)?;
+                if svm.metadata.deletion_timestamp.is_none()
+                    && let Err(refused) = self.tenancy(svm, &cluster, names)
+                {
+                    if refused.reason() == Invalid::NamespaceNotAllowed.as_str() {
+                        self.revoke_unadmitted(svm, names, &cluster).await?;
+                    }
+                    return Err(refused);
                 }
                 let deleting = cluster.metadata.deletion_timestamp.is_some();
                 if !deleting && ready.is_none_or(|c| c.status != "True") {
