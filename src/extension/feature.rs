@@ -38,6 +38,10 @@ pub struct ExtensionArgs {
     /// pod's namespace (POD_NAMESPACE), else `ontap-operator-system`.
     #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_NAMESPACE")]
     pub heartbeat_namespace: Option<String>,
+    /// How soon an Extension is checked again while Trident in its shoot has not reported every
+    /// delivered backend healthy (Gardener's health checks run every 30 s by default).
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_HEALTH_PERIOD", value_parser = humantime::parse_duration, default_value = "30s")]
+    pub extension_health_period: Duration,
     /// How often the heartbeat Lease is renewed.
     #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_RENEW_INTERVAL", value_parser = humantime::parse_duration, default_value = "30s")]
     pub heartbeat_renew_interval: Duration,
@@ -53,6 +57,7 @@ impl ExtensionArgs {
                 .extension_project_namespace
                 .clone()
                 .unwrap_or_else(|| own_namespace.to_owned()),
+            health_recheck: self.extension_health_period,
             ..ExtensionSettings::default()
         };
         if let Some(image) = &self.trident_operator_image {

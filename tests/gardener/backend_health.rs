@@ -18,7 +18,12 @@ const TRIDENT_FAILURE: &str =
 #[tokio::test]
 async fn a_backend_trident_cannot_bind_fails_the_condition_with_tridents_message() {
     let g = Gardener::start().await;
-    let w = world(&g).await;
+    // Trident's reports are looked at again every 2 s rather than Gardener's 30 s.
+    let mut args = operator_args(&g.namespace);
+    args.push("--extension-health-period=2s".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let w = crate::support::svm::SvmWorld::with(crate::support::mock::fast_mock(), &args).await;
+    bind_extension_rules(&w.env.client).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
     let config = nfs_config(&w.cluster, "192.0.2.80", "192.0.2.81");

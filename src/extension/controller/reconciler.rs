@@ -1,6 +1,8 @@
 //! The controller's registration and its [`Reconciler`]: which Extensions it admits, and which
 //! operation a pass runs.
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
@@ -93,6 +95,9 @@ pub struct ExtensionSettings {
     pub config_defaults: ConfigDefaults,
     /// Where the objects that provision per-project SVMs live (`--extension-project-namespace`).
     pub project_namespace: String,
+    /// How soon an Extension whose backends Trident has not reported healthy is looked at again
+    /// (`--extension-health-period`): nothing signals a change of their status in the shoot.
+    pub health_recheck: Duration,
 }
 
 impl Default for ExtensionSettings {
@@ -103,6 +108,8 @@ impl Default for ExtensionSettings {
             images: ShootImages::default(),
             config_defaults: ConfigDefaults::default(),
             project_namespace: crate::deploy::NAMESPACE.to_owned(),
+            // Gardener's health-check library's default period.
+            health_recheck: Duration::from_secs(30),
         }
     }
 }
@@ -121,7 +128,7 @@ pub fn register(
     let managed_resources = manager.cache_with::<ManagedResource>(
         watcher::Config::default().labels(&format!("{ORIGIN_LABEL}={ORIGIN}")),
     )?;
-    let (rechecks, rechecks_due) = HealthRechecks::new();
+    let (rechecks, rechecks_due) = HealthRechecks::new(settings.health_recheck);
     let reconciler = ExtensionReconciler {
         kube: manager.client().clone(),
         clusters: manager.cache::<Cluster>()?,

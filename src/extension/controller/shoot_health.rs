@@ -24,9 +24,6 @@ use crate::extension::health::{BackendStatus, ObservedBackend};
 
 use super::ExtensionReconciler;
 
-/// Gardener's health-check library's default period.
-pub(super) const HEALTH_RECHECK: Duration = Duration::from_secs(30);
-
 const BACKEND_GROUP: &str = "trident.netapp.io";
 const BACKEND_KIND: &str = "TridentBackendConfig";
 
@@ -34,13 +31,17 @@ const BACKEND_KIND: &str = "TridentBackendConfig";
 /// many passes ask.
 #[derive(Clone)]
 pub(super) struct HealthRechecks {
+    period: Duration,
     sender: mpsc::UnboundedSender<ObjectRef<Extension>>,
     waiting: Arc<Mutex<HashSet<ObjectRef<Extension>>>>,
 }
 
 impl HealthRechecks {
-    /// The handle and the stream of Extensions due, for the controller's queue.
-    pub(super) fn new() -> (
+    /// The handle, asking for passes `period` from now, and the stream of Extensions due, for
+    /// the controller's queue.
+    pub(super) fn new(
+        period: Duration,
+    ) -> (
         Self,
         impl Stream<Item = ObjectRef<Extension>> + Send + 'static,
     ) {
@@ -50,20 +51,21 @@ impl HealthRechecks {
             Some((next, receiver))
         });
         let rechecks = Self {
+            period,
             sender,
             waiting: Arc::default(),
         };
         (rechecks, due)
     }
 
-    /// A pass of `ext` in [`HEALTH_RECHECK`].
+    /// A pass of `ext` one period from now.
     pub(super) fn later(&self, ext: ObjectRef<Extension>) {
         if !self.waiting().insert(ext.clone()) {
             return;
         }
         let rechecks = self.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(HEALTH_RECHECK).await;
+            tokio::time::sleep(rechecks.period).await;
             rechecks.waiting().remove(&ext);
             // Closed only when the controller stopped: nothing left to look again.
             let _ = rechecks.sender.send(ext);
