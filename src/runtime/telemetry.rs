@@ -82,7 +82,11 @@ pub fn init(format: LogFormat) -> Result<Telemetry, TelemetryError> {
 
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let fmt = match format {
-        LogFormat::Text => tracing_subscriber::fmt::layer().boxed(),
+        // Colours only for a terminal: in `kubectl logs`, a file or a log collector the escape
+        // codes would be noise around every field.
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+            .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .with_current_span(true)

@@ -1,6 +1,6 @@
 //! The real `ontap-operator` binary as a child process of a test, under a chosen identity.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,12 +16,46 @@ use super::{ControlPlane, control_plane, repo_root};
 pub const OPERATOR_NAMESPACE: &str = "ontap-operator-system";
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "ontap-operator";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// The address the operator's `what` server bound, from its start-up log line: `address=<a>`
+/// as text, `"address":"<a>"` as JSON.
+fn bound_address(log: &str, what: &str) -> Option<SocketAddr> {
+    let line = log
+        .lines()
+        .find(|l| l.contains(&format!("{what} server listening")))?;
+    let at = ["address=", "\"address\":\""]
+        .iter()
+        .find_map(|key| line.find(key).map(|at| at + key.len()))?;
+    line[at..]
+        .split(|c: char| c.is_whitespace() || c == '"')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Where the operator started as `child`, logging to `log`, serves metrics and health probes:
+/// it binds port 0 and says which ports it got, so no test races another process for a port
+/// picked free beforehand. A child that exits before binding gets the discard port, which
+/// nothing answers.
+fn bound_addresses(child: &mut Child, log: &Path) -> (SocketAddr, SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let (Some(metrics), Some(health)) = (
+            bound_address(&text, "metrics"),
+            bound_address(&text, "health probe"),
+        ) {
+            return (metrics, health);
+        }
+        if child.try_wait().unwrap().is_some() {
+            let nowhere = SocketAddr::from(([127, 0, 0, 1], 9));
+            return (nowhere, nowhere);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the operator did not bind its servers within 60 s:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Server-side applies every object of the given files of `deploy/`.
@@ -170,14 +204,13 @@ pub struct OperatorProcess {
 }
 
 impl OperatorProcess {
-    /// Starts `ontap-operator run` with its admin servers on free loopback ports.
+    /// Starts `ontap-operator run` with its admin servers on loopback ports it picks itself.
     pub fn spawn(kubeconfig: &Path, args: &[&str], envs: &[(&str, &str)]) -> Self {
-        let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let health: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let log = std::env::temp_dir().join(format!(
             "ontap-operator-{}-{}.log",
             std::process::id(),
-            health.port()
+            STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let file = std::fs::File::create(&log).unwrap();
         // Worktrees sharing one CARGO_TARGET_DIR overwrite each other's uplifted binary, so a
@@ -189,8 +222,8 @@ impl OperatorProcess {
             .arg("run")
             .arg("--kubeconfig")
             .arg(kubeconfig)
-            .arg(format!("--metrics-bind-address={metrics}"))
-            .arg(format!("--health-probe-bind-address={health}"))
+            .arg("--metrics-bind-address=127.0.0.1:0")
+            .arg("--health-probe-bind-address=127.0.0.1:0")
             // Tests read /metrics on loopback without a token, but for the one that checks
             // the authentication (tests/operations/metrics_auth.rs), which asks for it.
             .args(
@@ -209,7 +242,8 @@ impl OperatorProcess {
         for (k, v) in envs {
             command.env(k, v);
         }
-        let child = command.spawn().unwrap();
+        let mut child = command.spawn().unwrap();
+        let (metrics, health) = bound_addresses(&mut child, &log);
         Self {
             child,
             metrics,
