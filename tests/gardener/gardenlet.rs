@@ -22,7 +22,9 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use ontap_operator::api::StorageVirtualMachine;
-use ontap_operator::extension::api::{Cluster, ErrorCode, Extension, LastOperationState};
+use ontap_operator::extension::api::{
+    Cluster, ErrorCode, Extension, LastOperationState, LastOperationType,
+};
 use ontap_operator::extension::status::ready_for_gardenlet;
 use serde_json::{Value, json};
 
@@ -591,6 +593,18 @@ pub(crate) async fn poll_svm_ready(w: &SvmWorld, objects: &Api<StorageVirtualMac
             .conditions
             .iter()
             .any(|c| c.type_ == "Ready" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+}
+
+/// gardenlet's migrate: the operation asked for, and waited for until it succeeded.
+pub(crate) async fn migrate_as_gardenlet(g: &Gardener, w: &SvmWorld, ns: &str) {
+    request(g, ns, "migrate").await;
+    wait_for(w, "Migrate Succeeded", async || {
+        let ext = extensions(g, ns).get("ontap").await.unwrap();
+        let last = ext.status.as_ref()?.last_operation.clone()?;
+        (last.type_ == LastOperationType::Migrate && last.state == LastOperationState::Succeeded)
             .then_some(())
     })
     .await;

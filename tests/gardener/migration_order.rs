@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use ontap_operator::api::StorageVirtualMachine;
-use ontap_operator::extension::api::{LastOperationState, LastOperationType};
 use ontap_operator::extension::controller::STATE_SECRET;
 use ontap_operator::extension::naming;
 use serde_json::{Value, json};
@@ -92,14 +91,7 @@ async fn migrate_with(shoot_state: impl AsyncFnOnce(&Gardener, &str) -> Option<S
     let shoot_state = shoot_state(&g, &ns).await;
 
     // Migrate on the old seed: the delivery and the object go, ONTAP and the shoot stay.
-    request(&g, &ns, "migrate").await;
-    wait_for(&w, "Migrate Succeeded", async || {
-        let ext = extensions(&g, &ns).get("ontap").await.unwrap();
-        let last = ext.status.as_ref()?.last_operation.clone()?;
-        (last.type_ == LastOperationType::Migrate && last.state == LastOperationState::Succeeded)
-            .then_some(())
-    })
-    .await;
+    migrate_as_gardenlet(&g, &w, &ns).await;
     extensions(&g, &ns)
         .delete("ontap", &DeleteParams::default())
         .await

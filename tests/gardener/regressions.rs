@@ -152,14 +152,7 @@ async fn a_project_svm_goes_after_its_shoots_migrated_away() {
     wait_ready(&g, &w, &ns, &ts).await;
     let uuid = ontap_svm(&w, &svm_name).unwrap()["uuid"].clone();
 
-    request(&g, &ns, "migrate").await;
-    wait_for(&w, "Migrate Succeeded", async || {
-        let ext = extensions(&g, &ns).get("ontap").await.unwrap();
-        let last = ext.status.as_ref()?.last_operation.clone()?;
-        (last.type_ == LastOperationType::Migrate && last.state == LastOperationState::Succeeded)
-            .then_some(())
-    })
-    .await;
+    migrate_as_gardenlet(&g, &w, &ns).await;
     let old = extensions(&g, &ns).get("ontap").await.unwrap();
     let old_status = old.status.clone().unwrap();
     let objects = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns);

@@ -493,18 +493,24 @@ impl<'a> Trident<'a> {
         )
         .await;
         self.volume_info(volume).await;
+        self.snapshot_named(&path, snapshot).await
+    }
+
+    /// CS6 / DS2: the one snapshot of `name` in the snapshots at `path`, with the name and
+    /// creation time Trident reads; its uuid.
+    async fn snapshot_named(&self, path: &str, name: &str) -> String {
         let found = self
             .ok(
                 Method::GET,
-                &path,
+                path,
                 &[
                     ("fields", "name,create_time"),
-                    ("name", snapshot),
+                    ("name", name),
                     self.svm_filter(),
                 ],
             )
             .await;
-        assert_eq!(found["num_records"], 1, "CS6: {found}");
+        assert_eq!(found["num_records"], 1, "CS6/DS2: {found}");
         let record = &found["records"][0];
         assert!(
             record["name"].is_string() && record["create_time"].is_string(),
@@ -523,19 +529,7 @@ impl<'a> Trident<'a> {
             .unwrap()
             .to_owned();
         let path = format!("/api/storage/volumes/{uuid}/snapshots");
-        let found = self
-            .ok(
-                Method::GET,
-                &path,
-                &[
-                    ("fields", "name,create_time"),
-                    ("name", snapshot),
-                    self.svm_filter(),
-                ],
-            )
-            .await;
-        assert_eq!(found["num_records"], 1, "DS2: {found}");
-        let snapshot_uuid = found["records"][0]["uuid"].as_str().unwrap();
+        let snapshot_uuid = self.snapshot_named(&path, snapshot).await;
         self.job(
             Method::DELETE,
             &format!("{path}/{snapshot_uuid}"),
