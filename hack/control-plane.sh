@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real, local Kubernetes control plane (etcd + kube-apiserver) on loopback, envtest style.
 #
-#   hack/control-plane.sh up   --dir DIR [--owner-pid PID]
+#   hack/control-plane.sh up   --dir DIR [--owner-pid PID] [--address IP]
 #   hack/control-plane.sh down --dir DIR
 #   hack/control-plane.sh user --dir DIR --name USER [--group GROUP]... --out KUBECONFIG
 #   hack/control-plane.sh stop-apiserver|start-apiserver --dir DIR
@@ -10,7 +10,10 @@
 # /readyz, and writes DIR/kubeconfig (an admin in system:masters) and DIR/env. With --owner-pid a
 # watchdog stops everything once that process is gone, so a test binary that panics or is killed
 # leaves nothing behind. `down` stops exactly the processes `up` recorded in DIR/pids and removes
-# their data. `user` writes a kubeconfig for a non-admin identity (client certificate signed by the
+# their data. With --address (an address of this machine that is not loopback, see hack/node.sh)
+# the API server listens there and is set up for a node: Pods reach it through the `kubernetes`
+# Service, so it keeps that Service's endpoints, mounts ServiceAccount tokens, authorizes kubelets
+# with the Node authorizer and reaches them with a client certificate. `user` writes a kubeconfig for a non-admin identity (client certificate signed by the
 # cluster's CA), for running the operator under the RBAC it ships with.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 cmd=${1:-}; shift || true
-dir="" owner="" user="" out="" groups=()
+dir="" owner="" user="" out="" address=127.0.0.1 groups=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
@@ -26,6 +29,7 @@ while [ $# -gt 0 ]; do
     --name) user=$2; shift 2 ;;
     --group) groups+=("$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --address) address=$2; shift 2 ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -90,7 +94,7 @@ start_apiserver() {
 wait_ready() { # PORT TRIES
   for _ in $(seq 1 "$2"); do
     if [ "$(curl -s --max-time 2 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
-      "https://127.0.0.1:$1/readyz" 2>/dev/null)" = "ok" ]; then return 0; fi
+      "https://$(cat "$dir/address"):$1/readyz" 2>/dev/null)" = "ok" ]; then return 0; fi
     sleep 0.3
   done
   return 1
@@ -103,13 +107,28 @@ up() {
   dir=$(cd "$dir" && pwd)
   [ ! -f "$dir/pids" ] || die "$dir already runs a control plane (hack/control-plane.sh down --dir $dir)"
   local bin; bin=$("$here/tools.sh" kube)
+  local node_args=() san="IP:127.0.0.1"
+  if [ "$address" != 127.0.0.1 ]; then
+    ip -o addr show to "$address/32" | grep -q . || die "$address is not an address of this machine (hack/node.sh address creates it)"
+    san="IP:$address"
+  fi
+  echo "$address" >"$dir/address"
   pki=$dir/pki
   rm -rf "$pki"; mkdir -p "$pki"
   new_key "$pki/ca.key"
   openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=ontap-operator-local-ca" -days 3650 -out "$pki/ca.crt" 2>/dev/null
-  sign apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:::1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+  sign apiserver "/CN=kube-apiserver" "subjectAltName=$san,IP:::1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
 extendedKeyUsage=serverAuth"
   sign admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth"
+  if [ "$address" != 127.0.0.1 ]; then
+    sign kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth"
+    node_args=(--enable-admission-plugins NodeRestriction --authorization-mode Node,RBAC
+      --kubelet-client-certificate "$pki/kubelet-client.crt" --kubelet-client-key "$pki/kubelet-client.key"
+      --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP)
+  else
+    # Without a node nobody needs the `kubernetes` Service's endpoints or mounted tokens.
+    node_args=(--authorization-mode RBAC --disable-admission-plugins ServiceAccount --endpoint-reconciler-type none)
+  fi
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
   openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 
@@ -128,13 +147,12 @@ extendedKeyUsage=serverAuth"
       </dev/null >"$dir/etcd.log" 2>&1 &
     etcd_pid=$!
     printf '%s\n' "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+      --bind-address "$address" --advertise-address "$address" --secure-port "$api_port" \
       --cert-dir "$pki" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-      --client-ca-file "$pki/ca.crt" --authorization-mode RBAC \
+      --client-ca-file "$pki/ca.crt" "${node_args[@]}" \
       --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
       --service-account-signing-key-file "$pki/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
-      --allow-privileged=true --disable-admission-plugins ServiceAccount --endpoint-reconciler-type none \
-      >"$dir/apiserver.args"
+      --allow-privileged=true >"$dir/apiserver.args"
     api_pid=$(start_apiserver)
     echo "$etcd_pid $api_pid" >"$dir/pids"
     ready=0
@@ -149,13 +167,13 @@ extendedKeyUsage=serverAuth"
   done
   [ "${ready:-0}" = 1 ] || { rm -f "$dir/pids"; die "the control plane did not become ready; logs in $dir"; }
 
-  write_kubeconfig "$dir/kubeconfig" "https://127.0.0.1:$api_port" admin "$pki/admin.crt" "$pki/admin.key"
+  write_kubeconfig "$dir/kubeconfig" "https://$address:$api_port" admin "$pki/admin.crt" "$pki/admin.key"
   cat >"$dir/env" <<ENV
 export KUBECONFIG=$dir/kubeconfig
-export KUBE_APISERVER_URL=https://127.0.0.1:$api_port
+export KUBE_APISERVER_URL=https://$address:$api_port
 ENV
   down_when_owner_gone "$owner" "$here/control-plane.sh" "$dir"
-  log "ready at https://127.0.0.1:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"
+  log "ready at https://$address:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"
 }
 
 down() {
@@ -193,7 +211,7 @@ restart_apiserver() {
   alive "$api_pid" && die "kube-apiserver (pid $api_pid) is still running"
   api_pid=$(start_apiserver)
   echo "$etcd_pid $api_pid" >"$dir/pids"
-  port=$(sed -n 's|^export KUBE_APISERVER_URL=https://127.0.0.1:||p' "$dir/env")
+  port=$(sed -n 's|^export KUBE_APISERVER_URL=https://.*:||p' "$dir/env")
   wait_ready "$port" 300 || die "kube-apiserver did not become ready again; see $dir/kube-apiserver.log"
 }
 

@@ -4,6 +4,10 @@
 #        hack/tools.sh jaeger        -> prints the path of the jaeger binary
 #        hack/tools.sh helm          -> prints the path of the helm binary
 #        hack/tools.sh gardener      -> prints the path of the gardener-resource-manager binary
+#        hack/tools.sh kube-node     -> prints a folder with kubelet, kube-proxy, kube-controller-manager
+#                                       and kube-scheduler (the node of NODE=1 make up)
+#        hack/tools.sh pause         -> prints the path of an OCI archive of the Pod sandbox (pause)
+#                                       image, built from the Kubernetes module's own pause.c
 #        hack/tools.sh gardener-crds -> prints a folder with Gardener's CRDs for Extension, Cluster
 #                                       and ManagedResource, copied from the gardener module
 # Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
@@ -107,6 +111,66 @@ build_kube() {
   log "etcd $etcd_version (pinned by k8s.io/kubernetes $KUBE_VERSION)"
   go_tool "$out.tmp/etcd" go.etcd.io/etcd/server/v3 "$etcd_version" go.etcd.io/etcd/server/v3 --src "$src/etcd"
   echo "$etcd_version" >"$out.tmp/etcd.version"
+  mv "$out.tmp" "$out"
+}
+
+# kube_replaces GOMOD: k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
+# with local folders; outside its repository every one must be replaced by its published version.
+kube_replaces() {
+  local staging=${KUBE_VERSION/#v1./v0.}
+  awk -v v="$staging" '$1 ~ /^k8s\.io\// && $2=="v0.0.0" {printf "replace %s => %s %s\n", $1, $1, v}' "$1" | sort -u
+}
+
+kube_ldflags() {
+  echo "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
+    -X k8s.io/component-base/version.gitMajor=1 \
+    -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2) \
+    -X k8s.io/component-base/version.gitTreeState=clean"
+}
+
+# The node's components come from the same module and version as kube-apiserver, built in one
+# `go build` so the packages they share compile once.
+build_kube_node() {
+  local out=$1 src=$cache/src/kube-node-$KUBE_VERSION
+  log "building kubelet, kube-proxy, kube-controller-manager and kube-scheduler $KUBE_VERSION into $out (takes ~6 min once)"
+  local k8smod; k8smod=$(gomod_of "k8s.io/kubernetes@$KUBE_VERSION")
+  [ -f "$k8smod" ] || { log "cannot download k8s.io/kubernetes@$KUBE_VERSION go.mod"; exit 1; }
+  local pkgs=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+  rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  {
+    echo "module ontap-operator.local/tools/kube-node"
+    echo "go 1.24"
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    printf 'tool %s\n' "${pkgs[@]}"
+    kube_replaces "$k8smod"
+  } >"$src/go.mod"
+  gosum_of "k8s.io/kubernetes@$KUBE_VERSION" >"$src/go.sum"
+  (cd "$src" && gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "-s -w $(kube_ldflags)" -o "$out.tmp/" "${pkgs[@]}" >&2)
+  mv "$out.tmp" "$out"
+}
+
+# The Pod sandbox image, which a node cannot pull here: Kubernetes' own pause.c from the same module,
+# built as its Makefile builds it (static, -Os), in a one-file image made without a daemon.
+build_pause() {
+  local out=$1 version=3.10.1
+  log "building the pause $version image into $out"
+  local kdir; kdir=$(dir_of "k8s.io/kubernetes@$KUBE_VERSION")
+  [ -f "$kdir/build/pause/linux/pause.c" ] || { log "no build/pause/linux/pause.c in k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
+  grep -q "^TAG ?= $version\$" "$kdir/build/pause/Makefile" || log "note: k8s.io/kubernetes@$KUBE_VERSION builds another pause version than $version"
+  local work; work=$(mktemp -d)
+  mkdir -p "$out.tmp"
+  gcc -Os -Wall -static -DVERSION="v$version-ontap-operator" -o "$work/pause" "$kdir/build/pause/linux/pause.c" >&2
+  umoci init --layout "$work/layout" >&2
+  umoci new --image "$work/layout:$version" >&2
+  umoci unpack --image "$work/layout:$version" "$work/bundle" >&2
+  install -m 0755 "$work/pause" "$work/bundle/rootfs/pause"
+  umoci repack --image "$work/layout:$version" "$work/bundle" >&2
+  umoci config --image "$work/layout:$version" --config.entrypoint /pause --config.user 65535:65535 >&2
+  tar -C "$work/layout" -cf "$out.tmp/pause.tar" .
+  echo "registry.k8s.io/pause:$version" >"$out.tmp/name"
+  rm -rf "$work"
   mv "$out.tmp" "$out"
 }
 
@@ -232,9 +296,17 @@ case "${1:-kube}" in
     dir=$cache/bin/gardener-$GARDENER_VERSION
     cached gardener "$dir" -x gardener-resource-manager
     echo "$dir/gardener-resource-manager" ;;
+  kube-node)
+    dir=$cache/bin/kube-node-$KUBE_VERSION
+    cached kube-node "$dir" -x kubelet kube-proxy kube-controller-manager kube-scheduler
+    echo "$dir" ;;
+  pause)
+    dir=$cache/bin/pause-$KUBE_VERSION
+    cached pause "$dir" -f pause.tar name
+    echo "$dir/pause.tar" ;;
   gardener-crds)
     dir=$cache/crds/gardener-$GARDENER_VERSION
     cached gardener-crds "$dir" -f 10-crd-extensions.gardener.cloud_extensions.yaml
     echo "$dir" ;;
-  *) log "usage: $0 kube|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
+  *) log "usage: $0 kube|kube-node|pause|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
 esac

@@ -97,7 +97,7 @@ async fn main() -> anyhow::Result<()> {
     let tls = if cli.insecure_http {
         None
     } else {
-        let identity = TlsIdentity::self_signed()?;
+        let identity = TlsIdentity::self_signed_for(Some(cli.listen.ip()))?;
         if let Some(path) = &cli.tls_cert_out {
             write_atomically(path, identity.cert_pem())?;
         }

@@ -21,7 +21,16 @@ pub struct TlsIdentity {
 
 impl TlsIdentity {
     pub fn self_signed() -> anyhow::Result<Self> {
-        let names: Vec<String> = SUBJECT_ALT_NAMES.iter().map(|s| (*s).to_owned()).collect();
+        Self::self_signed_for(None)
+    }
+
+    /// Also valid for `listen` when that is a specific address other than loopback: Pods on a
+    /// local node reach the mock at its bridge address, and verify it like any client.
+    pub fn self_signed_for(listen: Option<std::net::IpAddr>) -> anyhow::Result<Self> {
+        let mut names: Vec<String> = SUBJECT_ALT_NAMES.iter().map(|s| (*s).to_owned()).collect();
+        if let Some(ip) = listen.filter(|ip| !ip.is_loopback() && !ip.is_unspecified()) {
+            names.push(ip.to_string());
+        }
         let certified =
             rcgen::generate_simple_self_signed(names).context("generating a certificate")?;
         Ok(Self {
