@@ -19,6 +19,17 @@ need git git
 need prometheus prometheus
 need promtool prometheus
 need python3 python3
+# The node the deployed suite installs the chart on (hack/node.sh), and the images it runs.
+need containerd containerd
+need runc runc
+need iptables iptables
+need conntrack conntrack
+need gcc gcc
+need umoci umoci
+need skopeo skopeo
+need docker-registry docker-registry
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+[ -x /bin/busybox ] || missing+=(busybox-static)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "hack/deps.sh: installing ${missing[*]} from Debian's packages" >&2
@@ -32,6 +43,9 @@ command -v cargo >/dev/null 2>&1 || { echo "hack/deps.sh: Rust (cargo) is requir
 "$here/tools.sh" helm >/dev/null
 "$here/tools.sh" gardener >/dev/null
 "$here/tools.sh" gardener-crds >/dev/null
+"$here/tools.sh" kube-node >/dev/null
+"$here/tools.sh" pause >/dev/null
+"$here/tools.sh" toolbox >/dev/null
 # shellcheck source=hack/lib.sh
 source "$here/lib.sh"
 # shellcheck source=hack/versions.env

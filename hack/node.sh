@@ -6,6 +6,7 @@
 #   hack/node.sh address                     -> creates (once) and prints the node's address
 #   hack/node.sh up   --dir DIR --control-plane CPDIR [--registry HOST:PORT] [--owner-pid PID]
 #   hack/node.sh down --dir DIR
+#   hack/node.sh import --dir DIR ARCHIVE    -> an image of hack/tools.sh (pause, toolbox) into the node
 #
 # The control plane must run on the node's address (hack/control-plane.sh up --address "$(hack/node.sh
 # address)"): Pods cannot reach a loopback address of the host. Everything the node adds to the
@@ -30,14 +31,15 @@ readonly service_cidr=10.0.0.0/24
 readonly owner_file=/run/ontap-operator-node
 
 cmd=${1:-}; shift || true
-dir="" cp="" registry="" owner=""
+dir="" cp="" registry="" owner="" archive=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --control-plane) cp=$2; shift 2 ;;
     --registry) registry=$2; shift 2 ;;
     --owner-pid) owner=$2; shift 2 ;;
-    *) die "unknown argument $1" ;;
+    --*) die "unknown argument $1" ;;
+    *) archive=$1; shift ;;
   esac
 done
 
@@ -173,6 +175,9 @@ resolvConf: /etc/resolv.conf
 rotateCertificates: false
 serverTLSBootstrap: false
 volumeStatsAggPeriod: 0s
+# kube-proxy owns the Service rules and cleans them up; the kubelet's own chains (a firewall for
+# 127.0.0.0/8 and canaries) would outlive the node in the machine's tables.
+makeIPTablesUtilChains: false
 YAML
 }
 
@@ -193,8 +198,10 @@ YAML
 }
 
 node_ready() {
-  kubectl --kubeconfig "$cp/kubeconfig" get node "$node_name" \
-    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+  local server; server=$(sed -n 's/^export KUBE_APISERVER_URL=//p' "$cp/env")
+  curl -s --max-time 2 --cacert "$cp/pki/ca.crt" --cert "$cp/pki/admin.crt" --key "$cp/pki/admin.key" \
+    "$server/api/v1/nodes/$node_name" 2>/dev/null |
+    jq -e '.status.conditions[]? | select(.type == "Ready" and .status == "True")' >/dev/null 2>&1
 }
 
 up() {
@@ -203,8 +210,15 @@ up() {
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd); cp=$(cd "$cp" && pwd)
   [ -f "$cp/address" ] && [ "$(cat "$cp/address")" = "$node_ip" ] ||
     die "the control plane in $cp must run on the node's address: hack/control-plane.sh up --address $node_ip"
-  if [ -f "$owner_file" ] && [ "$(cat "$owner_file")" != "$dir" ] && any_alive "$(cat "$owner_file")/pids"; then
-    die "a node already runs on this machine ($(cat "$owner_file")); hack/node.sh down --dir $(cat "$owner_file")"
+  # Another node: one whose owner just went is still being stopped by its watchdog; give it time.
+  local other
+  for _ in $(seq 1 150); do
+    other=$(cat "$owner_file" 2>/dev/null || true)
+    [ -n "$other" ] && [ "$other" != "$dir" ] && any_alive "$other/pids" || break
+    sleep 0.2
+  done
+  if [ -n "$other" ] && [ "$other" != "$dir" ] && any_alive "$other/pids"; then
+    die "a node already runs on this machine ($other); hack/node.sh down --dir $other"
   fi
   [ ! -f "$dir/pids" ] || ! any_alive "$dir/pids" || die "$dir already runs a node"
   down_quietly
@@ -212,7 +226,7 @@ up() {
   pause_dir=$(dirname "$("$here/tools.sh" pause)")
   cni_bin=/usr/lib/cni
   local c
-  for c in containerd runc ctr iptables conntrack; do
+  for c in containerd runc ctr iptables conntrack curl jq; do
     command -v "$c" >/dev/null 2>&1 || die "$c is missing (make deps installs it)"
   done
   [ -x "$cni_bin/bridge" ] || die "the CNI plugins are missing in $cni_bin (make deps installs them)"
@@ -228,8 +242,7 @@ up() {
   local sock=$dir/containerd/containerd.sock
   for _ in $(seq 1 100); do ctr -a "$sock" version >/dev/null 2>&1 && break; sleep 0.1; done
   ctr -a "$sock" version >/dev/null 2>&1 || die "containerd did not start; see $dir/containerd.log"
-  ctr -a "$sock" -n k8s.io images import --base-name "$(sed 's/:[^:]*$//' "$pause_dir/name")" \
-    "$pause_dir/pause.tar" >/dev/null
+  import_image "$pause_dir/image.tar"
 
   sign kubelet "/O=system:nodes/CN=system:node:$node_name" "subjectAltName=IP:$node_ip,DNS:$node_name
 extendedKeyUsage=serverAuth"
@@ -274,6 +287,29 @@ extendedKeyUsage=serverAuth"
   die "the node did not turn Ready in 120 s; see $dir/*.log"
 }
 
+# What a kubelet of an earlier version of this script (or one started by hand) left in the
+# machine's tables.
+forget_kubelet_chains() {
+  local cmd table chain
+  for cmd in iptables ip6tables; do
+    for table in filter nat mangle; do
+      for chain in INPUT OUTPUT; do
+        while $cmd -w -t "$table" -D "$chain" -j KUBE-FIREWALL 2>/dev/null; do :; done
+      done
+      for chain in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+        $cmd -w -t "$table" -F "$chain" 2>/dev/null && $cmd -w -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
+}
+
+# import_image ARCHIVE: an image of hack/tools.sh (its name beside it) into the node's containerd,
+# for images no registry serves.
+import_image() {
+  local name; name=$(cat "$(dirname "$1")/name")
+  ctr -a "$dir/containerd/containerd.sock" -n k8s.io images import --base-name "${name%:*}" "$1" >/dev/null
+}
+
 # Containers outlive containerd (their shims keep running): kill them first, through containerd
 # while it still answers, then any shim of this node left over.
 stop_containers() {
@@ -302,6 +338,7 @@ down_quietly() {
   [ ! -x "$proxy" ] || "$proxy" --cleanup >/dev/null 2>&1 || true
   fence_rules -D 2>/dev/null || true
   fence_rules -D 2>/dev/null || true
+  forget_kubelet_chains
   # Mounts under the node's folders (container root file systems, Pod volumes, network namespaces).
   local m
   for m in $(awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do
@@ -327,5 +364,6 @@ case "$cmd" in
   address) address ;;
   up) up ;;
   down) down ;;
+  import) [ -n "$dir" ] && [ -f "$archive" ] || die "import needs --dir and an archive"; import_image "$archive" ;;
   *) die "usage: $0 address | up --dir DIR --control-plane CPDIR [--registry HOST:PORT] [--owner-pid PID] | down --dir DIR" ;;
 esac

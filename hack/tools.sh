@@ -8,6 +8,9 @@
 #                                       and kube-scheduler (the node of NODE=1 make up)
 #        hack/tools.sh pause         -> prints the path of an OCI archive of the Pod sandbox (pause)
 #                                       image, built from the Kubernetes module's own pause.c
+#        hack/tools.sh toolbox       -> prints the path of an OCI archive of a test-only image with
+#                                       Debian's static busybox (a shell, httpd, wget, nc), for
+#                                       checking a node's Pod network from inside Pods
 #        hack/tools.sh gardener-crds -> prints a folder with Gardener's CRDs for Extension, Cluster
 #                                       and ManagedResource, copied from the gardener module
 # Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
@@ -151,25 +154,49 @@ build_kube_node() {
   mv "$out.tmp" "$out"
 }
 
+# one_file_image OUT NAME:TAG ENTRYPOINT USER: a single-layer image of the files staged in
+# $work/rootfs, without a daemon, as an OCI archive OUT/image.tar, its name in OUT/name.
+one_file_image() {
+  local out=$1 ref=$2 entrypoint=$3 user=$4 tag=${2##*:}
+  umoci init --layout "$work/layout" >&2
+  umoci new --image "$work/layout:$tag" >&2
+  umoci unpack --image "$work/layout:$tag" "$work/bundle" >&2
+  cp -a "$work/rootfs/." "$work/bundle/rootfs/"
+  umoci repack --image "$work/layout:$tag" "$work/bundle" >&2
+  umoci config --image "$work/layout:$tag" --config.entrypoint "$entrypoint" --config.user "$user" >&2
+  tar -C "$work/layout" -cf "$out/image.tar" .
+  echo "$ref" >"$out/name"
+}
+
 # The Pod sandbox image, which a node cannot pull here: Kubernetes' own pause.c from the same module,
-# built as its Makefile builds it (static, -Os), in a one-file image made without a daemon.
+# built as its Makefile builds it (static, -Os).
 build_pause() {
   local out=$1 version=3.10.1
   log "building the pause $version image into $out"
   local kdir; kdir=$(dir_of "k8s.io/kubernetes@$KUBE_VERSION")
   [ -f "$kdir/build/pause/linux/pause.c" ] || { log "no build/pause/linux/pause.c in k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
   grep -q "^TAG ?= $version\$" "$kdir/build/pause/Makefile" || log "note: k8s.io/kubernetes@$KUBE_VERSION builds another pause version than $version"
-  local work; work=$(mktemp -d)
-  mkdir -p "$out.tmp"
-  gcc -Os -Wall -static -DVERSION="v$version-ontap-operator" -o "$work/pause" "$kdir/build/pause/linux/pause.c" >&2
-  umoci init --layout "$work/layout" >&2
-  umoci new --image "$work/layout:$version" >&2
-  umoci unpack --image "$work/layout:$version" "$work/bundle" >&2
-  install -m 0755 "$work/pause" "$work/bundle/rootfs/pause"
-  umoci repack --image "$work/layout:$version" "$work/bundle" >&2
-  umoci config --image "$work/layout:$version" --config.entrypoint /pause --config.user 65535:65535 >&2
-  tar -C "$work/layout" -cf "$out.tmp/pause.tar" .
-  echo "registry.k8s.io/pause:$version" >"$out.tmp/name"
+  work=$(mktemp -d)
+  mkdir -p "$out.tmp" "$work/rootfs"
+  gcc -Os -Wall -static -DVERSION="v$version-ontap-operator" -o "$work/rootfs/pause" "$kdir/build/pause/linux/pause.c" >&2
+  one_file_image "$out.tmp" "registry.k8s.io/pause:$version" /pause 65535:65535
+  rm -rf "$work"
+  mv "$out.tmp" "$out"
+}
+
+build_toolbox() {
+  local out=$1
+  [ -x /bin/busybox ] || { log "/bin/busybox is missing (hack/deps.sh installs busybox-static)"; exit 1; }
+  work=$(mktemp -d)
+  mkdir -p "$out.tmp" "$work/rootfs/bin" "$work/rootfs/tmp"
+  chmod 1777 "$work/rootfs/tmp"
+  cp /bin/busybox "$work/rootfs/bin/busybox"
+  # Relative links: busybox --install points them at the host's own path to busybox.
+  local applet
+  for applet in $(/bin/busybox --list); do
+    [ "$applet" = busybox ] || ln -s busybox "$work/rootfs/bin/$applet"
+  done
+  one_file_image "$out.tmp" "ontap-operator.local/toolbox:busybox" /bin/sh 65534:65534
   rm -rf "$work"
   mv "$out.tmp" "$out"
 }
@@ -302,11 +329,15 @@ case "${1:-kube}" in
     echo "$dir" ;;
   pause)
     dir=$cache/bin/pause-$KUBE_VERSION
-    cached pause "$dir" -f pause.tar name
-    echo "$dir/pause.tar" ;;
+    cached pause "$dir" -f image.tar name
+    echo "$dir/image.tar" ;;
+  toolbox)
+    dir=$cache/bin/toolbox
+    cached toolbox "$dir" -f image.tar name
+    echo "$dir/image.tar" ;;
   gardener-crds)
     dir=$cache/crds/gardener-$GARDENER_VERSION
     cached gardener-crds "$dir" -f 10-crd-extensions.gardener.cloud_extensions.yaml
     echo "$dir" ;;
-  *) log "usage: $0 kube|kube-node|pause|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
+  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
 esac

@@ -325,10 +325,7 @@ impl SvmWorld {
 
     /// The seed Secret's credentials, decoded.
     pub async fn seed_credentials(&self, secret: &str) -> Option<(String, String, String)> {
-        let secret = self.secrets().get_opt(secret).await.unwrap()?;
-        let data = secret.data?;
-        let get = |k: &str| data.get(k).map(|v| String::from_utf8(v.0.clone()).unwrap());
-        Some((get("username")?, get("password")?, get("svm")?))
+        seed_credentials(&self.secrets(), secret).await
     }
 }
 
@@ -444,6 +441,104 @@ fn records<'a>(state: &'a Value, kind: &str) -> &'a [Value] {
         .unwrap_or_default()
 }
 
+/// Where a tenant's StorageVirtualMachines, their seed Secrets and their ONTAP are, whoever runs
+/// the operator (a process of the test, or Pods on a node).
+pub struct Tenant<'a> {
+    pub svms: Api<StorageVirtualMachine>,
+    pub secrets: Api<Secret>,
+    pub mock: &'a Mock,
+}
+
+/// Whether the object `name`, made from `fixture`, has converged: Ready for its current
+/// generation, exactly one SVM of its name in ONTAP and running, exactly its two LIFs with the
+/// spec's addresses, exactly our account besides the built-in vsadmin, nothing orphaned, and a
+/// seed Secret whose credentials authenticate now.
+pub async fn converged(
+    tenant: &Tenant<'_>,
+    name: &str,
+    fixture: &SvmFixture,
+) -> Result<(), String> {
+    let svm = tenant
+        .svms
+        .get_opt(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the StorageVirtualMachine is gone")?;
+    let status = svm.status.clone().unwrap_or_default();
+    let ready = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if !ready || status.observed_generation != svm.metadata.generation {
+        return Err(format!("not Ready: {:?}", status.conditions));
+    }
+    let svm_name = status.svm_name.clone().ok_or("no status.svmName")?;
+    let state = tenant.mock.snapshot();
+    let same_name: Vec<&Value> = records(&state, "svms")
+        .iter()
+        .filter(|s| s["name"] == svm_name.as_str())
+        .collect();
+    let [ontap_svm] = same_name.as_slice() else {
+        return Err(format!(
+            "{} SVMs named {svm_name}: {state}",
+            same_name.len()
+        ));
+    };
+    if ontap_svm["state"] != "running" {
+        return Err(format!("SVM not running: {ontap_svm}"));
+    }
+    let uuid = &ontap_svm["uuid"];
+    no_orphans(&state)?;
+    let mut ips: Vec<&str> = records(&state, "interfaces")
+        .iter()
+        .filter(|i| &i["svm"]["uuid"] == uuid)
+        .filter_map(|i| i["ip"]["address"].as_str())
+        .collect();
+    ips.sort_unstable();
+    let mut wanted = fixture.addresses().to_vec();
+    wanted.sort_unstable();
+    if ips != wanted {
+        return Err(format!("LIFs {ips:?}, wanted {wanted:?}"));
+    }
+    let (username, password, secret_svm) = seed_credentials(
+        &tenant.secrets,
+        status.secret_ref.as_deref().ok_or("no status.secretRef")?,
+    )
+    .await
+    .ok_or("seed Secret missing or incomplete")?;
+    if secret_svm != svm_name {
+        return Err(format!("the Secret names SVM {secret_svm}, not {svm_name}"));
+    }
+    let mut accounts: Vec<&str> = records(&state, "accounts")
+        .iter()
+        .filter(|a| &a["owner"]["uuid"] == uuid)
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    accounts.sort_unstable();
+    let mut wanted = vec![username.as_str(), "vsadmin"];
+    wanted.sort_unstable();
+    if accounts != wanted {
+        return Err(format!("accounts {accounts:?}, wanted {wanted:?}"));
+    }
+    if !authenticates_on(tenant.mock, &username, &password, &svm_name).await {
+        return Err(format!(
+            "the seed Secret's credentials for {username} do not work"
+        ));
+    }
+    Ok(())
+}
+
+/// The seed Secret's credentials, decoded: username, password, SVM.
+pub async fn seed_credentials(
+    secrets: &Api<Secret>,
+    name: &str,
+) -> Option<(String, String, String)> {
+    let secret = secrets.get_opt(name).await.unwrap()?;
+    let data = secret.data?;
+    let get = |k: &str| data.get(k).map(|v| String::from_utf8(v.0.clone()).unwrap());
+    Some((get("username")?, get("password")?, get("svm")?))
+}
+
 /// Every interface and account in the mock belongs to an SVM that exists.
 pub fn no_orphans(state: &Value) -> Result<(), String> {
     let svms: Vec<&Value> = records(state, "svms").iter().map(|s| &s["uuid"]).collect();
@@ -461,78 +556,15 @@ pub fn no_orphans(state: &Value) -> Result<(), String> {
 }
 
 impl SvmWorld {
-    /// Whether `name` (created by [`create_svm`](Self::create_svm) with `index`) has converged:
-    /// Ready for its current generation, exactly one SVM of its name in ONTAP and running,
-    /// exactly its two LIFs with the spec's addresses, exactly our account besides the built-in
-    /// vsadmin, nothing orphaned, and a seed Secret whose credentials authenticate now.
+    /// Whether `name` (created by [`create_svm`](Self::create_svm) with `index`) has
+    /// [`converged`].
     pub async fn converged(&self, name: &str, index: u8) -> Result<(), String> {
-        let svm = self
-            .svms()
-            .get_opt(name)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or("the StorageVirtualMachine is gone")?;
-        let status = svm.status.clone().unwrap_or_default();
-        let ready = status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        if !ready || status.observed_generation != svm.metadata.generation {
-            return Err(format!("not Ready: {:?}", status.conditions));
-        }
-        let svm_name = status.svm_name.clone().ok_or("no status.svmName")?;
-        let state = self.state();
-        let same_name: Vec<&Value> = records(&state, "svms")
-            .iter()
-            .filter(|s| s["name"] == svm_name.as_str())
-            .collect();
-        let [ontap_svm] = same_name.as_slice() else {
-            return Err(format!(
-                "{} SVMs named {svm_name}: {state}",
-                same_name.len()
-            ));
+        let tenant = Tenant {
+            svms: self.svms(),
+            secrets: self.secrets(),
+            mock: &self.mock,
         };
-        if ontap_svm["state"] != "running" {
-            return Err(format!("SVM not running: {ontap_svm}"));
-        }
-        let uuid = &ontap_svm["uuid"];
-        no_orphans(&state)?;
-        let mut ips: Vec<&str> = records(&state, "interfaces")
-            .iter()
-            .filter(|i| &i["svm"]["uuid"] == uuid)
-            .filter_map(|i| i["ip"]["address"].as_str())
-            .collect();
-        ips.sort_unstable();
-        let fixture = self.svm(name, index);
-        let mut wanted = fixture.addresses().to_vec();
-        wanted.sort_unstable();
-        if ips != wanted {
-            return Err(format!("LIFs {ips:?}, wanted {wanted:?}"));
-        }
-        let (username, password, secret_svm) = self
-            .seed_credentials(status.secret_ref.as_deref().ok_or("no status.secretRef")?)
-            .await
-            .ok_or("seed Secret missing or incomplete")?;
-        if secret_svm != svm_name {
-            return Err(format!("the Secret names SVM {secret_svm}, not {svm_name}"));
-        }
-        let mut accounts: Vec<&str> = records(&state, "accounts")
-            .iter()
-            .filter(|a| &a["owner"]["uuid"] == uuid)
-            .filter_map(|a| a["name"].as_str())
-            .collect();
-        accounts.sort_unstable();
-        let mut wanted = vec![username.as_str(), "vsadmin"];
-        wanted.sort_unstable();
-        if accounts != wanted {
-            return Err(format!("accounts {accounts:?}, wanted {wanted:?}"));
-        }
-        if !self.authenticates(&username, &password, &svm_name).await {
-            return Err(format!(
-                "the seed Secret's credentials for {username} do not work"
-            ));
-        }
-        Ok(())
+        converged(&tenant, name, &self.svm(name, index)).await
     }
 
     /// Whether ONTAP holds nothing of the SVM named `svm_name` any more.

@@ -24,6 +24,7 @@ pub mod blackhole;
 pub mod jaeger;
 pub mod metrics;
 pub mod mock;
+pub mod node;
 pub mod ontap;
 pub mod process;
 pub mod prometheus;

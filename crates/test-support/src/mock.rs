@@ -27,6 +27,15 @@ impl Mock {
         Self::new(MockServer::start_tls(config).await.unwrap())
     }
 
+    /// HTTPS on an ephemeral port of `address` (a node's, which its Pods reach), with a
+    /// certificate valid for it.
+    pub async fn start_tls_on(config: MockConfig, address: std::net::IpAddr) -> Self {
+        let identity = mock_ontap::TlsIdentity::self_signed_for(Some(address)).unwrap();
+        let state = MockState::new(config).unwrap();
+        let at = std::net::SocketAddr::new(address, 0);
+        Self::new(MockServer::bind(at, state, Some(identity)).await.unwrap())
+    }
+
     fn new(server: MockServer) -> Self {
         super::install_crypto_provider();
         let mut http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10));
