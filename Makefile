@@ -47,7 +47,7 @@ manifests:
 
 crds: manifests
 
-## gardener-registration: regenerate deploy/gardener/ (ControllerDeployment with deploy/chart and crds/ as rawChart, ControllerRegistration)
+## gardener-registration: regenerate deploy/gardener/ (ControllerDeployment with deploy/chart and crds/ as rawChart, ControllerRegistration, gardener-operator's Extension naming the chart in an OCI registry)
 gardener-registration:
 	@hack/gardener-registration.sh
 

@@ -13,6 +13,8 @@
 #                                       checking a node's Pod network from inside Pods
 #        hack/tools.sh gardener-crds -> prints a folder with Gardener's CRDs for Extension, Cluster
 #                                       and ManagedResource, copied from the gardener module
+#        hack/tools.sh gardener-operator-crds -> prints a folder with gardener-operator's CRD for
+#                                       operator.gardener.cloud Extension, copied from the gardener module
 # Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
 # Everything is built from the Go module proxy with the machine's Go toolchain and cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator, outside the repository, so fresh clones reuse it.
@@ -256,21 +258,31 @@ build_gardener() {
   mv "$out.tmp" "$out"
 }
 
-# Gardener's own CRDs, never hand-written copies: the files gardener ships for seeds.
-build_gardener_crds() {
-  local out=$1 gdir
+# gardener_files OUT DIR FILE...: copies the FILEs of DIR in the gardener module into OUT. Gardener's
+# own CRDs, never hand-written copies.
+gardener_files() {
+  local out=$1 sub=$2 gdir f; shift 2
   gdir=$(dir_of "github.com/gardener/gardener@$GARDENER_VERSION")
-  [ -d "$gdir/example/seed-crds" ] || { log "no example/seed-crds in github.com/gardener/gardener@$GARDENER_VERSION"; exit 1; }
+  [ -d "$gdir/$sub" ] || { log "no $sub in github.com/gardener/gardener@$GARDENER_VERSION"; exit 1; }
   mkdir -p "$out.tmp"
-  local f
-  for f in 10-crd-extensions.gardener.cloud_extensions.yaml \
-    10-crd-extensions.gardener.cloud_clusters.yaml \
-    10-crd-resources.gardener.cloud_managedresources.yaml; do
-    [ -f "$gdir/example/seed-crds/$f" ] || { log "$f is missing from gardener $GARDENER_VERSION's example/seed-crds"; exit 1; }
-    cp "$gdir/example/seed-crds/$f" "$out.tmp/$f"
+  for f; do
+    [ -f "$gdir/$sub/$f" ] || { log "$f is missing from gardener $GARDENER_VERSION's $sub"; exit 1; }
+    cp "$gdir/$sub/$f" "$out.tmp/$f"
   done
   chmod 644 "$out.tmp"/*
   mv "$out.tmp" "$out"
+}
+
+# The files gardener ships for seeds.
+build_gardener_crds() {
+  gardener_files "$1" example/seed-crds 10-crd-extensions.gardener.cloud_extensions.yaml \
+    10-crd-extensions.gardener.cloud_clusters.yaml \
+    10-crd-resources.gardener.cloud_managedresources.yaml
+}
+
+# A folder apart from the seed's: gardener-operator's CRDs belong to the garden's runtime cluster.
+build_gardener_operator_crds() {
+  gardener_files "$1" example/operator 10-crd-operator.gardener.cloud_extensions.yaml
 }
 
 # One build at a time per tool: parallel test binaries and make targets may all ask at once.
@@ -339,5 +351,9 @@ case "${1:-kube}" in
     dir=$cache/crds/gardener-$GARDENER_VERSION
     cached gardener-crds "$dir" -f 10-crd-extensions.gardener.cloud_extensions.yaml
     echo "$dir" ;;
-  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|gardener|gardener-crds"; exit 2 ;;
+  gardener-operator-crds)
+    dir=$cache/crds/gardener-operator-$GARDENER_VERSION
+    cached gardener-operator-crds "$dir" -f 10-crd-operator.gardener.cloud_extensions.yaml
+    echo "$dir" ;;
+  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|gardener|gardener-crds|gardener-operator-crds"; exit 2 ;;
 esac

@@ -1,5 +1,6 @@
-//! `deploy/gardener/`: current with the chart and the CRDs, shaped as Gardener's API wants it,
-//! and its chart renders, with the values it carries, objects a real API server accepts.
+//! `deploy/gardener/`: current with the chart and the CRDs, shaped as Gardener's API wants it
+//! (gardener-operator's Extension checked against its real CRD), and its chart renders, with the
+//! values it carries and those gardenlet adds, objects a real API server accepts.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,6 +10,10 @@ use kube::api::{Api, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const REGISTRATION: &str = "deploy/gardener/controller-registration.yaml";
+const EXTENSION: &str = "deploy/gardener/extension.yaml";
+/// gardenlet's `gardener` values for one seed, in its shapes (see the file's header).
+const GARDENLET_VALUES: &str = "tests/fixtures/gardenlet-values.yaml";
+const CHART_NAME: &str = "gardener-extension-ontap";
 
 fn documents(yaml: &str) -> Vec<Value> {
     serde_yaml::Deserializer::from_str(yaml)
@@ -36,18 +41,28 @@ fn run(command: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+fn raw_chart(deployment: &Value) -> Vec<u8> {
+    let raw = deployment["helm"]["rawChart"].as_str().unwrap();
+    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, raw).unwrap()
+}
+
 /// Unpacks a ControllerDeployment's `helm.rawChart` into `dir`, returning the chart folder.
 fn unpack(deployment: &Value, dir: &Path) -> PathBuf {
-    let raw = deployment["helm"]["rawChart"].as_str().unwrap();
     std::fs::create_dir_all(dir).unwrap();
     let tgz = dir.join("chart.tgz");
-    std::fs::write(
-        &tgz,
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, raw).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(&tgz, raw_chart(deployment)).unwrap();
     run(Command::new("tar").arg("-xzf").arg(&tgz).arg("-C").arg(dir));
-    dir.join("ontap-operator")
+    dir.join(CHART_NAME)
+}
+
+fn script() -> Command {
+    Command::new(crate::support::repo_root().join("hack/gardener-registration.sh"))
+}
+
+fn helm() -> String {
+    run(Command::new(crate::support::repo_root().join("hack/tools.sh")).arg("helm"))
+        .trim()
+        .to_string()
 }
 
 /// Every file below `dir` with its content, by relative path.
@@ -69,9 +84,12 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+fn committed(path: &str) -> Vec<Value> {
+    documents(&std::fs::read_to_string(crate::support::repo_root().join(path)).unwrap())
+}
+
 fn registration() -> (Value, Value) {
-    let text = std::fs::read_to_string(crate::support::repo_root().join(REGISTRATION)).unwrap();
-    let docs = documents(&text);
+    let docs = committed(REGISTRATION);
     let find = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap().clone();
     (find("ControllerDeployment"), find("ControllerRegistration"))
 }
@@ -79,16 +97,9 @@ fn registration() -> (Value, Value) {
 #[test]
 fn committed_registration_is_what_the_script_writes_now() {
     let dir = temp_dir("registration");
-    let fresh = dir.join("controller-registration.yaml");
-    run(
-        Command::new(crate::support::repo_root().join("hack/gardener-registration.sh"))
-            .arg("--out")
-            .arg(&fresh),
-    );
-    let committed = documents(
-        &std::fs::read_to_string(crate::support::repo_root().join(REGISTRATION)).unwrap(),
-    );
-    let fresh = documents(&std::fs::read_to_string(&fresh).unwrap());
+    let out = dir.join("out");
+    run(script().arg("--out-dir").arg(&out));
+    let fresh = |file: &str| documents(&std::fs::read_to_string(out.join(file)).unwrap());
     let without_chart = |docs: &[Value]| -> Vec<Value> {
         docs.iter()
             .map(|d| {
@@ -100,11 +111,16 @@ fn committed_registration_is_what_the_script_writes_now() {
             })
             .collect()
     };
-    assert_eq!(
-        without_chart(&committed),
-        without_chart(&fresh),
-        "{REGISTRATION} is stale: run make gardener-registration"
-    );
+    for path in [REGISTRATION, EXTENSION] {
+        let file = Path::new(path).file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            without_chart(&committed(path)),
+            without_chart(&fresh(file)),
+            "{path} is stale: run make gardener-registration"
+        );
+    }
+    let committed = committed(REGISTRATION);
+    let fresh = fresh("controller-registration.yaml");
     // The archives are compared by content, so a different tar or gzip cannot fail the check.
     let committed_chart = unpack(&committed[0], &dir.join("committed"));
     let fresh_chart = unpack(&fresh[0], &dir.join("fresh"));
@@ -113,7 +129,7 @@ fn committed_registration_is_what_the_script_writes_now() {
         tree(&fresh_chart),
         "the chart in {REGISTRATION} is stale: run make gardener-registration"
     );
-    // And it is the chart of deploy/chart plus the CRDs.
+    // And it is the chart of deploy/chart plus the CRDs, named as Gardener names extension charts.
     let chart_files: Vec<String> = tree(&committed_chart).into_iter().map(|(p, _)| p).collect();
     let mut expected: Vec<String> = tree(&crate::support::repo_root().join("deploy/chart"))
         .into_iter()
@@ -122,6 +138,40 @@ fn committed_registration_is_what_the_script_writes_now() {
     expected.push("files/crds.yaml".into());
     expected.sort();
     assert_eq!(chart_files, expected);
+    let chart_yaml: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(committed_chart.join("Chart.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(chart_yaml["name"], CHART_NAME);
+
+    // --package-chart writes the very archive the rawChart carries, named as `helm push` wants.
+    let version = chart_yaml["version"].as_str().unwrap();
+    let packaged = run(script().arg("--package-chart").arg(dir.join("charts")));
+    let tgz = dir
+        .join("charts")
+        .join(format!("{CHART_NAME}-{version}.tgz"));
+    assert_eq!(packaged.trim(), tgz.display().to_string());
+    assert_eq!(std::fs::read(&tgz).unwrap(), raw_chart(&fresh[0]));
+    let shown = run(Command::new(helm()).args(["show", "chart"]).arg(&tgz));
+    let shown: Value = serde_yaml::from_str(&shown).unwrap();
+    assert_eq!(
+        (&shown["name"], &shown["version"]),
+        (&json!(CHART_NAME), &json!(version))
+    );
+
+    // The Extension names the chart where `helm push <tgz> <--oci-repository>` puts it.
+    let local = dir.join("local");
+    run(script()
+        .args([
+            "--oci-repository",
+            "oci://127.0.0.1:5000/charts",
+            "--out-dir",
+        ])
+        .arg(&local));
+    let extension = documents(&std::fs::read_to_string(local.join("extension.yaml")).unwrap());
+    assert_eq!(
+        extension[0]["spec"]["deployment"]["extension"]["helm"]["ociRepository"],
+        json!({"ref": format!("127.0.0.1:5000/charts/{CHART_NAME}:{version}")})
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -130,6 +180,8 @@ fn registration_has_gardeners_shape() {
     let (deployment, registration) = registration();
     assert_eq!(deployment["apiVersion"], "core.gardener.cloud/v1");
     assert_eq!(registration["apiVersion"], "core.gardener.cloud/v1beta1");
+    // As Gardener's extensions name theirs (extension-registry-cache).
+    assert_eq!(registration["metadata"]["name"], "extension-ontap");
     assert_eq!(
         registration["spec"]["deployment"]["deploymentRefs"],
         json!([{"name": deployment["metadata"]["name"]}])
@@ -160,30 +212,87 @@ fn registration_has_gardeners_shape() {
     assert!(values["namespace"].is_null());
 }
 
-/// Renders the packaged chart as gardenlet does (release named after the registration, into
-/// `extension-<installation>`, the ControllerDeployment's values plus gardenlet's `gardener`
-/// values) with one ONTAP cluster, and applies the result to a real API server.
-#[tokio::test]
-async fn packaged_chart_installs_on_a_seed() {
-    let (deployment, _) = registration();
+/// gardener's `utils.MergeMaps(a, b)`, with which gardenlet lays its values over the
+/// ControllerDeployment's: `b` wins, maps present in both are merged, anything else (lists too)
+/// is replaced.
+fn merge_maps(a: &Value, b: &Value) -> Value {
+    let (Value::Object(a), Value::Object(b)) = (a, b) else {
+        return b.clone();
+    };
+    let mut out = a.clone();
+    for (key, value) in b {
+        let merged = match a.get(key) {
+            Some(existing @ Value::Object(_)) if value.is_object() => merge_maps(existing, value),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), merged);
+    }
+    Value::Object(out)
+}
+
+/// The values gardenlet renders the chart with: the ControllerDeployment's `helm.values` (with
+/// `extra` in them, as `{{ .resources… }}` substitution leaves them) under its own.
+fn gardenlet_values(deployment: &Value, extra: Value) -> Value {
+    let gardenlet: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(crate::support::repo_root().join(GARDENLET_VALUES)).unwrap(),
+    )
+    .unwrap();
+    merge_maps(
+        &merge_maps(&deployment["helm"]["values"], &extra),
+        &gardenlet,
+    )
+}
+
+/// `helm template` of the packaged chart as gardenlet renders it: the release named after the
+/// ControllerRegistration, in the installation's namespace, with `values`, the chart's
+/// values.schema.json checked.
+fn render_as_gardenlet(namespace: &str, values: &Value) -> Result<String, String> {
+    let (deployment, registration) = registration();
     let dir = temp_dir("seed-chart");
     let chart = unpack(&deployment, &dir);
-    let mut values = deployment["helm"]["values"].clone();
-    values["gardener"] = json!({"version": "v1.149.3", "seed": {"name": "local"}, "garden": {}});
-    values["ontapClusters"] = json!([{
-        "name": "lab", "endpoint": "https://192.0.2.100",
-        "credentials": {"username": "YWRtaW4=", "password": "bm90LWEtcmVhbC1wYXNzd29yZA=="}
-    }]);
     let values_file = dir.join("values.json");
     std::fs::write(&values_file, values.to_string()).unwrap();
-    let env = crate::support::env().await;
-    let namespace = format!("extension-ontap-{}", &env.namespace[5..]);
-    let helm = run(Command::new(crate::support::repo_root().join("hack/tools.sh")).arg("helm"));
-    let rendered = documents(&run(Command::new(helm.trim())
-        .args(["template", "ontap", "--namespace", &namespace, "-f"])
+    let out = Command::new(helm())
+        .arg("template")
+        .arg(registration["metadata"]["name"].as_str().unwrap())
+        .args(["--namespace", namespace, "-f"])
         .arg(&values_file)
-        .arg(&chart)));
+        .arg(&chart)
+        .output()
+        .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Renders the packaged chart as gardenlet does (see [`render_as_gardenlet`]; the values of
+/// tests/fixtures/gardenlet-values.yaml over the ControllerDeployment's) with one ONTAP cluster,
+/// and applies the result to a real API server.
+#[tokio::test]
+async fn packaged_chart_installs_on_a_seed() {
+    let (deployment, registration) = registration();
+    let values = gardenlet_values(
+        &deployment,
+        json!({"ontapClusters": [{
+            "name": "lab", "endpoint": "https://192.0.2.100",
+            "credentials": {"username": "YWRtaW4=", "password": "bm90LWEtcmVhbC1wYXNzd29yZA=="}
+        }]}),
+    );
+    assert_eq!(values["gardener"]["seed"]["name"], "aws-eu1");
+    let env = crate::support::env().await;
+    // extension-<ControllerInstallation>, whose name is the registration's plus 5 random characters.
+    let namespace = format!(
+        "extension-{}-{}",
+        registration["metadata"]["name"].as_str().unwrap(),
+        &env.namespace[5..10]
+    );
+    let rendered = documents(
+        &render_as_gardenlet(&namespace, &values)
+            .unwrap_or_else(|e| panic!("the chart refuses gardenlet's values: {e}")),
+    );
 
     let kinds: Vec<String> = rendered
         .iter()
@@ -203,6 +312,22 @@ async fn packaged_chart_installs_on_a_seed() {
         !kinds.iter().any(|k| k.starts_with("ConfigMap/")),
         "no ConfigMaps: {kinds:?}"
     );
+    for object in &rendered {
+        match object["metadata"]["namespace"].as_str() {
+            Some(ns) => assert_eq!(ns, namespace, "{object}"),
+            None => assert!(
+                [
+                    "CustomResourceDefinition",
+                    "ClusterRole",
+                    "ClusterRoleBinding",
+                    "OntapCluster"
+                ]
+                .contains(&object["kind"].as_str().unwrap()),
+                "{} has no namespace",
+                object["kind"]
+            ),
+        }
+    }
     for expected in [
         "CustomResourceDefinition/ontapclusters.ontap.storage.dev",
         "CustomResourceDefinition/storagevirtualmachines.ontap.storage.dev",
@@ -260,4 +385,90 @@ async fn packaged_chart_installs_on_a_seed() {
         .await
         .unwrap();
     }
+}
+
+/// The schema types what gardenlet's values fix, so a gardenlet that wrote them otherwise, or a
+/// schema that lost them, shows here and not on a seed.
+#[test]
+fn gardenlet_values_of_the_wrong_shape_are_refused() {
+    let (deployment, _) = registration();
+    for (wrong, field) in [
+        (json!({"seed": {"visible": "yes"}}), "visible"),
+        (
+            json!({"gardenlet": {"featureGates": {"AllAlpha": "false"}}}),
+            "AllAlpha",
+        ),
+        (json!({"version": 1149}), "version"),
+    ] {
+        let values = merge_maps(
+            &gardenlet_values(&deployment, json!({})),
+            &json!({ "gardener": wrong }),
+        );
+        let err = render_as_gardenlet("extension-extension-ontap-wrong", &values)
+            .expect_err("values of the wrong shape rendered");
+        assert!(
+            err.contains("schema") && err.contains(field),
+            "{field}: {err}"
+        );
+    }
+}
+
+/// deploy/gardener/extension.yaml is what gardener-operator's own CRD (from the gardener module)
+/// accepts, field by field, and carries what controller-registration.yaml does.
+#[tokio::test]
+async fn operator_extension_is_valid_for_gardener_operators_crd() {
+    let extension = committed(EXTENSION).remove(0);
+    let (deployment, registration) = registration();
+    // gardener-operator writes the ControllerRegistration and ControllerDeployment from it
+    // (ControllerRegistrationForExtension): named after it, with its values, resources and
+    // pod-security annotation.
+    assert_eq!(extension["metadata"], registration["metadata"]);
+    assert_eq!(
+        extension["spec"]["resources"],
+        registration["spec"]["resources"]
+    );
+    let spec = &extension["spec"]["deployment"]["extension"];
+    assert_eq!(spec["values"], deployment["helm"]["values"]);
+    assert_eq!(spec["policy"], registration["spec"]["deployment"]["policy"]);
+    // What gardener-operator's webhook adds to the CRD (ValidateOCIRepository): ref alone, or
+    // repository with tag or digest; and what the puller parses (OCIRepository.GetURL drops oci://).
+    let oci = spec["helm"]["ociRepository"].as_object().unwrap();
+    assert_eq!(oci.keys().collect::<Vec<_>>(), ["ref"]);
+    let reference = oci["ref"].as_str().unwrap();
+    let (repository, tag) = reference.rsplit_once(':').unwrap();
+    assert!(
+        !reference.starts_with("oci://") && repository.ends_with(&format!("/{CHART_NAME}")),
+        "{reference}"
+    );
+    let chart: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(crate::support::repo_root().join("deploy/chart/Chart.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        tag, chart["version"],
+        "pushed charts are tagged with their version"
+    );
+
+    let env = crate::support::env().await;
+    let out = run(
+        Command::new(crate::support::repo_root().join("hack/tools.sh"))
+            .arg("gardener-operator-crds"),
+    );
+    for crd in crate::support::crds_in(Path::new(out.trim())) {
+        crate::support::install_crd(&env.client, crd).await;
+    }
+    let strict = PatchParams::apply("ontap-operator-tests")
+        .dry_run()
+        .validation_strict();
+    crate::support::operator::apply_object(&env.client, extension.clone(), &strict)
+        .await
+        .unwrap();
+    // Strict validation is what makes the check bite: a field the CRD lacks is refused.
+    let mut wrong = extension.clone();
+    wrong["spec"]["deployment"]["extension"]["helm"]["ociRepository"]["url"] = json!(reference);
+    let err = crate::support::operator::apply_object(&env.client, wrong, &strict)
+        .await
+        .expect_err("an unknown field was accepted");
+    assert!(err.contains("url"), "{err}");
 }
