@@ -121,8 +121,8 @@ impl Shipped {
             "ontapClusters": [{
                 "name": "lab",
                 "endpoint": mock.base_url(),
-                "credentials": {"username": b64(&admin.user), "password": b64(&admin.password)},
-                "ca": b64(mock.server.cert_pem().unwrap()),
+                "credentials": {"username": admin.user, "password": admin.password},
+                "ca": mock.server.cert_pem().unwrap(),
             }],
         })
     }
@@ -187,11 +187,6 @@ impl Shipped {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-}
-
-pub fn b64(text: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 /// The operator's Pods, Ready ones first.

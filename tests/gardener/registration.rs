@@ -278,7 +278,7 @@ async fn packaged_chart_installs_on_a_seed() {
         &deployment,
         json!({"ontapClusters": [{
             "name": "lab", "endpoint": "https://192.0.2.100",
-            "credentials": {"username": "YWRtaW4=", "password": "bm90LWEtcmVhbC1wYXNzd29yZA=="}
+            "credentials": {"username": "admin", "password": "not-a-real-password"}
         }]}),
     );
     assert_eq!(values["gardener"]["seed"]["name"], "aws-eu1");
