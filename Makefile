@@ -6,7 +6,7 @@ LOCAL := $(CURDIR)/.local
 # Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
 BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 
-.PHONY: run test up down crds manifests lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
+.PHONY: image run test up down crds manifests lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -15,7 +15,10 @@ deps:
 build:
 	$(CARGO) build --workspace --bins
 
-## up: start the control plane, mock ONTAP and Jaeger in the background; writes .local/kubeconfig and .local/env
+## up: start the control plane, mock ONTAP and Jaeger in the background; writes .local/kubeconfig and .local/env;
+## NODE=1 adds the local registry and a real node (containerd, kubelet, kube-proxy, controller-manager,
+## scheduler: hack/node.sh), with the control plane and mock ONTAP on the node's address (.local/env
+## then exports REGISTRY and ONTAP_ENDPOINT_IN_CLUSTER)
 up: deps build
 	@hack/local-env.sh up
 
@@ -33,12 +36,20 @@ KYMA_TIME_SCALE ?= 4
 ## in another shell); both controller sets run, the Kyma lifecycle KYMA_TIME_SCALE times faster;
 ## GARDENER=1 adds a shoot: Gardener's CRDs, a shoot control plane, gardener-resource-manager, the
 ## Extension controller and deploy/samples/gardener (`kubectl get extension -A`)
-run: up
+## DEPLOY=1: the operator as it ships instead, in the node's Pods from `make image` and the chart
+## installed from the local registry with helm; `make run` then follows its logs
+run: up $(if $(filter 1,$(DEPLOY)),image)
+ifeq ($(DEPLOY),1)
+	@KYMA_TIME_SCALE=$(KYMA_TIME_SCALE) hack/local-env.sh deploy
+	@DEPLOY=1 hack/local-env.sh samples
+	@source $(LOCAL)/env && kubectl -n ontap-operator-system logs -f deploy/ontap-operator
+else
 	@hack/local-env.sh samples
 	@source $(LOCAL)/env && $(BIN)/ontap-operator run \
 		--metrics-bind-address 127.0.0.1:8080 --metrics-auth none --health-probe-bind-address 127.0.0.1:8081 \
 		--controllers ontap,kyma --kyma-time-scale $(KYMA_TIME_SCALE) --helm "$$(hack/tools.sh helm)" \
 		$(if $(filter 1,$(GARDENER)),--extension-type ontap --heartbeat-namespace ontap-operator-system)
+endif
 
 ## manifests: regenerate crds/, deploy/rbac.yaml and the chart's ClusterRole rules from the
 ## controllers' registrations (tests/operations/crds_generated.rs fails when they drift)
