@@ -10,8 +10,10 @@
 #
 # The control plane must run on the node's address (hack/control-plane.sh up --address "$(hack/node.sh
 # address)"): Pods cannot reach a loopback address of the host. Everything the node adds to the
-# machine's network stays on it: the node's address and the Pods' are on a bridge of its own, nothing is masqueraded, and Pod traffic may not be forwarded anywhere but
-# that bridge. One node runs per machine (interfaces, kube-proxy's rules); `up` refuses a second.
+# machine's network stays on it: the node's address and the Pods' are on a bridge of its own,
+# nothing is masqueraded, and Pod traffic may not be forwarded anywhere but that bridge. One node
+# runs per machine (interfaces, kube-proxy's rules); `up` waits 30 s for another one to stop, then
+# refuses.
 # `up` writes DIR/env (NODE_NAME, NODE_IP, POD_CIDR, CONTAINERD_ADDRESS) and waits until the node
 # is Ready; `down` stops every process and container it started and removes its network.
 set -euo pipefail
