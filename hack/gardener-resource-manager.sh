@@ -3,13 +3,16 @@
 # one control plane (the "seed") to another (the "shoot"), as a shoot's GRM does in Gardener.
 #
 #   hack/gardener-resource-manager.sh up --dir DIR --seed-kubeconfig FILE --shoot-kubeconfig FILE
-#                                        [--namespace NS]... [--owner-pid PID]
+#                                        [--namespace NS]... [--class CLASS] [--owner-pid PID]
 #   hack/gardener-resource-manager.sh down --dir DIR
 #
 # The ManagedResource CRD must be installed in the seed first (hack/tools.sh gardener-crds): `up`
 # waits until the managedresource controller runs, which it does only once that kind is served.
 # --namespace limits GRM to ManagedResources of these namespaces, so several GRMs can share one
 # seed. Two control planes for seed and shoot: hack/control-plane.sh up with two --dir values.
+# --class picks the ManagedResources whose spec.class it is (default: those without one, as a
+# shoot's GRM); `--class seed` with one kubeconfig as both seed and shoot plays the seed's own GRM,
+# which applies what gardenlet puts into the `garden` namespace to the seed itself.
 # With --owner-pid a watchdog stops GRM once that process is gone. `down` stops it; stop it only
 # after the ManagedResources it serves are gone, as it holds a finalizer on each.
 set -euo pipefail
@@ -18,7 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 cmd=${1:-}; shift || true
-dir="" owner="" seed="" shoot="" namespaces=()
+dir="" owner="" seed="" shoot="" class="" namespaces=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
@@ -26,6 +29,7 @@ while [ $# -gt 0 ]; do
     --seed-kubeconfig) seed=$2; shift 2 ;;
     --shoot-kubeconfig) shoot=$2; shift 2 ;;
     --namespace) namespaces+=("$2"); shift 2 ;;
+    --class) class=$2; shift 2 ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -72,7 +76,8 @@ server:
     bindAddress: 127.0.0.1
     port: $(free_port)
 controllers:
-  managedResource:
+${class:+  resourceClass: $class
+}  managedResource:
     syncPeriod: 1m
   health:
     syncPeriod: 1m

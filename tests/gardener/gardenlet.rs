@@ -1,15 +1,13 @@
-//! The test as gardenlet: the seed operator, the Cluster and Extension it writes, the operations it
-//! asks for with gardenlet's annotations, and readiness judged with gardenlet's own health function
-//! ([`ready_for_gardenlet`]). The scenarios in the sibling files drive it: the real operator binary
+//! The test as gardenlet (the parts every binary shares are in [`crate::support::gardenlet`],
+//! re-exported here): the seed operator as a process, and waits that show its log. The scenarios in the sibling files drive it: the real operator binary
 //! (running as the ServiceAccount of `deploy/rbac.yaml` plus the chart's generated extension rules)
 //! against mock ONTAP, Gardener's own CRDs in the seed, and the real gardener-resource-manager
 //! delivering into a second control plane playing the shoot.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::gardener::Gardener;
+pub(crate) use crate::support::gardenlet::*;
 use crate::support::mock::fast_mock;
 use crate::support::operator::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorProcess};
 use crate::support::repo_root;
@@ -17,20 +15,13 @@ use crate::support::svm::SvmWorld;
 use crate::support::tail;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use ontap_operator::api::StorageVirtualMachine;
-use ontap_operator::extension::api::{
-    Cluster, ErrorCode, Extension, LastOperationState, LastOperationType,
-};
-use ontap_operator::extension::status::ready_for_gardenlet;
+use ontap_operator::extension::api::{ErrorCode, LastOperationState, LastOperationType};
 use serde_json::{Value, json};
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(90);
-/// The shoot's node network in its `Cluster`: where NFS volumes are exported to.
-pub(crate) const NODE_NETWORK: &str = "10.250.0.0/16";
 
 /// Binds the operator's ServiceAccount to the chart's generated extension rules.
 pub(crate) async fn bind_extension_rules(client: &kube::Client) {
@@ -117,133 +108,17 @@ pub(crate) fn seed_operator_with(
     OperatorProcess::spawn(&kubeconfig, &args, &[])
 }
 
-pub(crate) async fn create_cluster(g: &Gardener, namespace: &str, annotations: Value) {
-    create_cluster_of_shoot(g, namespace, annotations, &shoot_uid(namespace)).await;
-}
-
-/// The uid of the Shoot whose control plane is in `namespace` on its first seed: one shoot per
-/// namespace, as in a landscape.
-pub(crate) fn shoot_uid(namespace: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    namespace.hash(&mut hasher);
-    format!("shoot-{:016x}", hasher.finish())
-}
-
-/// gardenlet's `Cluster` for the Shoot `uid`: on a new seed after a migration, the same Shoot in
-/// another namespace.
-pub(crate) async fn create_cluster_of_shoot(
-    g: &Gardener,
-    namespace: &str,
-    annotations: Value,
-    uid: &str,
-) {
-    let cluster: Cluster = serde_json::from_value(json!({
-        "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Cluster",
-        "metadata": {"name": namespace},
-        "spec": {
-            "cloudProfile": {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "CloudProfile"},
-            "seed": {"apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed"},
-            "shoot": {
-                "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
-                "metadata": {"name": "web-a", "namespace": "garden-test", "uid": uid,
-                             "annotations": annotations},
-                "spec": {"networking": {"nodes": NODE_NETWORK}},
-                "status": {"lastOperation": {"type": "Reconcile", "state": "Succeeded"}}
-            }
-        }
-    }))
-    .unwrap();
-    Api::<Cluster>::all(g.seed.clone())
-        .create(&PostParams::default(), &cluster)
-        .await
-        .unwrap();
-}
-
-pub(crate) fn extensions(g: &Gardener, namespace: &str) -> Api<Extension> {
-    Api::namespaced(g.seed.clone(), namespace)
-}
-
-pub(crate) fn now() -> String {
-    Timestamp::now().to_string()
-}
-
-/// gardenlet's deploy: the Extension (created or its spec updated), annotated with an operation
-/// and a timestamp. Returns the timestamp, which gardenlet's wait compares.
-pub(crate) async fn request(g: &Gardener, namespace: &str, operation: &str) -> String {
-    let timestamp = now();
-    extensions(g, namespace)
-        .patch(
-            "ontap",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
-                "gardener.cloud/operation": operation,
-                "gardener.cloud/timestamp": timestamp,
-            }}})),
-        )
-        .await
-        .unwrap();
-    timestamp
-}
-
-/// The providerConfig of a shoot with an NFS SVM of its own on `cluster`, with one management
-/// and one data LIF.
-pub(crate) fn nfs_config(cluster: &str, management: &str, data: &str) -> Value {
-    json!({
-        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
-        "cluster": cluster,
-        "svm": {
-            "managementLif": {"ip": management, "prefixLength": 24},
-            "dataLifs": [{"ip": data, "prefixLength": 24}],
-            "protocols": ["nfs"]
-        }
-    })
-}
-
-pub(crate) async fn create_extension(
-    g: &Gardener,
-    namespace: &str,
-    config: Value,
-    operation: &str,
-) -> String {
-    let timestamp = now();
-    let ext: Extension = serde_json::from_value(json!({
-        "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Extension",
-        "metadata": {"name": "ontap", "namespace": namespace, "annotations": {
-            "gardener.cloud/operation": operation,
-            "gardener.cloud/timestamp": timestamp,
-        }},
-        "spec": {"type": "ontap", "providerConfig": config}
-    }))
-    .unwrap();
-    extensions(g, namespace)
-        .create(&PostParams::default(), &ext)
-        .await
-        .unwrap();
-    timestamp
-}
-
-/// gardenlet's `WaitUntilExtensionObjectReady`: polls until its health function passes.
+/// gardenlet's `WaitUntilExtensionObjectReady` ([`wait_ready_within`]) on the operator process.
 pub(crate) async fn wait_ready(
     g: &Gardener,
     w: &SvmWorld,
     namespace: &str,
     timestamp: &str,
 ) -> Duration {
-    let start = Instant::now();
-    loop {
-        let ext = extensions(g, namespace).get("ontap").await.unwrap();
-        match ready_for_gardenlet(&ext, Some(timestamp)) {
-            Ok(()) => return start.elapsed(),
-            Err(why) if start.elapsed() > TIMEOUT => panic!(
-                "Extension {namespace}/ontap not ready for gardenlet: {why}\nstatus: {}\n--- operator log ---\n{}\n--- GRM log ---\n{}",
-                serde_json::to_string_pretty(&ext.status).unwrap(),
-                tail(&w.operator.logs(), 80),
-                tail(&g.grm_log(), 20),
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+    wait_ready_within(g, namespace, timestamp, TIMEOUT, || {
+        format!("--- operator log ---\n{}", tail(&w.operator.logs(), 80))
+    })
+    .await
 }
 
 pub(crate) async fn wait_for(
@@ -267,106 +142,6 @@ pub(crate) async fn wait_for(
 
 pub(crate) fn svms_in_ontap(w: &SvmWorld) -> Vec<Value> {
     w.state()["svms"].as_array().cloned().unwrap_or_default()
-}
-
-/// The credentials Secret in the shoot: username and password.
-pub(crate) async fn shoot_credentials(g: &Gardener, name: &str) -> Option<(String, String)> {
-    let secret = Api::<Secret>::namespaced(g.shoot.clone(), "kube-system")
-        .get_opt(name)
-        .await
-        .unwrap()?;
-    let data = secret.data?;
-    let text = |k: &str| String::from_utf8(data.get(k)?.0.clone()).ok();
-    Some((text("username")?, text("password")?))
-}
-
-pub(crate) fn backend_configs(g: &Gardener) -> Api<DynamicObject> {
-    Api::all_with(g.shoot.clone(), &backend_config_resource())
-}
-
-pub(crate) fn backend_config_resource() -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "trident.netapp.io",
-        "v1",
-        "TridentBackendConfig",
-    ))
-}
-
-/// A second resource manager for another namespace of the same seed, writing to the same shoot.
-pub(crate) struct ExtraGrm(PathBuf);
-
-impl ExtraGrm {
-    pub(crate) fn start(g: &Gardener, namespace: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("grm-{namespace}"));
-        let status = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
-            .args(["up", "--dir"])
-            .arg(&dir)
-            .arg("--seed-kubeconfig")
-            .arg(&g.seed_kubeconfig)
-            .arg("--shoot-kubeconfig")
-            .arg(&g.shoot_kubeconfig)
-            .args(["--namespace", namespace])
-            .args(["--owner-pid", &std::process::id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        Self(dir)
-    }
-}
-
-impl Drop for ExtraGrm {
-    fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
-            .args(["down", "--dir"])
-            .arg(&self.0)
-            .status();
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The shoot control plane runs no kube-controller-manager, so no garbage collector finishes the
-/// foreground deletions the resource manager asks for: this plays its part for objects without
-/// dependents (the GC's own shortcut), for the kinds `trident-init` delivers.
-pub(crate) fn garbage_collector_stand_in(shoot: kube::Client) -> tokio::task::JoinHandle<()> {
-    let kinds = [
-        ("apps", "v1", "Deployment"),
-        ("apps", "v1", "DaemonSet"),
-        ("", "v1", "ServiceAccount"),
-        ("networking.k8s.io", "v1", "NetworkPolicy"),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-        ("trident.netapp.io", "v1", "TridentOrchestrator"),
-    ];
-    tokio::spawn(async move {
-        loop {
-            for (group, version, kind) in kinds {
-                let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-                let api: Api<DynamicObject> = Api::all_with(shoot.clone(), &resource);
-                let Ok(list) = api.list(&Default::default()).await else {
-                    continue;
-                };
-                for obj in list.items {
-                    if obj.metadata.deletion_timestamp.is_none()
-                        || !obj.finalizers().iter().any(|f| f == "foregroundDeletion")
-                    {
-                        continue;
-                    }
-                    let api: Api<DynamicObject> = match obj.metadata.namespace.as_deref() {
-                        Some(ns) => Api::namespaced_with(shoot.clone(), ns, &resource),
-                        None => Api::all_with(shoot.clone(), &resource),
-                    };
-                    let _ = api
-                        .patch(
-                            &obj.name_any(),
-                            &PatchParams::default(),
-                            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-                        )
-                        .await;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
 }
 
 pub(crate) async fn set_admin_password(w: &SvmWorld, password: &str) {
@@ -613,20 +388,7 @@ pub(crate) async fn migrate_as_gardenlet(g: &Gardener, w: &SvmWorld, ns: &str) {
 /// gardenlet's deletion: confirms it with the annotation, deletes the Extension and waits until
 /// it is gone. Returns how long that took.
 pub(crate) async fn delete_as_gardenlet(g: &Gardener, w: &SvmWorld, ns: &str) -> Duration {
-    extensions(g, ns)
-        .patch(
-            "ontap",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
-                "confirmation.gardener.cloud/deletion": "true"
-            }}})),
-        )
-        .await
-        .unwrap();
-    extensions(g, ns)
-        .delete("ontap", &DeleteParams::default())
-        .await
-        .unwrap();
+    confirm_and_delete(g, ns).await;
     wait_for(w, "Extension gone", async || {
         extensions(g, ns)
             .get_opt("ontap")

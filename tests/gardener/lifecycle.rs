@@ -176,7 +176,7 @@ async fn extension_lifecycle_on_gardener_with_the_real_resource_manager() {
             .await
             .unwrap();
     }
-    let _grm = ExtraGrm::start(&g, &ns2);
+    let _grm = g.extra_resource_manager(&ns2);
     respawn_operator(&mut w, &ns2);
     let config = old.spec.provider_config.clone().unwrap();
     create_extension(&g, &ns2, config, "wait-for-state").await;

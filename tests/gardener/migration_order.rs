@@ -111,7 +111,7 @@ async fn migrate_with(shoot_state: impl AsyncFnOnce(&Gardener, &str) -> Option<S
         .await
         .unwrap();
     create_cluster_of_shoot(&g, &ns2, annotations, &shoot_uid(&ns)).await;
-    let _grm = ExtraGrm::start(&g, &ns2);
+    let _grm = g.extra_resource_manager(&ns2);
     let mut new_seed = seed_operator(&w, &ns2);
     create_extension(&g, &ns2, config, "wait-for-state").await;
     if let Some(carried) = &shoot_state {

@@ -2,67 +2,22 @@
 //! (gardener-operator's Extension checked against its real CRD), and its chart renders, with the
 //! values it carries and those gardenlet adds, objects a real API server accepts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-const REGISTRATION: &str = "deploy/gardener/controller-registration.yaml";
+use crate::support::gardenlet::{
+    CHART_NAME, REGISTRATION, committed, documents, gardenlet_values, helm, merge_maps, raw_chart,
+    registration, render_as_gardenlet, run, temp_dir, unpack,
+};
+
 const EXTENSION: &str = "deploy/gardener/extension.yaml";
-/// gardenlet's `gardener` values for one seed, in its shapes (see the file's header).
-const GARDENLET_VALUES: &str = "tests/fixtures/gardenlet-values.yaml";
-const CHART_NAME: &str = "gardener-extension-ontap";
-
-fn documents(yaml: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(yaml)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|v: &Value| !v.is_null())
-        .collect()
-}
-
-fn temp_dir(label: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "ontap-operator-{label}-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(command: &mut Command) -> String {
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn raw_chart(deployment: &Value) -> Vec<u8> {
-    let raw = deployment["helm"]["rawChart"].as_str().unwrap();
-    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, raw).unwrap()
-}
-
-/// Unpacks a ControllerDeployment's `helm.rawChart` into `dir`, returning the chart folder.
-fn unpack(deployment: &Value, dir: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let tgz = dir.join("chart.tgz");
-    std::fs::write(&tgz, raw_chart(deployment)).unwrap();
-    run(Command::new("tar").arg("-xzf").arg(&tgz).arg("-C").arg(dir));
-    dir.join(CHART_NAME)
-}
 
 fn script() -> Command {
     Command::new(crate::support::repo_root().join("hack/gardener-registration.sh"))
-}
-
-fn helm() -> String {
-    run(Command::new(crate::support::repo_root().join("hack/tools.sh")).arg("helm"))
-        .trim()
-        .to_string()
 }
 
 /// Every file below `dir` with its content, by relative path.
@@ -82,16 +37,6 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     }
     out.sort();
     out
-}
-
-fn committed(path: &str) -> Vec<Value> {
-    documents(&std::fs::read_to_string(crate::support::repo_root().join(path)).unwrap())
-}
-
-fn registration() -> (Value, Value) {
-    let docs = committed(REGISTRATION);
-    let find = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap().clone();
-    (find("ControllerDeployment"), find("ControllerRegistration"))
 }
 
 #[test]
@@ -210,62 +155,6 @@ fn registration_has_gardeners_shape() {
     assert_eq!(values["extension"]["enabled"], true);
     assert_eq!(values["installCRDs"], true);
     assert!(values["namespace"].is_null());
-}
-
-/// gardener's `utils.MergeMaps(a, b)`, with which gardenlet lays its values over the
-/// ControllerDeployment's: `b` wins, maps present in both are merged, anything else (lists too)
-/// is replaced.
-fn merge_maps(a: &Value, b: &Value) -> Value {
-    let (Value::Object(a), Value::Object(b)) = (a, b) else {
-        return b.clone();
-    };
-    let mut out = a.clone();
-    for (key, value) in b {
-        let merged = match a.get(key) {
-            Some(existing @ Value::Object(_)) if value.is_object() => merge_maps(existing, value),
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), merged);
-    }
-    Value::Object(out)
-}
-
-/// The values gardenlet renders the chart with: the ControllerDeployment's `helm.values` (with
-/// `extra` in them, as `{{ .resources… }}` substitution leaves them) under its own.
-fn gardenlet_values(deployment: &Value, extra: Value) -> Value {
-    let gardenlet: Value = serde_yaml::from_str(
-        &std::fs::read_to_string(crate::support::repo_root().join(GARDENLET_VALUES)).unwrap(),
-    )
-    .unwrap();
-    merge_maps(
-        &merge_maps(&deployment["helm"]["values"], &extra),
-        &gardenlet,
-    )
-}
-
-/// `helm template` of the packaged chart as gardenlet renders it: the release named after the
-/// ControllerRegistration, in the installation's namespace, with `values`, the chart's
-/// values.schema.json checked.
-fn render_as_gardenlet(namespace: &str, values: &Value) -> Result<String, String> {
-    let (deployment, registration) = registration();
-    let dir = temp_dir("seed-chart");
-    let chart = unpack(&deployment, &dir);
-    let values_file = dir.join("values.json");
-    std::fs::write(&values_file, values.to_string()).unwrap();
-    let out = Command::new(helm())
-        .arg("template")
-        .arg(registration["metadata"]["name"].as_str().unwrap())
-        .args(["--namespace", namespace, "-f"])
-        .arg(&values_file)
-        .arg(&chart)
-        .output()
-        .unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    if out.status.success() {
-        Ok(String::from_utf8(out.stdout).unwrap())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
 }
 
 /// Renders the packaged chart as gardenlet does (see [`render_as_gardenlet`]; the values of

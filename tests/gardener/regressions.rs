@@ -194,7 +194,7 @@ async fn a_project_svm_goes_after_its_shoots_migrated_away() {
             .await
             .unwrap();
     }
-    let _grm = ExtraGrm::start(&g, &ns2);
+    let _grm = g.extra_resource_manager(&ns2);
     let mut new_seed = seed_operator(&w, &ns2);
     create_extension(&g, &ns2, config.clone(), "wait-for-state").await;
     extensions(&g, &ns2)

@@ -4,10 +4,13 @@
 //! gardener-resource-manager applies the seed's ManagedResources to the shoot.
 //!
 //! Each [`Gardener`] gets its own shoot and its own resource manager, limited to its own shoot
-//! namespace in the seed, so tests run in parallel. The shoot namespace has gardenlet's shoot
+//! namespace in the seed, so tests run in parallel. [`Gardener::start_on`] puts it around another
+//! seed (a cluster with a node, whose Pods serve the Extensions) with the shoot's API server where
+//! those Pods reach it. The shoot namespace has gardenlet's shoot
 //! access Secret `gardener` with the shoot's kubeconfig. Everything is stopped on drop, and by the
 //! scripts' watchdogs when the test binary dies.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -20,7 +23,7 @@ use kube::core::GroupVersionKind;
 
 use super::{
     client_for, control_plane, crds_in, install_crd, install_crypto_provider, repo_root,
-    start_owned_control_plane,
+    start_owned_control_plane_on,
 };
 
 pub struct Gardener {
@@ -32,7 +35,7 @@ pub struct Gardener {
     pub shoot: Client,
     pub shoot_kubeconfig: PathBuf,
     shoot_dir: PathBuf,
-    grm_dir: PathBuf,
+    grm: ResourceManager,
 }
 
 /// The folder `hack/tools.sh gardener-crds` fills from the gardener Go module.
@@ -56,10 +59,19 @@ pub fn trident_crds() -> Vec<CustomResourceDefinition> {
 }
 
 impl Gardener {
+    /// Gardener around the binary's control plane, the shoot on loopback.
     pub async fn start() -> Self {
         install_crypto_provider();
         let seed_plane = tokio::task::spawn_blocking(control_plane).await.unwrap();
-        let seed = client_for(&seed_plane.kubeconfig).await;
+        Self::start_on(&seed_plane.kubeconfig, None).await
+    }
+
+    /// Gardener around the seed of `seed_kubeconfig`, the shoot's API server listening on
+    /// `shoot_address` (loopback without): where an extension running in a Pod of the seed reaches
+    /// it through gardenlet's shoot access Secret.
+    pub async fn start_on(seed_kubeconfig: &Path, shoot_address: Option<IpAddr>) -> Self {
+        install_crypto_provider();
+        let seed = client_for(seed_kubeconfig).await;
         for crd in gardener_crds() {
             install_crd(&seed, crd).await;
         }
@@ -79,9 +91,11 @@ impl Gardener {
             .await
             .unwrap();
 
-        let shoot_dir = tokio::task::spawn_blocking(|| start_owned_control_plane("shoot"))
-            .await
-            .unwrap();
+        let shoot_dir = tokio::task::spawn_blocking(move || {
+            start_owned_control_plane_on("shoot", shoot_address)
+        })
+        .await
+        .unwrap();
         let shoot_kubeconfig = shoot_dir.join("kubeconfig");
         let shoot = client_for(&shoot_kubeconfig).await;
         for crd in trident_crds() {
@@ -90,37 +104,39 @@ impl Gardener {
 
         shoot_access_secret(&seed, &namespace, &shoot_kubeconfig).await;
 
-        let grm_dir = shoot_dir.with_extension("grm");
-        let status = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
-            .args(["up", "--dir"])
-            .arg(&grm_dir)
-            .arg("--seed-kubeconfig")
-            .arg(&seed_plane.kubeconfig)
-            .arg("--shoot-kubeconfig")
-            .arg(&shoot_kubeconfig)
-            .args(["--namespace", &namespace])
-            .args(["--owner-pid", &std::process::id().to_string()])
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "hack/gardener-resource-manager.sh up failed"
+        let grm = ResourceManager::start(
+            shoot_dir.with_extension("grm"),
+            seed_kubeconfig,
+            &shoot_kubeconfig,
+            &namespace,
+            None,
         );
         Self {
             seed,
-            seed_kubeconfig: seed_plane.kubeconfig.clone(),
+            seed_kubeconfig: seed_kubeconfig.to_path_buf(),
             namespace,
             shoot,
             shoot_kubeconfig,
             shoot_dir,
-            grm_dir,
+            grm,
         }
+    }
+
+    /// A second resource manager for another namespace of the same seed, writing to the same
+    /// shoot.
+    pub fn extra_resource_manager(&self, namespace: &str) -> ResourceManager {
+        ResourceManager::start(
+            std::env::temp_dir().join(format!("grm-{namespace}")),
+            &self.seed_kubeconfig,
+            &self.shoot_kubeconfig,
+            namespace,
+            None,
+        )
     }
 
     /// The resource manager's log, for failure messages.
     pub fn grm_log(&self) -> String {
-        std::fs::read_to_string(self.grm_dir.join("gardener-resource-manager.log"))
-            .unwrap_or_default()
+        self.grm.log()
     }
 
     /// ManagedResources of the shoot namespace.
@@ -175,15 +191,67 @@ async fn shoot_access_secret(seed: &Client, namespace: &str, shoot_kubeconfig: &
 impl Drop for Gardener {
     fn drop(&mut self) {
         // The resource manager first: the shoot it writes to goes next.
-        let _ = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
-            .args(["down", "--dir"])
-            .arg(&self.grm_dir)
-            .status();
+        self.grm.stop();
         let _ = Command::new(repo_root().join("hack/control-plane.sh"))
             .args(["down", "--dir"])
             .arg(&self.shoot_dir)
             .status();
-        let _ = std::fs::remove_dir_all(&self.grm_dir);
         let _ = std::fs::remove_dir_all(&self.shoot_dir);
+    }
+}
+
+/// The real gardener-resource-manager (`hack/gardener-resource-manager.sh`), stopped on drop:
+/// it applies the ManagedResources of `namespace` in the source cluster whose class is `class`
+/// (none: a shoot's resource manager) to the target cluster.
+pub struct ResourceManager {
+    dir: PathBuf,
+}
+
+impl ResourceManager {
+    pub fn start(
+        dir: PathBuf,
+        source_kubeconfig: &Path,
+        target_kubeconfig: &Path,
+        namespace: &str,
+        class: Option<&str>,
+    ) -> Self {
+        let status = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
+            .args(["up", "--dir"])
+            .arg(&dir)
+            .arg("--seed-kubeconfig")
+            .arg(source_kubeconfig)
+            .arg("--shoot-kubeconfig")
+            .arg(target_kubeconfig)
+            .args(["--namespace", namespace])
+            .args(class.map(|c| ["--class", c]).into_iter().flatten())
+            .args(["--owner-pid", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "hack/gardener-resource-manager.sh up failed"
+        );
+        Self { dir }
+    }
+
+    /// Its log, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("gardener-resource-manager.log")).unwrap_or_default()
+    }
+
+    /// Stops it (again, harmlessly, once stopped); stop it only after the ManagedResources it
+    /// serves are gone, as it holds a finalizer on each.
+    pub fn stop(&self) {
+        let _ = Command::new(repo_root().join("hack/gardener-resource-manager.sh"))
+            .args(["down", "--dir"])
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+impl Drop for ResourceManager {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -7,6 +7,7 @@ pub use test_support::*;
 
 pub mod fixtures;
 pub mod gardener;
+pub mod gardenlet;
 pub mod kyma;
 pub mod operator;
 pub mod svm;

@@ -98,6 +98,13 @@ fn start_or_attach() -> ControlPlane {
 /// Starts a control plane in a fresh temporary folder owned by this process (its watchdog stops
 /// it when the process is gone) and returns that folder, which holds `kubeconfig`.
 pub fn start_owned_control_plane(label: &str) -> PathBuf {
+    start_owned_control_plane_on(label, None)
+}
+
+/// [`start_owned_control_plane`] listening on `address` (an address of this machine, see
+/// `hack/node.sh address`) instead of loopback: for a control plane Pods must reach, which
+/// loopback is not to them.
+pub fn start_owned_control_plane_on(label: &str, address: Option<std::net::IpAddr>) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -110,6 +117,12 @@ pub fn start_owned_control_plane(label: &str) -> PathBuf {
         .args(["up", "--dir"])
         .arg(&dir)
         .args(["--owner-pid", &std::process::id().to_string()])
+        .args(
+            address
+                .map(|a| ["--address".to_owned(), a.to_string()])
+                .into_iter()
+                .flatten(),
+        )
         .status()
         .expect("running hack/control-plane.sh");
     assert!(
