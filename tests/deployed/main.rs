@@ -13,6 +13,7 @@
 mod support;
 
 mod chart;
+mod gardenlet;
 mod kymas;
 mod network;
 mod release;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::support::gardener::Gardener;
+use crate::support::gardener::{Gardener, condition};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -117,15 +117,6 @@ fn backend_configs(g: &Gardener) -> Api<DynamicObject> {
         "TridentBackendConfig",
     ));
     Api::namespaced_with(g.shoot.clone(), "kube-system", &resource)
-}
-
-fn condition(mr: &DynamicObject, type_: &str) -> Option<String> {
-    mr.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .and_then(|c| c["status"].as_str())
-        .map(str::to_string)
 }
 
 /// The MR's status once it is current, applied and healthy.

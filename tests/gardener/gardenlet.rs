@@ -115,7 +115,7 @@ pub(crate) async fn wait_ready(
     namespace: &str,
     timestamp: &str,
 ) -> Duration {
-    wait_ready_within(g, namespace, timestamp, TIMEOUT, || {
+    wait_ready_within(g, namespace, timestamp, TIMEOUT, async || {
         format!("--- operator log ---\n{}", tail(&w.operator.logs(), 80))
     })
     .await

@@ -171,6 +171,16 @@ impl Gardener {
     }
 }
 
+/// The status (`True`, `False`, …) of the condition `type_` of a ManagedResource.
+pub fn condition(mr: &DynamicObject, type_: &str) -> Option<String> {
+    mr.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .and_then(|c| c["status"].as_str())
+        .map(str::to_string)
+}
+
 /// gardenlet's shoot access Secret `gardener` in the shoot namespace: the kubeconfig extensions
 /// read the shoot with (Gardener's library prefers `gardener-internal`, which a shoot whose API
 /// server is not in the seed's network does not need).

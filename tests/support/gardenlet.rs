@@ -199,7 +199,7 @@ pub async fn wait_ready_within(
     namespace: &str,
     timestamp: &str,
     timeout: Duration,
-    diagnostics: impl Fn() -> String,
+    diagnostics: impl AsyncFn() -> String,
 ) -> Duration {
     let start = Instant::now();
     loop {
@@ -209,7 +209,7 @@ pub async fn wait_ready_within(
             Err(why) if start.elapsed() > timeout => panic!(
                 "Extension {namespace}/ontap not ready for gardenlet: {why}\nstatus: {}\n{}\n--- GRM log ---\n{}",
                 serde_json::to_string_pretty(&ext.status).unwrap(),
-                diagnostics(),
+                diagnostics().await,
                 tail(&g.grm_log(), 20),
             ),
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,

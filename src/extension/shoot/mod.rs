@@ -182,22 +182,8 @@ pub fn managed_resource(
             Ok((key, yaml.into_bytes()))
         })
         .collect::<Result<BTreeMap<String, Vec<u8>>, RenderError>>()?;
-    let secret_name = format!("{SECRET_PREFIX}{name}-{}", &gardener_checksum(&data)[..8]);
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(secret_name.clone()),
-            namespace: Some(namespace.to_string()),
-            labels: Some(BTreeMap::from([(
-                GARBAGE_COLLECTABLE_LABEL.to_string(),
-                "true".to_string(),
-            )])),
-            ..ObjectMeta::default()
-        },
-        type_: Some("Opaque".into()),
-        immutable: Some(true),
-        data: Some(data.into_iter().map(|(k, v)| (k, ByteString(v))).collect()),
-        ..Secret::default()
-    };
+    let secret = unique_secret(&format!("{SECRET_PREFIX}{name}"), namespace, data);
+    let secret_name = secret.metadata.name.clone().unwrap_or_default();
     let managed_resource = ManagedResource {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -219,6 +205,26 @@ pub fn managed_resource(
     })
 }
 
+/// Gardener's `NewSecret(…).Unique()` (`MakeUnique`): the Secret `<name>-<checksum>` of `data`,
+/// immutable and garbage-collectable.
+pub fn unique_secret(name: &str, namespace: &str, data: BTreeMap<String, Vec<u8>>) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-{}", &gardener_checksum(&data)[..8])),
+            namespace: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([(
+                GARBAGE_COLLECTABLE_LABEL.to_string(),
+                "true".to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".into()),
+        immutable: Some(true),
+        data: Some(data.into_iter().map(|(k, v)| (k, ByteString(v))).collect()),
+        ..Secret::default()
+    }
+}
+
 /// `<kind>__<namespace>__<name>.yaml`, Gardener's registry key for uncompressed manifests
 /// (valid as a Secret key, unlike the full group/version/kind).
 fn manifest_key(object: &Value) -> String {
@@ -237,7 +243,8 @@ pub fn gardener_checksum(data: &BTreeMap<String, Vec<u8>>) -> String {
     sha256_hex(inner.as_bytes())
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+/// The SHA-256 of `bytes` in lowercase hex, as Gardener's `ComputeSHA256Hex`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     ring::digest::digest(&ring::digest::SHA256, bytes)
         .as_ref()
         .iter()
