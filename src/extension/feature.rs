@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use clap::Args;
-use reconcile_engine::ManagerError;
 use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
 
 use super::api::{SHOOT_NAMESPACE_ROLE, SHOOT_NAMESPACE_ROLE_LABEL};
@@ -129,7 +128,7 @@ impl Feature for ExtensionFeature {
         Ok(())
     }
 
-    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, FeatureError> {
         let extension = offline.read(Some(NAME), |manager, client| {
             let connections = ClusterConnections::new(client, ClientSettings::default());
             register(
