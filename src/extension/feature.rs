@@ -7,6 +7,7 @@ use clap::Args;
 use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
 
 use super::api::{SHOOT_NAMESPACE_ROLE, SHOOT_NAMESPACE_ROLE_LABEL};
+use super::config::ConfigDefaults;
 use super::controller::{ExtensionSettings, register};
 use super::heartbeat::{self, HeartbeatConfig};
 use super::imagevector::{ImageVector, ImageVectorError};
@@ -32,6 +33,11 @@ pub struct ExtensionArgs {
     /// (POD_NAMESPACE), else `ontap-operator-system`. The operator must watch it.
     #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_PROJECT_NAMESPACE")]
     pub extension_project_namespace: Option<String>,
+    /// Let a shoot's providerConfig name the Trident operator image (`trident.operatorImage`).
+    /// Off: every image a shoot runs comes from the image vector, which a landscape overwrites
+    /// with the file `IMAGEVECTOR_OVERWRITE` names, and a providerConfig naming one is refused.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_ALLOW_SHOOT_IMAGES")]
+    pub extension_allow_shoot_images: bool,
     /// Namespace of the `gardener-extension-heartbeat` Lease (the extension's own); default: the
     /// pod's namespace (POD_NAMESPACE), else `ontap-operator-system`.
     #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_NAMESPACE")]
@@ -62,6 +68,10 @@ impl ExtensionArgs {
                 .clone()
                 .unwrap_or_else(|| own_namespace.to_owned()),
             health_recheck: self.extension_health_period,
+            config_defaults: ConfigDefaults {
+                allow_shoot_images: self.extension_allow_shoot_images,
+                ..defaults.config_defaults
+            },
             ..defaults
         }
     }

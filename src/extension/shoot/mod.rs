@@ -84,7 +84,8 @@ pub const SHOOT_IMAGE_NAMES: [&str; 3] = [
 ];
 
 /// Images the shoot runs, looked up once at startup in the image vector with the landscape's
-/// overwrite. A providerConfig's Trident operator image wins over this one.
+/// overwrite. A providerConfig's Trident operator image, where the operator allows one, wins
+/// over this one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShootImages {
     pub trident_operator: String,
