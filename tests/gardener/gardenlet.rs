@@ -74,9 +74,15 @@ pub(crate) fn operator_args(namespace: &str) -> Vec<String> {
 /// The world of one shoot: Gardener around it, an ONTAP, and the operator watching the shoot's
 /// control-plane namespace.
 pub(crate) async fn world(g: &Gardener) -> SvmWorld {
+    world_with_env(g, &[]).await
+}
+
+/// [`world`] with environment variables for the operator (a landscape's image vector
+/// overwrite, say).
+pub(crate) async fn world_with_env(g: &Gardener, envs: &[(&str, &str)]) -> SvmWorld {
     let args = operator_args(&g.namespace);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let w = SvmWorld::with(fast_mock(), &args).await;
+    let w = SvmWorld::with_env(fast_mock(), &args, envs).await;
     bind_extension_rules(&w.env.client).await;
     w
 }
