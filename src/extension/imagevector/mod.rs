@@ -206,7 +206,7 @@ impl ImageVector {
     }
 
     /// This vector with the overwrite in the file `path`.
-    pub fn with_overwrite_file(self, path: &Path) -> Result<Self, ImageVectorError> {
+    pub(crate) fn with_overwrite_file(self, path: &Path) -> Result<Self, ImageVectorError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| ImageVectorError::Unreadable {
                 path: path.to_owned(),
@@ -232,7 +232,7 @@ impl ImageVector {
     }
 
     /// Parses and checks a vector; `origin` says where it came from in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Self, ImageVectorError> {
+    pub(crate) fn parse(text: &str, origin: &str) -> Result<Self, ImageVectorError> {
         let invalid = |message: String| ImageVectorError::Invalid {
             origin: origin.to_owned(),
             message,
@@ -250,7 +250,7 @@ impl ImageVector {
     }
 
     /// Gardener's `MergeImageVectors(self, overwrite)`.
-    pub fn overwritten_by(self, overwrite: ImageVector) -> Self {
+    pub(crate) fn overwritten_by(self, overwrite: ImageVector) -> Self {
         let mut merged = self.0;
         for entry in overwrite.0 {
             match merged.iter().position(|old| old.key() == entry.key()) {
@@ -262,7 +262,7 @@ impl ImageVector {
     }
 
     /// The image `name` as a pullable reference: Gardener's `FindImage(name)` without options.
-    pub fn find(&self, name: &str) -> Result<String, ImageVectorError> {
+    pub(crate) fn find(&self, name: &str) -> Result<String, ImageVectorError> {
         let mut best: Option<(u8, &ImageSource)> = None;
         for source in self.0.iter().filter(|source| source.name == name) {
             if let Some(fit) = source.fit()
@@ -276,7 +276,7 @@ impl ImageVector {
     }
 
     /// The names of its entries, in order, each as often as it is listed.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(|source| source.name.as_str())
     }
 }
