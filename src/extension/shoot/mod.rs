@@ -37,6 +37,7 @@ use serde_json::Value;
 
 use super::api::{LocalObjectReference, ManagedResource, ManagedResourceSpec};
 use super::config::ExtensionConfig;
+use super::imagevector::{ImageVector, ImageVectorError};
 use crate::ontap::trident_api::TridentApi;
 
 /// The ManagedResources of the shoot delivery, in the order they are written.
@@ -71,8 +72,20 @@ const TRIDENT_CONTROLLER_APP: &str = "controller.csi.trident.netapp.io";
 /// ManagedResources, so the shoot's objects stay.
 pub const KEEP_OBJECTS_PATCH: &str = r#"{"spec":{"keepObjects":true}}"#;
 
-/// Images the shoot runs, from the operator's flags; `ExtensionConfig` may override the
-/// Trident operator's.
+/// The image vector's names of the images a shoot runs (`imagevector/images.yaml`).
+pub const TRIDENT_OPERATOR_IMAGE: &str = "trident-operator";
+pub const NVME_MODULE_LOADER_IMAGE: &str = "nvme-module-loader";
+pub const PAUSE_IMAGE: &str = "pause-container";
+/// Every image a shoot may run: the embedded vector lists exactly these.
+pub const SHOOT_IMAGE_NAMES: [&str; 3] = [
+    TRIDENT_OPERATOR_IMAGE,
+    NVME_MODULE_LOADER_IMAGE,
+    PAUSE_IMAGE,
+];
+
+/// Images the shoot runs, looked up once at startup in the image vector with the landscape's
+/// overwrite. A providerConfig's Trident operator image, where the operator allows one, wins
+/// over this one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShootImages {
     pub trident_operator: String,
@@ -82,13 +95,18 @@ pub struct ShootImages {
     pub pause: String,
 }
 
-impl Default for ShootImages {
-    fn default() -> Self {
-        Self {
-            trident_operator: "docker.io/netapp/trident-operator:25.06.3".into(),
-            nvme_init: "docker.io/library/busybox:1.36".into(),
-            pause: "registry.k8s.io/pause:3.10".into(),
-        }
+impl ShootImages {
+    pub fn from_vector(vector: &ImageVector) -> Result<Self, ImageVectorError> {
+        Ok(Self {
+            trident_operator: vector.find(TRIDENT_OPERATOR_IMAGE)?,
+            nvme_init: vector.find(NVME_MODULE_LOADER_IMAGE)?,
+            pause: vector.find(PAUSE_IMAGE)?,
+        })
+    }
+
+    /// The embedded vector's, without a landscape's overwrite.
+    pub fn embedded() -> Result<Self, ImageVectorError> {
+        Self::from_vector(&ImageVector::embedded()?)
     }
 }
 
@@ -306,16 +324,25 @@ mod tests {
     const SECRET: &str = "p0b1f9c3eaaaabbbbcccc123456789abc-prod--web-a-credentials";
 
     fn render(config: &ExtensionConfig, keep_objects: bool) -> Vec<ManagedResourceBundle> {
+        let images = ShootImages::embedded().unwrap();
+        render_with(config, &images, TridentApi::Rest, keep_objects)
+    }
+
+    fn render_with(
+        config: &ExtensionConfig,
+        images: &ShootImages,
+        trident_api: TridentApi,
+        keep_objects: bool,
+    ) -> Vec<ManagedResourceBundle> {
         let credentials = credentials();
-        let images = ShootImages::default();
         let nodes = vec!["10.250.0.0/16".to_string()];
         let inputs = ShootInputs {
             config,
             svm_name: SVM,
             secret_name: SECRET,
             credentials: &credentials,
-            images: &images,
-            trident_api: TridentApi::Rest,
+            images,
+            trident_api,
             node_cidrs: &nodes,
         };
         shoot_delivery("shoot--prod--web-a", &inputs, keep_objects).unwrap()
@@ -469,7 +496,7 @@ mod tests {
         let deployment = find(&init, "Deployment", "trident-operator");
         assert_eq!(
             deployment["spec"]["template"]["spec"]["containers"][0]["image"],
-            "docker.io/netapp/trident-operator:25.06.3"
+            ShootImages::embedded().unwrap().trident_operator
         );
         assert_eq!(
             deployment["spec"]["template"]["spec"]["serviceAccountName"],
@@ -599,19 +626,8 @@ mod tests {
     /// `useREST: true`: the backend says nothing (the account gets `ontapi`).
     #[test]
     fn zapi_clusters_get_no_use_rest() {
-        let config = metal_stack();
-        let credentials = credentials();
-        let images = ShootImages::default();
-        let inputs = ShootInputs {
-            config: &config,
-            svm_name: SVM,
-            secret_name: SECRET,
-            credentials: &credentials,
-            images: &images,
-            trident_api: TridentApi::Zapi,
-            node_cidrs: &[],
-        };
-        let bundles = shoot_delivery("shoot--prod--web-a", &inputs, false).unwrap();
+        let images = ShootImages::embedded().unwrap();
+        let bundles = render_with(&metal_stack(), &images, TridentApi::Zapi, false);
         let backends = objects(&bundles[3]);
         let tbc = find(
             &backends,
@@ -619,6 +635,62 @@ mod tests {
             &format!("ontap-{SVM}-backend"),
         );
         assert!(tbc["spec"].get("useREST").is_none(), "{tbc}");
+    }
+
+    #[test]
+    fn the_embedded_vector_lists_exactly_the_shoot_images() {
+        let vector = ImageVector::embedded().unwrap();
+        let mut listed: Vec<&str> = vector.names().collect();
+        listed.sort_unstable();
+        let mut used = SHOOT_IMAGE_NAMES.to_vec();
+        used.sort_unstable();
+        assert_eq!(listed, used);
+    }
+
+    /// Every image of every object delivered, found wherever a manifest holds one.
+    fn images_in(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    match (key.as_str(), inner) {
+                        ("image", Value::String(image)) => found.push(image.clone()),
+                        _ => images_in(inner, found),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| images_in(item, found)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_delivered_image_comes_from_the_image_vector() {
+        let overwrite = SHOOT_IMAGE_NAMES
+            .iter()
+            .map(|name| format!("- name: {name}\n  repository: mirror.example/{name}\n"))
+            .collect::<String>();
+        let vector = ImageVector::embedded()
+            .unwrap()
+            .overwritten_by(ImageVector::parse(&format!("images:\n{overwrite}"), "test").unwrap());
+        let images = ShootImages::from_vector(&vector).unwrap();
+        let mut found = Vec::new();
+        for bundle in render_with(&metal_stack(), &images, TridentApi::Rest, false) {
+            images_in(&Value::Array(objects(&bundle)), &mut found);
+        }
+        found.sort();
+        // The Trident operator, and (NVMe) the module loader's two containers.
+        assert_eq!(found.len(), 3, "{found:?}");
+        for image in &found {
+            assert!(
+                image.starts_with("mirror.example/"),
+                "{image} is not relocated"
+            );
+        }
+        // Tag-less entries: the tags stay the embedded ones.
+        let embedded = ShootImages::embedded().unwrap();
+        let (_, tag) = embedded.pause.rsplit_once(':').unwrap();
+        let relocated = format!("mirror.example/{PAUSE_IMAGE}:{tag}");
+        assert!(found.contains(&relocated), "{found:?}");
     }
 
     #[test]
@@ -637,7 +709,7 @@ mod tests {
     fn per_shoot_svm_names_become_valid_object_names() {
         let config = own(json!({}));
         let credentials = credentials();
-        let images = ShootImages::default();
+        let images = ShootImages::embedded().unwrap();
         let nodes = vec!["10.250.0.0/16".to_string()];
         let inputs = ShootInputs {
             config: &config,

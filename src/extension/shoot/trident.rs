@@ -99,6 +99,7 @@ pub(super) fn credentials_secret(inputs: &ShootInputs<'_>) -> Result<Value, Rend
 }
 
 pub(super) fn trident_init(inputs: &ShootInputs<'_>) -> Vec<Value> {
+    // Only a configuration the operator allowed to choose (`parse_provider_config`) names one.
     let image = inputs
         .config
         .trident_operator_image
