@@ -116,15 +116,19 @@ impl Shipped {
     /// OntapCluster `lab`, its administrator in a Secret the chart writes.
     pub fn values(&self, mock: &Mock) -> Value {
         let admin = mock.server.admin();
-        json!({
-            "image": {"repository": self.repository, "tag": self.tag},
-            "ontapClusters": [{
+        let mut values = self.image_values();
+        values["ontapClusters"] = json!([{
                 "name": "lab",
                 "endpoint": mock.base_url(),
                 "credentials": {"username": admin.user, "password": admin.password},
                 "ca": mock.server.cert_pem().unwrap(),
-            }],
-        })
+            }]);
+        values
+    }
+
+    /// Values naming only the image of the node's registry.
+    pub fn image_values(&self) -> Value {
+        json!({"image": {"repository": self.repository, "tag": self.tag}})
     }
 
     /// `helm install RELEASE oci://… --version V -f values`, as the README has users do it.
@@ -179,6 +183,8 @@ impl Shipped {
             command.arg("--values").arg(&file);
         }
         let out = command.output().unwrap();
+        // The values hold the ONTAP administrator's password.
+        let _ = std::fs::remove_file(self.node.dir.join("values.json"));
         assert!(
             out.status.success(),
             "helm {}: {}\n{}",
