@@ -19,6 +19,12 @@ need git git
 need prometheus prometheus
 need promtool prometheus
 need python3 python3
+# hack/image.sh and hack/registry.sh: the image built and served without a container daemon.
+need umoci umoci
+need skopeo skopeo
+need docker-registry docker-registry
+need objcopy binutils
+need update-ca-certificates ca-certificates
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "hack/deps.sh: installing ${missing[*]} from Debian's packages" >&2
