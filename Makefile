@@ -6,7 +6,7 @@ LOCAL := $(CURDIR)/.local
 # Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
 BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 
-.PHONY: run test up down crds manifests lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
+.PHONY: run test up down crds manifests lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules image
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -19,9 +19,23 @@ build:
 up: deps build
 	@hack/local-env.sh up
 
-## down: stop exactly what `make up` started
+## down: stop exactly what `make up` and `make image` started
 down:
 	@hack/local-env.sh down
+
+# release: what the Dockerfile builds; debug: target/debug's binary without debug info, for quick
+# local rounds.
+IMAGE_PROFILE ?= release
+export IMAGE_PROFILE
+
+## image: the operator image without a container daemon (hack/image.sh: umoci; operator, helm and
+## distroless cc-debian12:nonroot's files from this machine, as the Dockerfile's final stage) into
+## target/image/ontap-operator-<appVersion>.tar, its sizes and files printed; then pushed to the
+## local registry of .local/registry (started unless it runs; REGISTRY in .local/env) as
+## $REGISTRY/ontap-operator:<appVersion>. IMAGE_PROFILE=debug for a quick unoptimized build
+image: deps
+	@hack/image.sh build --profile $(IMAGE_PROFILE)
+	@hack/image.sh push --registry "$$(hack/local-env.sh registry)"
 
 # The simulated Kyma lifecycle runs this many times faster under `make run`: the sample Kyma
 # (deploy/samples/kyma.yaml, 67 s in real time) reaches success in about 17 s, slow enough to

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make up` / `make down`: the local environment in .local/, in the background — a control plane,
-# mock ONTAP and Jaeger — described by .local/env (source it).
+# mock ONTAP and Jaeger — described by .local/env (source it). `make image` adds a registry
+# (`hack/local-env.sh registry`), which `make down` stops too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 here=$root/hack
@@ -69,6 +70,7 @@ up() {
     echo "export ONTAP_USERNAME=admin"
     echo "export ONTAP_PASSWORD=$(cat "$local_dir/mock-ontap/admin-password")"
     echo "export ONTAP_CA_FILE=$local_dir/mock-ontap/ca.crt"
+    if any_alive "$local_dir/registry/pid"; then echo "export REGISTRY=$(cat "$local_dir/registry/address")"; fi
   } >"$local_dir/env"
   chmod 600 "$local_dir/env"
   "$bin/ontap-operator" crds --out-dir "$local_dir/crds"
@@ -101,7 +103,21 @@ samples() {
   if [ "${GARDENER:-}" = 1 ]; then "${k[@]}" apply -f "$root/deploy/samples/gardener"; fi
 }
 
+# The registry `make image` pushes to: started unless it runs, its address printed and put in
+# .local/env as REGISTRY when `make up` wrote one.
+registry() {
+  local dir=$local_dir/registry address
+  ensure_up registry registry.sh "$dir" pid >&2
+  address=$(cat "$dir/address")
+  if [ -f "$local_dir/env" ]; then
+    { grep -v '^export REGISTRY=' "$local_dir/env"; echo "export REGISTRY=$address"; } >"$local_dir/env.new"
+    chmod 600 "$local_dir/env.new"; mv "$local_dir/env.new" "$local_dir/env"
+  fi
+  echo "$address"
+}
+
 down() {
+  "$here/registry.sh" down --dir "$local_dir/registry" 2>/dev/null || true
   "$here/gardener-resource-manager.sh" down --dir "$local_dir/grm" 2>/dev/null || true
   "$here/control-plane.sh" down --dir "$local_dir/shoot" 2>/dev/null || true
   "$here/control-plane.sh" down --dir "$local_dir/control-plane" || true
@@ -113,6 +129,7 @@ down() {
 case "${1:-}" in
   up) up ;;
   samples) samples ;;
+  registry) registry ;;
   down) down ;;
-  *) die "usage: $0 up|samples|down" ;;
+  *) die "usage: $0 up|samples|registry|down" ;;
 esac
