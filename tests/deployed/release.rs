@@ -46,7 +46,9 @@ pub fn shipped() -> &'static Shipped {
             let chart_yaml: Value = serde_yaml::from_str(&chart_yaml).unwrap();
             let tag = chart_yaml["appVersion"].as_str().unwrap().to_owned();
             let chart_version = chart_yaml["version"].as_str().unwrap().to_owned();
-            let archive = repo_root().join(format!("target/image/ontap-operator-{tag}.tar"));
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| repo_root().join("target"), PathBuf::from);
+            let archive = target.join(format!("image/ontap-operator-{tag}.tar"));
             assert!(
                 archive.exists(),
                 "{} is missing: build the image first (`make image`; `make test` does)",
