@@ -15,8 +15,8 @@ use super::gardenlet::*;
 
 const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-/// The images of the workloads the `trident-init` ManagedResource carries, sorted.
-async fn delivered_images(g: &Gardener) -> Vec<String> {
+/// The objects the `trident-init` ManagedResource carries.
+async fn delivered_objects(g: &Gardener) -> Vec<Value> {
     let mr = g
         .managed_resources()
         .get(INIT_MANAGED_RESOURCE)
@@ -27,9 +27,18 @@ async fn delivered_images(g: &Gardener) -> Vec<String> {
         .get(secret_name)
         .await
         .unwrap();
+    secret
+        .data
+        .unwrap()
+        .values()
+        .map(|manifest| serde_yaml::from_slice(&manifest.0).unwrap())
+        .collect()
+}
+
+/// The images of the workloads the `trident-init` ManagedResource carries, sorted.
+async fn delivered_images(g: &Gardener) -> Vec<String> {
     let mut found = Vec::new();
-    for manifest in secret.data.unwrap().values() {
-        let object: Value = serde_yaml::from_slice(&manifest.0).unwrap();
+    for object in delivered_objects(g).await {
         let pod = &object["spec"]["template"]["spec"];
         for list in ["initContainers", "containers"] {
             for container in pod[list].as_array().into_iter().flatten() {
@@ -39,6 +48,18 @@ async fn delivered_images(g: &Gardener) -> Vec<String> {
     }
     found.sort();
     found
+}
+
+/// What the delivered TridentOrchestrator has the Trident operator pull: `tridentImage`,
+/// `autosupportImage` and `imageRegistry` (the CSI sidecars'), `null` where it names none.
+async fn delivered_trident_images(g: &Gardener) -> [Value; 3] {
+    let objects = delivered_objects(g).await;
+    let orchestrator = objects
+        .iter()
+        .find(|o| o["kind"] == "TridentOrchestrator")
+        .unwrap_or_else(|| panic!("no TridentOrchestrator in {objects:#?}"));
+    ["tridentImage", "autosupportImage", "imageRegistry"]
+        .map(|field| orchestrator["spec"][field].clone())
 }
 
 /// The image of the Trident operator's Deployment in the shoot, once the resource manager put
@@ -66,9 +87,9 @@ fn nvme_config(cluster: &str) -> Value {
     })
 }
 
-/// As an air-gapped landscape writes it: every image moved to its mirror, one keeping the
-/// embedded tag (no `tag`), one retagged, one pinned by digest, and a name the extension does
-/// not deliver, which changes nothing.
+/// As an air-gapped landscape writes it: every image moved to its mirror, some keeping the
+/// embedded tag (no `tag`), one retagged, one pinned by digest, the CSI sidecars' registry, and
+/// a name the extension does not deliver, which changes nothing.
 #[tokio::test]
 async fn an_image_vector_overwrite_relocates_every_image_the_shoot_gets() {
     let g = Gardener::start().await;
@@ -86,6 +107,12 @@ async fn an_image_vector_overwrite_relocates_every_image_the_shoot_gets() {
 - name: pause-container
   repository: mirror.example/pause
   tag: \"{DIGEST}\"
+- name: trident
+  repository: mirror.example/netapp/trident
+- name: trident-autosupport
+  ref: mirror.example/netapp/trident-autosupport@{DIGEST}
+- name: csi-sidecar-registry
+  repository: mirror.example/sig-storage
 - name: registry
   repository: mirror.example/registry
   tag: \"2\"
@@ -109,6 +136,17 @@ async fn an_image_vector_overwrite_relocates_every_image_the_shoot_gets() {
     ];
     expected.sort();
     assert_eq!(delivered_images(&g).await, expected);
+    let (_, release) = embedded.trident.rsplit_once(':').unwrap();
+    assert_eq!(
+        delivered_trident_images(&g).await,
+        [
+            json!(format!("mirror.example/netapp/trident:{release}")),
+            json!(format!(
+                "mirror.example/netapp/trident-autosupport@{DIGEST}"
+            )),
+            json!("mirror.example/sig-storage"),
+        ]
+    );
     assert_eq!(trident_operator_in_shoot(&g, &w).await, trident);
 }
 
@@ -153,5 +191,10 @@ async fn a_shoot_s_own_image_needs_the_operator_s_permission() {
     ];
     expected.sort();
     assert_eq!(delivered_images(&g).await, expected);
+    // That operator's release picks Trident's images: the vector's are of another one.
+    assert_eq!(
+        delivered_trident_images(&g).await,
+        [Value::Null, Value::Null, Value::Null]
+    );
     assert_eq!(trident_operator_in_shoot(&g, &w).await, SHOOTS_IMAGE);
 }

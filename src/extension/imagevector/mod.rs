@@ -58,6 +58,8 @@ pub enum ImageVectorError {
     Invalid { origin: String, message: String },
     #[error("the image vector has no image {0:?} for amd64")]
     Missing(String),
+    #[error("the image vector entry {name:?} names a registry, which {reason}")]
+    NotARegistry { name: String, reason: &'static str },
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -263,6 +265,33 @@ impl ImageVector {
 
     /// The image `name` as a pullable reference: Gardener's `FindImage(name)` without options.
     pub(crate) fn find(&self, name: &str) -> Result<String, ImageVectorError> {
+        self.entry(name)?
+            .pull_reference()
+            .ok_or_else(|| ImageVectorError::Missing(name.to_owned()))
+    }
+
+    /// The entry `name` as a registry (a `repository` alone), found as [`Self::find`] finds an
+    /// image. For software that takes a registry and appends image names and tags it chooses
+    /// itself: a tag or a `ref` there would be silently dropped, so either is refused.
+    pub(crate) fn find_registry(&self, name: &str) -> Result<String, ImageVectorError> {
+        let refused = |reason| ImageVectorError::NotARegistry {
+            name: name.to_owned(),
+            reason,
+        };
+        let source = self.entry(name)?;
+        match (&source.reference, &source.repository, &source.tag) {
+            (Some(_), _, _) => Err(refused("takes a repository, not a ref")),
+            (None, _, Some(_)) => Err(refused("takes no tag")),
+            (None, Some(repository), None) if repository.ends_with('/') => {
+                Err(refused("must not end with '/'"))
+            }
+            (None, Some(repository), None) => Ok(repository.clone()),
+            (None, None, None) => Err(ImageVectorError::Missing(name.to_owned())),
+        }
+    }
+
+    /// The entry `FindImage(name)` chooses.
+    fn entry(&self, name: &str) -> Result<&ImageSource, ImageVectorError> {
         let mut best: Option<(u8, &ImageSource)> = None;
         for source in self.0.iter().filter(|source| source.name == name) {
             if let Some(fit) = source.fit()
@@ -271,7 +300,7 @@ impl ImageVector {
                 best = Some((fit, source));
             }
         }
-        best.and_then(|(_, source)| source.pull_reference())
+        best.map(|(_, source)| source)
             .ok_or_else(|| ImageVectorError::Missing(name.to_owned()))
     }
 
@@ -323,8 +352,52 @@ images:
         let embedded = ImageVector::embedded().unwrap();
         for name in embedded.names() {
             let image = embedded.find(name).unwrap();
-            assert!(image.contains(':'), "{name}: {image} has no tag");
+            let registry = embedded.find_registry(name).is_ok();
+            assert!(
+                image.contains(':') != registry,
+                "{name}: {image} is neither a tagged image nor a registry"
+            );
         }
+    }
+
+    #[test]
+    fn a_registry_is_a_repository_alone() {
+        let base =
+            vector("images:\n- name: sidecars\n  repository: registry.example/sig-storage\n");
+        assert_eq!(
+            base.find_registry("sidecars").unwrap(),
+            "registry.example/sig-storage"
+        );
+        let moved = base.clone().overwritten_by(vector(
+            "images:\n- name: sidecars\n  repository: mirror.example:5000/sig-storage\n",
+        ));
+        assert_eq!(
+            moved.find_registry("sidecars").unwrap(),
+            "mirror.example:5000/sig-storage"
+        );
+        let refused = |overwrite: &str| {
+            base.clone()
+                .overwritten_by(vector(overwrite))
+                .find_registry("sidecars")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused("images:\n- name: sidecars\n  repository: r\n  tag: v1\n"),
+            "the image vector entry \"sidecars\" names a registry, which takes no tag"
+        );
+        assert_eq!(
+            refused("images:\n- name: sidecars\n  ref: r/x:v1\n"),
+            "the image vector entry \"sidecars\" names a registry, which takes a repository, not a ref"
+        );
+        assert_eq!(
+            refused("images:\n- name: sidecars\n  repository: mirror.example/\n"),
+            "the image vector entry \"sidecars\" names a registry, which must not end with '/'"
+        );
+        assert!(matches!(
+            base.find_registry("elsewhere"),
+            Err(ImageVectorError::Missing(name)) if name == "elsewhere"
+        ));
     }
 
     #[test]
