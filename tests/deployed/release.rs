@@ -120,11 +120,11 @@ impl Shipped {
         let admin = mock.server.admin();
         let mut values = self.image_values();
         values["ontapClusters"] = json!([{
-                "name": "lab",
-                "endpoint": mock.base_url(),
-                "credentials": {"username": admin.user, "password": admin.password},
-                "ca": mock.server.cert_pem().unwrap(),
-            }]);
+            "name": "lab",
+            "endpoint": mock.base_url(),
+            "credentials": {"username": admin.user, "password": admin.password},
+            "ca": mock.server.cert_pem().unwrap(),
+        }]);
         values
     }
 

@@ -129,6 +129,8 @@ fn remove_when_stopped(dir: &Path) {
           sleep 1
         done
         rm -rf "$2""#;
+    // Not waited for: it waits for this process to be gone, so it outlives it by design.
+    #[allow(clippy::zombie_processes)]
     Command::new("setsid")
         .args(["bash", "-c", script, "_", &std::process::id().to_string()])
         .arg(dir)
