@@ -135,32 +135,21 @@ impl Shipped {
 
     /// `helm install RELEASE oci://… --version V -f values`, as the README has users do it.
     pub fn install(&self, values: &Value) {
-        self.helm(
-            &[
-                "install",
-                RELEASE,
-                &self.chart,
-                "--version",
-                &self.chart_version,
-                "--plain-http",
-            ],
-            values,
-        );
+        self.from_registry("install", values);
     }
 
     /// `helm upgrade` to `values`.
     pub fn upgrade(&self, values: &Value) {
-        self.helm(
-            &[
-                "upgrade",
-                RELEASE,
-                &self.chart,
-                "--version",
-                &self.chart_version,
-                "--plain-http",
-            ],
-            values,
-        );
+        self.from_registry("upgrade", values);
+    }
+
+    fn from_registry(&self, verb: &str, values: &Value) {
+        let version = ["--version", &self.chart_version, "--plain-http"];
+        let args: Vec<&str> = [verb, RELEASE, &self.chart]
+            .into_iter()
+            .chain(version)
+            .collect();
+        self.helm(&args, values);
     }
 
     pub fn uninstall(&self) {
