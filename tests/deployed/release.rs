@@ -135,15 +135,15 @@ impl Shipped {
 
     /// `helm install RELEASE oci://… --version V -f values`, as the README has users do it.
     pub fn install(&self, values: &Value) {
-        self.from_registry("install", values);
+        self.helm_from_registry("install", values);
     }
 
     /// `helm upgrade` to `values`.
     pub fn upgrade(&self, values: &Value) {
-        self.from_registry("upgrade", values);
+        self.helm_from_registry("upgrade", values);
     }
 
-    fn from_registry(&self, verb: &str, values: &Value) {
+    fn helm_from_registry(&self, verb: &str, values: &Value) {
         let version = ["--version", &self.chart_version, "--plain-http"];
         let args: Vec<&str> = [verb, RELEASE, &self.chart]
             .into_iter()
