@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # Multi-stage: build with the Rust toolchain, run from a minimal, non-root, shell-less image
 # (distroless cc: glibc and CA certificates, nothing else) that also carries helm, which the
-# HelmComponent controller renders charts with (`--controllers=ontap,kyma`).
+# HelmComponent controller renders charts with (`--controllers=ontap,kyma`). `make image`
+# (hack/image.sh) builds the same image without docker; tests/operations/image.rs fails when the
+# final stage here and that script part ways.
 ARG HELM_VERSION=v3.22.0
 
 FROM golang:1.25-bookworm AS helm

@@ -22,9 +22,23 @@ build:
 up: deps build
 	@hack/local-env.sh up
 
-## down: stop exactly what `make up` started
+## down: stop exactly what `make up` and `make image` started
 down:
 	@hack/local-env.sh down
+
+# release: what the Dockerfile builds; debug: target/debug's binary without debug info, for quick
+# local rounds.
+IMAGE_PROFILE ?= release
+export IMAGE_PROFILE
+
+## image: the operator image without a container daemon (hack/image.sh: umoci; operator, helm and
+## distroless cc-debian12:nonroot's files from this machine, as the Dockerfile's final stage) into
+## target/image/ontap-operator-<appVersion>.tar, its sizes and files printed; then pushed to the
+## local registry of .local/registry (started unless it runs; REGISTRY in .local/env) as
+## $REGISTRY/ontap-operator:<appVersion>. IMAGE_PROFILE=debug for a quick unoptimized build
+image: deps
+	@hack/image.sh build --profile $(IMAGE_PROFILE)
+	@hack/image.sh push --registry "$$(hack/local-env.sh registry)"
 
 # The simulated Kyma lifecycle runs this many times faster under `make run`: the sample Kyma
 # (deploy/samples/kyma.yaml, 67 s in real time) reaches success in about 17 s, slow enough to
@@ -75,10 +89,12 @@ test-rules:
 	promtool test rules tests/monitoring/alerts.test.yaml
 
 ## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control
-## planes; the alerting rules' promtool tests; then tests/conformance (pytest): mock-ontap driven by
-## NetApp's netapp-ontap client. All run; any failing fails `make test`.
+## planes; the alerting rules' promtool tests; the image (hack/image.sh build), which tests/deployed
+## installs with the chart on a real node (root); then tests/conformance (pytest): mock-ontap driven
+## by NetApp's netapp-ontap client. All run; any failing fails `make test`.
 test: deps lint
 	@rc=0; $(MAKE) --no-print-directory test-rules || rc=$$?; \
+	hack/image.sh build --profile $(IMAGE_PROFILE) || rc=$$?; \
 	$(CARGO) test --workspace --no-fail-fast || rc=$$?; \
 	source hack/lib.sh; source hack/versions.env; venv=$$(conformance_venv); \
 	PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \

@@ -30,6 +30,8 @@ need skopeo skopeo
 need docker-registry docker-registry
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 [ -x /bin/busybox ] || missing+=(busybox-static)
+need objcopy binutils
+need update-ca-certificates ca-certificates
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "hack/deps.sh: installing ${missing[*]} from Debian's packages" >&2

@@ -154,6 +154,14 @@ cat >"$out_dir/controller-registration.yaml" <<YAML
 #       username: "{{ .resources.ontapAdminLab.data.username }}"
 #       password: "{{ .resources.ontapAdminLab.data.password }}"
 # gardenlet fills these in when it installs the chart, which keeps them in a Secret in the seed.
+#
+# A landscape relocating the images the extension delivers into shoots (an air-gapped one: all
+# of them) gives Gardener's image vector overwrite (docs/gardener.md, Images):
+#   helm.values.imageVectorOverwrite: |
+#     images:
+#     - name: trident-operator
+#       repository: <mirror>/netapp/trident-operator
+#     - ...
 apiVersion: core.gardener.cloud/v1
 kind: ControllerDeployment
 metadata:
@@ -190,7 +198,8 @@ cat >"$out_dir/extension.yaml" <<YAML
 #
 # ONTAP administrator credentials: as in controller-registration.yaml, with the Secret in the
 # runtime cluster's garden namespace and its reference in spec.deployment.resources;
-# gardener-operator copies it into the virtual garden.
+# gardener-operator copies it into the virtual garden. An image vector overwrite: as in
+# controller-registration.yaml, in spec.deployment.extension.values.
 apiVersion: operator.gardener.cloud/v1alpha1
 kind: Extension
 metadata:

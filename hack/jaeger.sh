@@ -11,14 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 cmd=${1:-}; shift || true
 dir="" owner=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dir) dir=$2; shift 2 ;;
-    --owner-pid) owner=$2; shift 2 ;;
-    *) die "unknown argument $1" ;;
-  esac
-done
-[ -n "$dir" ] || die "--dir is required"
+service_args "$@"
 
 jaeger_ready() { # QUERY_PORT OTLP_HTTP_PORT
   curl -sf "http://127.0.0.1:$1/api/services" >/dev/null 2>&1 && port_in_use "$2"

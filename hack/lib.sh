@@ -62,6 +62,19 @@ watch_owner() {
     _ "$owner" "$@" </dev/null >/dev/null 2>&1 &
 }
 
+# service_args ARG...: the `--dir DIR [--owner-pid PID]` of a background service's up and down
+# into the caller's $dir and $owner (which it declares); --dir is required.
+service_args() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --dir) dir=$2; shift 2 ;;
+      --owner-pid) owner=$2; shift 2 ;;
+      *) die "unknown argument $1" ;;
+    esac
+  done
+  [ -n "$dir" ] || die "--dir is required"
+}
+
 # down_when_owner_gone OWNER SCRIPT DIR: once process OWNER is gone, runs `SCRIPT down --dir DIR`
 # and removes DIR (owned instances live in throwaway folders). No-op when OWNER is empty.
 down_when_owner_gone() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make up` / `make down`: the local environment in .local/, in the background — a control plane,
-# mock ONTAP and Jaeger — described by .local/env (source it). NODE=1 adds a registry on loopback
-# and a real node (hack/node.sh), the control plane and mock ONTAP then listening on the node's
-# address so that Pods reach them; `deploy` installs the operator there from its image and chart.
+# mock ONTAP and Jaeger — described by .local/env (source it). `make image` adds a registry
+# (`hack/local-env.sh registry`), which `make down` stops too. NODE=1 adds that registry and a real
+# node (hack/node.sh), the control plane and mock ONTAP then listening on the node's address so
+# that Pods reach them; `deploy` installs the operator there from its image and chart.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 here=$root/hack
@@ -53,12 +54,6 @@ gardener_up() {
   ensure_up gardener-resource-manager gardener-resource-manager.sh "$grm" pid \
     --seed-kubeconfig "$local_dir/kubeconfig" --shoot-kubeconfig "$shoot/kubeconfig" --namespace shoot--demo--web
   echo "export GARDENER_SHOOT_KUBECONFIG=$shoot/kubeconfig" >>"$local_dir/env"
-}
-
-# The registry on loopback that `make image` pushes to and a node pulls from; prints host:port.
-registry() {
-  ensure_up registry registry.sh "$local_dir/registry" pid >&2
-  cat "$local_dir/registry/address"
 }
 
 # with_node: NODE=1, or DEPLOY=1, which needs the node.
@@ -152,6 +147,19 @@ deploy() {
     --set image.repository="$REGISTRY/ontap-operator" --set image.tag="$tag" --set image.pullPolicy=Always \
     --set kyma.enabled=true --set-json "extraArgs=[\"--kyma-time-scale=${KYMA_TIME_SCALE:-4}\"]" \
     --wait --timeout 3m
+}
+
+# The registry on loopback `make image` pushes to and a node pulls from: started unless it runs, its address printed and put in
+# .local/env as REGISTRY when `make up` wrote one.
+registry() {
+  local dir=$local_dir/registry address
+  ensure_up registry registry.sh "$dir" pid >&2
+  address=$(cat "$dir/address")
+  if [ -f "$local_dir/env" ]; then
+    { grep -v '^export REGISTRY=' "$local_dir/env"; echo "export REGISTRY=$address"; } >"$local_dir/env.new"
+    chmod 600 "$local_dir/env.new"; mv "$local_dir/env.new" "$local_dir/env"
+  fi
+  echo "$address"
 }
 
 down() {

@@ -72,9 +72,9 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, ManifestError> {
 /// Why a manifest could not be generated.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    /// The registrations do not fit together.
+    /// A feature's registrations cannot be read.
     #[error(transparent)]
-    Wiring(#[from] reconcile_engine::ManagerError),
+    Feature(#[from] reconcile_engine::feature::FeatureError),
     /// A manifest did not serialize.
     #[error("serializing a manifest: {0}")]
     Yaml(#[from] serde_yaml::Error),

@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use clap::Args;
-use reconcile_engine::ManagerError;
 use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
 
 use super::api::{SHOOT_NAMESPACE_ROLE, SHOOT_NAMESPACE_ROLE_LABEL};
+use super::config::ConfigDefaults;
 use super::controller::{ExtensionSettings, register};
 use super::heartbeat::{self, HeartbeatConfig};
+use super::imagevector::{ImageVector, ImageVectorError};
+use super::shoot::ShootImages;
 use crate::ontap::OntapServices;
 use crate::ontap::connections::{ClientSettings, ClusterConnections};
 use crate::ontap::svm::VerifyRequests;
@@ -31,9 +33,11 @@ pub struct ExtensionArgs {
     /// (POD_NAMESPACE), else `ontap-operator-system`. The operator must watch it.
     #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_PROJECT_NAMESPACE")]
     pub extension_project_namespace: Option<String>,
-    /// The Trident operator image of shoots whose providerConfig names none.
-    #[arg(long, env = "ONTAP_OPERATOR_TRIDENT_OPERATOR_IMAGE")]
-    pub trident_operator_image: Option<String>,
+    /// Let a shoot's providerConfig name the Trident operator image (`trident.operatorImage`).
+    /// Off: every image a shoot runs comes from the image vector, which a landscape overwrites
+    /// with the file `IMAGEVECTOR_OVERWRITE` names, and a providerConfig naming one is refused.
+    #[arg(long, env = "ONTAP_OPERATOR_EXTENSION_ALLOW_SHOOT_IMAGES")]
+    pub extension_allow_shoot_images: bool,
     /// Namespace of the `gardener-extension-heartbeat` Lease (the extension's own); default: the
     /// pod's namespace (POD_NAMESPACE), else `ontap-operator-system`.
     #[arg(long, env = "ONTAP_OPERATOR_HEARTBEAT_NAMESPACE")]
@@ -48,27 +52,40 @@ pub struct ExtensionArgs {
 }
 
 impl ExtensionArgs {
-    /// The controller's settings; `None` without `--extension-type`.
-    fn settings(&self, own_namespace: &str) -> Option<ExtensionSettings> {
-        let mut settings = ExtensionSettings {
-            extension_type: self.extension_type.clone()?,
+    /// The controller's settings for `extension_type`.
+    fn settings(
+        &self,
+        extension_type: String,
+        own_namespace: &str,
+        images: ShootImages,
+    ) -> ExtensionSettings {
+        let defaults = ExtensionSettings::new(images);
+        ExtensionSettings {
+            extension_type,
             default_cluster: self.extension_default_cluster.clone(),
             project_namespace: self
                 .extension_project_namespace
                 .clone()
                 .unwrap_or_else(|| own_namespace.to_owned()),
             health_recheck: self.extension_health_period,
-            ..ExtensionSettings::default()
-        };
-        if let Some(image) = &self.trident_operator_image {
-            settings.images.trident_operator = image.clone();
+            config_defaults: ConfigDefaults {
+                allow_shoot_images: self.extension_allow_shoot_images,
+                ..defaults.config_defaults
+            },
+            ..defaults
         }
-        Some(settings)
     }
 }
 
 /// The Gardener Extension feature.
 pub struct ExtensionFeature;
+
+fn image_error(source: ImageVectorError) -> FeatureError {
+    FeatureError::Other {
+        feature: NAME,
+        source: source.into(),
+    }
+}
 
 /// Its name, and the chart switch of its RBAC rules (`extension.enabled`).
 pub const NAME: &str = "extension";
@@ -88,9 +105,15 @@ impl Feature for ExtensionFeature {
 
     fn setup(&self, flags: &clap::ArgMatches, setup: &mut Setup<'_>) -> Result<(), FeatureError> {
         let args: ExtensionArgs = parse_flags(NAME, flags)?;
-        let Some(settings) = args.settings(setup.own_namespace) else {
+        let Some(extension_type) = args.extension_type.clone() else {
             return Ok(());
         };
+        // Read once: a changed overwrite reaches the shoots with the next rollout (the chart
+        // restarts the pods when it changes), as with every Gardener extension.
+        let images = ImageVector::embedded_with_env_overwrite()
+            .and_then(|vector| ShootImages::from_vector(&vector))
+            .map_err(image_error)?;
+        let settings = args.settings(extension_type, setup.own_namespace, images);
         let ontap: OntapServices = setup.provided(NAME, crate::ontap::NAME)?;
         // Switching from metal-stack's extension adopts the SVMs it made, and a restore the
         // accounts on them: only the project namespace may adopt SVMs, only it and the shoot
@@ -129,14 +152,15 @@ impl Feature for ExtensionFeature {
         Ok(())
     }
 
-    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, FeatureError> {
+        let images = ShootImages::embedded().map_err(image_error)?;
         let extension = offline.read(Some(NAME), |manager, client| {
             let connections = ClusterConnections::new(client, ClientSettings::default());
             register(
                 manager,
                 connections,
                 VerifyRequests::default(),
-                ExtensionSettings::default(),
+                ExtensionSettings::new(images),
             )
         })?;
         Ok(vec![extension])

@@ -2,8 +2,8 @@
 //! ([`api`]), providerConfig ([`config`]), error codes ([`errors`]), the event filter and the
 //! operation annotation ([`filter`]), what lands in the shoot ([`shoot`]), the status contract
 //! and gardenlet's health check ([`status`]), the `SystemComponentsHealthy` condition
-//! ([`health`]), the shoot's access Secret ([`shoot_access`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]) and
-//! the heartbeat Lease ([`heartbeat`]).
+//! ([`health`]), the shoot's access Secret ([`shoot_access`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]),
+//! the images delivered into shoots ([`imagevector`]) and the heartbeat Lease ([`heartbeat`]).
 //!
 //! The controller on the engine that uses them: [`controller`].
 //!
@@ -17,6 +17,7 @@ pub mod feature;
 pub mod filter;
 pub mod health;
 pub mod heartbeat;
+pub mod imagevector;
 pub mod metrics;
 pub mod naming;
 pub mod shoot;

@@ -125,7 +125,7 @@ impl Feature for OntapFeature {
         Ok(())
     }
 
-    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, FeatureError> {
         let base = offline.read(None, |manager, client| {
             let connections = ClusterConnections::new(client, ClientSettings::default());
             let probes = ClusterProbes::new(Default::default());

@@ -16,7 +16,6 @@ use serde_json::Value;
 use crate::release::{ONE_RELEASE, operator_pods, rolled_out, shipped};
 use crate::runtime::{memory_limit_and_peak, pod_processes};
 use crate::support::kyma::{TIME_SCALE, kyma};
-use crate::support::mock::{Mock, fast_mock};
 use crate::support::{create_namespace, env_or, poll};
 
 #[tokio::test]
@@ -24,8 +23,8 @@ async fn a_thousand_kymas_complete_within_the_default_memory_limit() {
     let _turn = ONE_RELEASE.lock().await;
     let shipped = shipped();
     let client = shipped.client().await;
-    let mock = Mock::start_tls_on(fast_mock(), shipped.node.address).await;
-    let mut values = shipped.values(&mock);
+    // No OntapCluster: this release only runs the Kyma controllers' load.
+    let mut values = shipped.image_values();
     values["kyma"] = serde_json::json!({"enabled": true});
     values["extraArgs"] = serde_json::json!([format!("--kyma-time-scale={TIME_SCALE}")]);
     shipped.install(&values);

@@ -46,7 +46,9 @@ pub fn shipped() -> &'static Shipped {
             let chart_yaml: Value = serde_yaml::from_str(&chart_yaml).unwrap();
             let tag = chart_yaml["appVersion"].as_str().unwrap().to_owned();
             let chart_version = chart_yaml["version"].as_str().unwrap().to_owned();
-            let archive = repo_root().join(format!("target/image/ontap-operator-{tag}.tar"));
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| repo_root().join("target"), PathBuf::from);
+            let archive = target.join(format!("image/ontap-operator-{tag}.tar"));
             assert!(
                 archive.exists(),
                 "{} is missing: build the image first (`make image`; `make test` does)",
@@ -116,45 +118,38 @@ impl Shipped {
     /// OntapCluster `lab`, its administrator in a Secret the chart writes.
     pub fn values(&self, mock: &Mock) -> Value {
         let admin = mock.server.admin();
-        json!({
-            "image": {"repository": self.repository, "tag": self.tag},
-            "ontapClusters": [{
-                "name": "lab",
-                "endpoint": mock.base_url(),
-                "credentials": {"username": admin.user, "password": admin.password},
-                "ca": mock.server.cert_pem().unwrap(),
-            }],
-        })
+        let mut values = self.image_values();
+        values["ontapClusters"] = json!([{
+            "name": "lab",
+            "endpoint": mock.base_url(),
+            "credentials": {"username": admin.user, "password": admin.password},
+            "ca": mock.server.cert_pem().unwrap(),
+        }]);
+        values
+    }
+
+    /// Values naming only the image of the node's registry.
+    pub fn image_values(&self) -> Value {
+        json!({"image": {"repository": self.repository, "tag": self.tag}})
     }
 
     /// `helm install RELEASE oci://… --version V -f values`, as the README has users do it.
     pub fn install(&self, values: &Value) {
-        self.helm(
-            &[
-                "install",
-                RELEASE,
-                &self.chart,
-                "--version",
-                &self.chart_version,
-                "--plain-http",
-            ],
-            values,
-        );
+        self.helm_from_registry("install", values);
     }
 
     /// `helm upgrade` to `values`.
     pub fn upgrade(&self, values: &Value) {
-        self.helm(
-            &[
-                "upgrade",
-                RELEASE,
-                &self.chart,
-                "--version",
-                &self.chart_version,
-                "--plain-http",
-            ],
-            values,
-        );
+        self.helm_from_registry("upgrade", values);
+    }
+
+    fn helm_from_registry(&self, verb: &str, values: &Value) {
+        let version = ["--version", &self.chart_version, "--plain-http"];
+        let args: Vec<&str> = [verb, RELEASE, &self.chart]
+            .into_iter()
+            .chain(version)
+            .collect();
+        self.helm(&args, values);
     }
 
     pub fn uninstall(&self) {
@@ -179,6 +174,8 @@ impl Shipped {
             command.arg("--values").arg(&file);
         }
         let out = command.output().unwrap();
+        // The values hold the ONTAP administrator's password.
+        let _ = std::fs::remove_file(self.node.dir.join("values.json"));
         assert!(
             out.status.success(),
             "helm {}: {}\n{}",

@@ -245,7 +245,7 @@ async fn rendered_shoot_delivery_lands_in_the_shoot_and_survives_migration() {
         username: "web-a".into(),
         password: SecretString::from("q\"uo: te#d'"),
     };
-    let images = ShootImages::default();
+    let images = ShootImages::embedded().unwrap();
     let svm = "p0b1f9c3eaaaabbbbcccc123456789abc";
     let secret_name = format!("{svm}-test--web-a-credentials");
     let inputs = ShootInputs {

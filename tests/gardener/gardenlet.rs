@@ -65,9 +65,15 @@ pub(crate) fn operator_args(namespace: &str) -> Vec<String> {
 /// The world of one shoot: Gardener around it, an ONTAP, and the operator watching the shoot's
 /// control-plane namespace.
 pub(crate) async fn world(g: &Gardener) -> SvmWorld {
+    world_with_env(g, &[]).await
+}
+
+/// [`world`] with environment variables for the operator (a landscape's image vector
+/// overwrite, say).
+pub(crate) async fn world_with_env(g: &Gardener, envs: &[(&str, &str)]) -> SvmWorld {
     let args = operator_args(&g.namespace);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let w = SvmWorld::with(fast_mock(), &args).await;
+    let w = SvmWorld::with_env(fast_mock(), &args, envs).await;
     bind_extension_rules(&w.env.client).await;
     w
 }
@@ -82,14 +88,16 @@ pub(crate) fn respawn_operator(w: &mut SvmWorld, namespace: &str) {
 /// An operator for `namespace` beside whatever else runs: a seed's extension, scoped to its own
 /// namespace, on `w`'s ONTAP.
 pub(crate) fn seed_operator(w: &SvmWorld, namespace: &str) -> OperatorProcess {
-    seed_operator_with(w, namespace, &[])
+    seed_operator_with(w, namespace, &[], &[])
 }
 
-/// [`seed_operator`] with `extra` flags (another release's defaults, say).
+/// [`seed_operator`] with `extra` flags and environment variables (another release's defaults,
+/// another image vector overwrite).
 pub(crate) fn seed_operator_with(
     w: &SvmWorld,
     namespace: &str,
     extra: &[String],
+    envs: &[(&str, &str)],
 ) -> OperatorProcess {
     let kubeconfig = crate::support::control_plane()
         .dir
@@ -105,7 +113,7 @@ pub(crate) fn seed_operator_with(
     ]);
     args.extend(extra.iter().cloned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    OperatorProcess::spawn(&kubeconfig, &args, &[])
+    OperatorProcess::spawn(&kubeconfig, &args, envs)
 }
 
 /// gardenlet's `WaitUntilExtensionObjectReady` ([`wait_ready_within`]) on the operator process.
@@ -138,6 +146,24 @@ pub(crate) async fn wait_for(
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The image of the Trident operator's Deployment in the shoot, if the resource manager put
+/// it there.
+pub(crate) async fn trident_operator_image_in_shoot(g: &Gardener) -> Option<String> {
+    let deployment =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(g.shoot.clone(), "kube-system")
+            .get_opt("trident-operator")
+            .await
+            .ok()??;
+    deployment
+        .spec?
+        .template
+        .spec?
+        .containers
+        .first()?
+        .image
+        .clone()
 }
 
 pub(crate) fn svms_in_ontap(w: &SvmWorld) -> Vec<Value> {

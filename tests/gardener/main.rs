@@ -13,6 +13,7 @@ mod drift;
 mod failures;
 mod gardenlet;
 mod heartbeat;
+mod images;
 mod lifecycle;
 mod metal_stack_switch;
 mod migration_order;

@@ -157,9 +157,17 @@ fn registration_has_gardeners_shape() {
     assert!(values["namespace"].is_null());
 }
 
+/// An air-gapped landscape's image vector overwrite, as its ControllerDeployment gives it.
+const IMAGE_VECTOR_OVERWRITE: &str = "images:
+- name: trident-operator
+  repository: mirror.example/netapp/trident-operator
+- name: pause-container
+  repository: mirror.example/pause
+";
+
 /// Renders the packaged chart as gardenlet does (see [`render_as_gardenlet`]; the values of
-/// tests/fixtures/gardenlet-values.yaml over the ControllerDeployment's) with one ONTAP cluster,
-/// and applies the result to a real API server.
+/// tests/fixtures/gardenlet-values.yaml over the ControllerDeployment's) with one ONTAP cluster
+/// and an image vector overwrite, and applies the result to a real API server.
 #[tokio::test]
 async fn packaged_chart_installs_on_a_seed() {
     let (deployment, registration) = registration();
@@ -168,7 +176,7 @@ async fn packaged_chart_installs_on_a_seed() {
         json!({"ontapClusters": [{
             "name": "lab", "endpoint": "https://192.0.2.100",
             "credentials": {"username": "admin", "password": "not-a-real-password"}
-        }]}),
+        }], "imageVectorOverwrite": IMAGE_VECTOR_OVERWRITE}),
     );
     assert_eq!(values["gardener"]["seed"]["name"], "aws-eu1");
     let env = crate::support::env().await;
@@ -197,9 +205,14 @@ async fn packaged_chart_installs_on_a_seed() {
         !kinds.iter().any(|k| k.starts_with("Namespace/")),
         "gardenlet makes the namespace: {kinds:?}"
     );
-    assert!(
-        !kinds.iter().any(|k| k.starts_with("ConfigMap/")),
-        "no ConfigMaps: {kinds:?}"
+    let config_maps: Vec<&String> = kinds
+        .iter()
+        .filter(|k| k.starts_with("ConfigMap/"))
+        .collect();
+    assert_eq!(
+        config_maps,
+        ["ConfigMap/ontap-operator-imagevector-overwrite"],
+        "no ConfigMap but the image vector overwrite's: {kinds:?}"
     );
     for object in &rendered {
         match object["metadata"]["namespace"].as_str() {
@@ -257,6 +270,47 @@ async fn packaged_chart_installs_on_a_seed() {
     assert!(
         !container.to_string().contains("bm90LWEtcmVhbC1wYXNzd29yZA"),
         "credentials only in the Secret"
+    );
+    assert!(
+        !args.contains("--extension-allow-shoot-images"),
+        "shoots choose no images unless the landscape says so: {args}"
+    );
+
+    // The overwrite reaches the operator unchanged, where IMAGEVECTOR_OVERWRITE says.
+    let config_map = rendered.iter().find(|o| o["kind"] == "ConfigMap").unwrap();
+    let (file, text) = config_map["data"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(text, IMAGE_VECTOR_OVERWRITE);
+    let path = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "IMAGEVECTOR_OVERWRITE")
+        .unwrap()["value"]
+        .as_str()
+        .unwrap();
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| path == format!("{}/{file}", m["mountPath"].as_str().unwrap()))
+        .unwrap_or_else(|| panic!("nothing mounted at {path}: {container}"));
+    let pod = &rendered.iter().find(|o| o["kind"] == "Deployment").unwrap()["spec"]["template"];
+    let volume = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    assert_eq!(volume["configMap"]["name"], config_map["metadata"]["name"]);
+    assert!(
+        pod["metadata"]["annotations"]["checksum/imagevector-overwrite"].is_string(),
+        "a new overwrite rolls the pods: {}",
+        pod["metadata"]
     );
 
     // Everything is valid for a real API server (CRDs already installed by the test support).

@@ -10,6 +10,7 @@ use crate::support::gardener::Gardener;
 use kube::ResourceExt;
 use kube::api::Api;
 use ontap_operator::api::StorageVirtualMachine;
+use ontap_operator::extension::imagevector::OVERWRITE_ENV;
 use serde_json::{Value, json};
 
 use super::gardenlet::*;
@@ -80,10 +81,22 @@ async fn a_restart_with_everything_healthy_writes_nothing() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = written(&g, &ns).await;
 
-    // The new process renders the shoot differently (another release's Trident image): that
-    // too waits for gardenlet.
+    // The new process renders the shoot differently (the landscape relocated the Trident
+    // image): that too waits for gardenlet.
+    let dir = tempfile::tempdir().unwrap();
+    let overwrite = dir.path().join("images_overwrite.yaml");
+    std::fs::write(
+        &overwrite,
+        format!("images:\n- name: trident-operator\n  ref: {NEW_IMAGE}\n"),
+    )
+    .unwrap();
     w.operator.kill();
-    w.operator = seed_operator_with(&w, &ns, &[format!("--trident-operator-image={NEW_IMAGE}")]);
+    w.operator = seed_operator_with(
+        &w,
+        &ns,
+        &[],
+        &[(OVERWRITE_ENV, overwrite.to_str().unwrap())],
+    );
     let started = Instant::now();
     w.operator.wait_readyz(200, TIMEOUT).await;
     wait_for(
@@ -116,24 +129,7 @@ async fn a_restart_with_everything_healthy_writes_nothing() {
     wait_for(
         &w,
         "the new Trident image delivered on request",
-        async || {
-            let deployment = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
-                g.shoot.clone(),
-                "kube-system",
-            )
-            .get_opt("trident-operator")
-            .await
-            .ok()??;
-            let image = deployment
-                .spec?
-                .template
-                .spec?
-                .containers
-                .first()?
-                .image
-                .clone()?;
-            (image == NEW_IMAGE).then_some(())
-        },
+        async || (trident_operator_image_in_shoot(&g).await? == NEW_IMAGE).then_some(()),
     )
     .await;
 }

@@ -199,6 +199,10 @@ fn the_chart_refuses_a_wrong_value_naming_it() {
         ),
         ("monitoring.serviceMonitr.enabled=true", "serviceMonitr"),
         ("logFormat=xml", "/logFormat"),
+        (
+            "extension.allowShootImages=yes",
+            "/extension/allowShootImages",
+        ),
         ("replicas=-1", "/replicas"),
     ] {
         let out = helm(&["template", "ontap-operator", chart, "--set", set]);

@@ -1,6 +1,7 @@
 //! Running the operator: readiness, liveness, leader election, tracing to Jaeger, the deploy
-//! manifests and the CRDs. The API server restart test is `tests/operations_restart.rs`, a binary
-//! of its own, since it takes the API server away from every test beside it.
+//! manifests, the image and the CRDs. The API server restart test is
+//! `tests/operations_restart.rs`, a binary of its own, since it takes the API server away from
+//! every test beside it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../support/mod.rs"]
@@ -10,6 +11,7 @@ mod crd_api;
 mod crd_validation;
 mod crds_generated;
 mod deploy;
+mod image;
 mod leader_election;
 mod liveness;
 mod metrics_auth;

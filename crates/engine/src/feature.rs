@@ -45,8 +45,9 @@ pub trait Feature: Sync {
     fn setup(&self, flags: &clap::ArgMatches, setup: &mut Setup<'_>) -> Result<(), FeatureError>;
 
     /// What the feature's controllers declare, read from registrations with a manager that
-    /// never connects: one entry per part the installation can switch on by itself.
-    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError>;
+    /// never connects: one entry per part the installation can switch on by itself. Fails as
+    /// [`setup`](Self::setup) does when what the registrations need cannot be made.
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, FeatureError>;
 }
 
 /// What [`Feature::setup`] wires the feature into.

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use reconcile_engine::ManagerError;
 use reconcile_engine::feature::{Declarations, Feature, FeatureError, Offline, Setup, parse_flags};
 
 use crate::render::RenderMetrics;
@@ -62,7 +61,7 @@ impl Feature for KymaFeature {
         Ok(())
     }
 
-    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, ManagerError> {
+    fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, FeatureError> {
         let kyma = offline.read(Some(NAME), |manager, client| {
             register(manager, client, &KymaSettings::default())
         })?;

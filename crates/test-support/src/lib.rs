@@ -317,16 +317,19 @@ impl<T> Attempt<T> for Result<T, String> {
 /// The path `hack/tools.sh <name>` prints for a tool it builds once and caches (`helm`,
 /// `jaeger`, …).
 pub fn tool(name: &str) -> PathBuf {
-    let out = Command::new(repo_root().join("hack/tools.sh"))
-        .arg(name)
-        .output()
-        .unwrap();
+    let out = stdout_of(Command::new(repo_root().join("hack/tools.sh")).arg(name));
+    PathBuf::from(String::from_utf8(out).unwrap().trim())
+}
+
+/// What `command` prints on stdout; fails the test with its stderr when it fails.
+pub fn stdout_of(command: &mut Command) -> Vec<u8> {
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
-        "hack/tools.sh {name}: {}",
+        "{command:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    out.stdout
 }
 
 /// The last `lines` lines of `text`, for failure messages.

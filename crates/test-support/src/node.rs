@@ -88,6 +88,7 @@ fn start() -> NodeCluster {
             &owner,
         ],
     );
+    remove_when_stopped(&dir);
     NodeCluster {
         kubeconfig: plane.join("kubeconfig"),
         containerd: node_dir.join("containerd/containerd.sock"),
@@ -116,6 +117,28 @@ impl NodeCluster {
             .trim()
             .to_owned()
     }
+}
+
+/// Once this process is gone and the scripts' own watchdogs have stopped what they started (each
+/// removes its folder), removes `dir` with what the tests wrote there (helm's caches, values).
+fn remove_when_stopped(dir: &Path) {
+    let script = r#"
+        while kill -0 "$1" 2>/dev/null; do sleep 1; done
+        for _ in $(seq 1 120); do
+          [ -e "$2/node" ] || [ -e "$2/control-plane" ] || [ -e "$2/registry" ] || break
+          sleep 1
+        done
+        rm -rf "$2""#;
+    // Not waited for: it waits for this process to be gone, so it outlives it by design.
+    #[allow(clippy::zombie_processes)]
+    Command::new("setsid")
+        .args(["bash", "-c", script, "_", &std::process::id().to_string()])
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
 }
 
 fn path(p: &Path) -> &str {

@@ -5,3 +5,13 @@ app.kubernetes.io/name: ontap-operator
 {{- define "ontap-operator.namespace" -}}
 {{ .Values.namespace | default .Release.Namespace }}
 {{- end }}
+{{/* The image vector overwrite: its ConfigMap, the file it becomes and where it is mounted (Gardener's own names and path). */}}
+{{- define "ontap-operator.imagevector-overwrite" -}}
+ontap-operator-imagevector-overwrite
+{{- end }}
+{{- define "ontap-operator.imagevector-overwrite-file" -}}
+images_overwrite.yaml
+{{- end }}
+{{- define "ontap-operator.imagevector-overwrite-dir" -}}
+/charts_overwrite
+{{- end }}

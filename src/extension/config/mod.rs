@@ -33,8 +33,8 @@
 //!   default: false
 //!   reclaimPolicy: Delete
 //!   protocol: nvme             # default: the first protocol
-//! trident:
-//!   operatorImage: docker.io/netapp/trident-operator:25.06.3
+//! trident:                     # only where the operator allows it (--extension-allow-shoot-images);
+//!   operatorImage: registry.example/trident-operator:25.06.3   # default: the image vector's
 //! ```
 
 use std::collections::BTreeSet;
@@ -185,7 +185,8 @@ pub struct ExtensionConfig {
     pub protocols: Vec<Protocol>,
     /// Each with its protocol resolved.
     pub storage_classes: Vec<StorageClassConfig>,
-    /// `None`: the operator's default image.
+    /// `None`: the image vector's. Set only where the operator allows shoots to choose images
+    /// ([`ConfigDefaults::allow_shoot_images`]).
     pub trident_operator_image: Option<String>,
     pub deletion_policy: DeletionPolicy,
 }
@@ -222,6 +223,11 @@ pub struct ConfigDefaults {
     /// LIFs instead: [`ExtensionConfig::with_metal_stack_routing`].
     pub metal_stack_prefix_length_v4: u8,
     pub metal_stack_prefix_length_v6: u8,
+    /// Whether a providerConfig may name an image the shoot runs (`trident.operatorImage`;
+    /// `--extension-allow-shoot-images`). Off by default: every image comes from the image
+    /// vector the landscape overwrites, so a shoot owner cannot pull from outside an air-gapped
+    /// landscape's mirror, nor run an operator image the landscape did not choose.
+    pub allow_shoot_images: bool,
 }
 
 impl Default for ConfigDefaults {
@@ -229,6 +235,7 @@ impl Default for ConfigDefaults {
         Self {
             metal_stack_prefix_length_v4: 24,
             metal_stack_prefix_length_v6: 64,
+            allow_shoot_images: false,
         }
     }
 }
@@ -240,7 +247,9 @@ pub use metal_stack::metal_stack_storage_classes;
 use metal_stack::{TridentConfig, resolve_metal_stack};
 use own::{OntapConfig, resolve_ontap};
 
-/// Parses and checks `Extension.spec.providerConfig`.
+/// Parses and checks `Extension.spec.providerConfig`, with what the operator allows
+/// (`defaults`): the one verdict on a providerConfig, for the seed's controller and for an
+/// admission webhook in the garden alike.
 pub fn parse_provider_config(
     raw: Option<&Value>,
     defaults: &ConfigDefaults,
@@ -259,7 +268,7 @@ pub fn parse_provider_config(
         (METAL_STACK_API_VERSION, METAL_STACK_KIND) => {
             resolve_metal_stack(decode::<TridentConfig>(raw)?, defaults)
         }
-        (API_VERSION, KIND) => resolve_ontap(decode::<OntapConfig>(raw)?),
+        (API_VERSION, KIND) => resolve_ontap(decode::<OntapConfig>(raw)?, defaults),
         _ => Err(ConfigError::UnknownKind {
             api_version: text("apiVersion"),
             kind: text("kind"),
@@ -533,8 +542,7 @@ mod tests {
                 "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain"},
             "storageClasses": [
                 {"name": "files", "default": true, "reclaimPolicy": "Retain"},
-                {"name": "blocks", "protocol": "nvme", "encrypted": true}],
-            "trident": {"operatorImage": "registry.example/trident-operator:25.06.3"}
+                {"name": "blocks", "protocol": "nvme", "encrypted": true}]
         }))
         .unwrap();
         assert_eq!(config.cluster.as_deref(), Some("lab"));
@@ -554,9 +562,43 @@ mod tests {
             ReclaimPolicy::Retain
         );
         assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
+        assert_eq!(config.trident_operator_image, None);
+    }
+
+    #[test]
+    fn a_shoot_image_needs_the_operator_s_permission() {
+        let with_image = |image: &str| {
+            let mut raw = ontap(minimal_svm());
+            raw["trident"] = json!({"operatorImage": image});
+            raw
+        };
+        let image = "registry.example/trident-operator:25.06.3";
+        let refused = parse(with_image(image)).unwrap_err();
+        assert!(
+            matches!(&refused, ConfigError::Invalid { field, .. } if field == "trident.operatorImage")
+        );
+        assert!(
+            refused
+                .to_string()
+                .starts_with("providerConfig.trident.operatorImage: this landscape does not let a shoot choose its images"),
+            "{refused}"
+        );
+        let allowed = ConfigDefaults {
+            allow_shoot_images: true,
+            ..ConfigDefaults::default()
+        };
+        let config = parse_provider_config(Some(&with_image(image)), &allowed).unwrap();
+        assert_eq!(config.trident_operator_image.as_deref(), Some(image));
         assert_eq!(
-            config.trident_operator_image.as_deref(),
-            Some("registry.example/trident-operator:25.06.3")
+            parse_provider_config(Some(&with_image("a b")), &allowed)
+                .unwrap_err()
+                .to_string(),
+            "providerConfig.trident.operatorImage: \"a b\" is not an image reference"
+        );
+        // Without the field, nothing needs allowing.
+        assert_eq!(
+            parse(ontap(minimal_svm())).unwrap().trident_operator_image,
+            None
         );
     }
 

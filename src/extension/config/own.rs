@@ -59,7 +59,10 @@ pub(super) struct TridentSettings {
     operator_image: Option<String>,
 }
 
-pub(super) fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, ConfigError> {
+pub(super) fn resolve_ontap(
+    config: OntapConfig,
+    defaults: &ConfigDefaults,
+) -> Result<ExtensionConfig, ConfigError> {
     let svm = config.svm;
     let management_lif = resolve_lif("svm.managementLif", &svm.management_lif)?;
     if svm.management_lif.protocols.is_some() {
@@ -106,13 +109,8 @@ pub(super) fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, Conf
     if let Some(cluster) = &config.cluster {
         check_dns_subdomain("cluster", cluster)?;
     }
-    if let Some(image) = &config.trident.operator_image
-        && (image.is_empty() || image.chars().any(char::is_whitespace))
-    {
-        return Err(invalid(
-            "trident.operatorImage",
-            format!("{image:?} is not an image reference"),
-        ));
+    if let Some(image) = &config.trident.operator_image {
+        check_shoot_image("trident.operatorImage", image, defaults)?;
     }
     Ok(ExtensionConfig {
         source: ConfigSource::Ontap,
@@ -126,6 +124,28 @@ pub(super) fn resolve_ontap(config: OntapConfig) -> Result<ExtensionConfig, Conf
         trident_operator_image: config.trident.operator_image,
         deletion_policy: svm.deletion_policy,
     })
+}
+
+/// An image the shoot owner names: refused unless the operator allows shoots to choose images.
+pub(super) fn check_shoot_image(
+    field: &str,
+    image: &str,
+    defaults: &ConfigDefaults,
+) -> Result<(), ConfigError> {
+    if !defaults.allow_shoot_images {
+        return Err(invalid(
+            field,
+            "this landscape does not let a shoot choose its images: they come from the \
+             extension's image vector; remove the field",
+        ));
+    }
+    if image.is_empty() || image.chars().any(char::is_whitespace) {
+        return Err(invalid(
+            field,
+            format!("{image:?} is not an image reference"),
+        ));
+    }
+    Ok(())
 }
 
 /// A LIF of the providerConfig: an address, a prefix length that fits it, and /32 or /128 for

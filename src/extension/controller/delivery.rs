@@ -13,7 +13,7 @@ use crate::extension::api::{ManagedResource, mr_condition};
 use crate::extension::config::{ExtensionConfig, Protocol};
 use crate::extension::shoot::{
     INIT_MANAGED_RESOURCE, KEEP_OBJECTS_PATCH, MANAGED_RESOURCE_NAMES, ManagedResourceBundle,
-    ORIGIN, SECRET_MANAGED_RESOURCE, ShootCredentials, ShootImages, ShootInputs, shoot_delivery,
+    ORIGIN, SECRET_MANAGED_RESOURCE, ShootCredentials, ShootInputs, shoot_delivery,
 };
 use crate::ontap::trident_api::{NVME_TCP, OntapVersion, REST_SUPPORTED, TridentApi};
 
@@ -51,19 +51,12 @@ impl ExtensionReconciler {
                  are exported to the nodes' network only",
             ));
         }
-        let images = ShootImages {
-            trident_operator: config
-                .trident_operator_image
-                .clone()
-                .unwrap_or_else(|| self.settings.images.trident_operator.clone()),
-            ..self.settings.images.clone()
-        };
         let inputs = ShootInputs {
             config,
             svm_name: &plan.svm_name,
             secret_name: &plan.secret,
             credentials,
-            images: &images,
+            images: &self.settings.images,
             trident_api: TridentApi::for_version(version),
             node_cidrs: &node_cidrs,
         };

@@ -91,6 +91,7 @@ pub struct ExtensionSettings {
     pub extension_type: String,
     /// The OntapCluster for a providerConfig that names none; `None`: the only one there is.
     pub default_cluster: Option<String>,
+    /// From the image vector with the landscape's overwrite, read at startup.
     pub images: ShootImages,
     pub config_defaults: ConfigDefaults,
     /// Where the objects that provision per-project SVMs live (`--extension-project-namespace`).
@@ -100,12 +101,13 @@ pub struct ExtensionSettings {
     pub health_recheck: Duration,
 }
 
-impl Default for ExtensionSettings {
-    fn default() -> Self {
+impl ExtensionSettings {
+    /// The settings with `images` and every flag at its default.
+    pub fn new(images: ShootImages) -> Self {
         Self {
             extension_type: EXTENSION_TYPE.to_string(),
             default_cluster: None,
-            images: ShootImages::default(),
+            images,
             config_defaults: ConfigDefaults::default(),
             project_namespace: crate::deploy::NAMESPACE.to_owned(),
             // Gardener's health-check library's default period.
@@ -382,7 +384,7 @@ mod tests {
                         manager,
                         connections.clone(),
                         verify.clone(),
-                        ExtensionSettings::default(),
+                        ExtensionSettings::new(ShootImages::embedded().unwrap()),
                     )
                 };
                 if extension_first {

@@ -37,6 +37,7 @@ use serde_json::Value;
 
 use super::api::{LocalObjectReference, ManagedResource, ManagedResourceSpec};
 use super::config::ExtensionConfig;
+use super::imagevector::{ImageVector, ImageVectorError};
 use crate::ontap::trident_api::TridentApi;
 
 /// The ManagedResources of the shoot delivery, in the order they are written.
@@ -71,24 +72,57 @@ const TRIDENT_CONTROLLER_APP: &str = "controller.csi.trident.netapp.io";
 /// ManagedResources, so the shoot's objects stay.
 pub const KEEP_OBJECTS_PATCH: &str = r#"{"spec":{"keepObjects":true}}"#;
 
-/// Images the shoot runs, from the operator's flags; `ExtensionConfig` may override the
-/// Trident operator's.
+/// The image vector's names of the images a shoot runs (`imagevector/images.yaml`).
+pub const TRIDENT_OPERATOR_IMAGE: &str = "trident-operator";
+pub const TRIDENT_IMAGE: &str = "trident";
+pub const TRIDENT_AUTOSUPPORT_IMAGE: &str = "trident-autosupport";
+/// A registry, not an image: Trident appends its CSI sidecars' names and tags.
+pub const CSI_SIDECAR_REGISTRY: &str = "csi-sidecar-registry";
+pub const NVME_MODULE_LOADER_IMAGE: &str = "nvme-module-loader";
+pub const PAUSE_IMAGE: &str = "pause-container";
+/// Every image a shoot may run: the embedded vector lists exactly these.
+pub const SHOOT_IMAGE_NAMES: [&str; 6] = [
+    TRIDENT_OPERATOR_IMAGE,
+    TRIDENT_IMAGE,
+    TRIDENT_AUTOSUPPORT_IMAGE,
+    CSI_SIDECAR_REGISTRY,
+    NVME_MODULE_LOADER_IMAGE,
+    PAUSE_IMAGE,
+];
+
+/// Images the shoot runs, looked up once at startup in the image vector with the landscape's
+/// overwrite. A providerConfig's Trident operator image, where the operator allows one, wins
+/// over this one, and then Trident's own images are the ones that operator picks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShootImages {
     pub trident_operator: String,
+    /// The TridentOrchestrator's `tridentImage`.
+    pub trident: String,
+    /// The TridentOrchestrator's `autosupportImage`.
+    pub trident_autosupport: String,
+    /// The TridentOrchestrator's `imageRegistry`, where the CSI sidecars come from.
+    pub csi_sidecar_registry: String,
     /// Runs `modprobe` in the NVMe DaemonSet's init container.
     pub nvme_init: String,
     /// Keeps the NVMe DaemonSet's pods alive after the init container.
     pub pause: String,
 }
 
-impl Default for ShootImages {
-    fn default() -> Self {
-        Self {
-            trident_operator: "docker.io/netapp/trident-operator:25.06.3".into(),
-            nvme_init: "docker.io/library/busybox:1.36".into(),
-            pause: "registry.k8s.io/pause:3.10".into(),
-        }
+impl ShootImages {
+    pub fn from_vector(vector: &ImageVector) -> Result<Self, ImageVectorError> {
+        Ok(Self {
+            trident_operator: vector.find(TRIDENT_OPERATOR_IMAGE)?,
+            trident: vector.find(TRIDENT_IMAGE)?,
+            trident_autosupport: vector.find(TRIDENT_AUTOSUPPORT_IMAGE)?,
+            csi_sidecar_registry: vector.find_registry(CSI_SIDECAR_REGISTRY)?,
+            nvme_init: vector.find(NVME_MODULE_LOADER_IMAGE)?,
+            pause: vector.find(PAUSE_IMAGE)?,
+        })
+    }
+
+    /// The embedded vector's, without a landscape's overwrite.
+    pub fn embedded() -> Result<Self, ImageVectorError> {
+        Self::from_vector(&ImageVector::embedded()?)
     }
 }
 
@@ -313,16 +347,25 @@ mod tests {
     const SECRET: &str = "p0b1f9c3eaaaabbbbcccc123456789abc-prod--web-a-credentials";
 
     fn render(config: &ExtensionConfig, keep_objects: bool) -> Vec<ManagedResourceBundle> {
+        let images = ShootImages::embedded().unwrap();
+        render_with(config, &images, TridentApi::Rest, keep_objects)
+    }
+
+    fn render_with(
+        config: &ExtensionConfig,
+        images: &ShootImages,
+        trident_api: TridentApi,
+        keep_objects: bool,
+    ) -> Vec<ManagedResourceBundle> {
         let credentials = credentials();
-        let images = ShootImages::default();
         let nodes = vec!["10.250.0.0/16".to_string()];
         let inputs = ShootInputs {
             config,
             svm_name: SVM,
             secret_name: SECRET,
             credentials: &credentials,
-            images: &images,
-            trident_api: TridentApi::Rest,
+            images,
+            trident_api,
             node_cidrs: &nodes,
         };
         shoot_delivery("shoot--prod--web-a", &inputs, keep_objects).unwrap()
@@ -476,7 +519,7 @@ mod tests {
         let deployment = find(&init, "Deployment", "trident-operator");
         assert_eq!(
             deployment["spec"]["template"]["spec"]["containers"][0]["image"],
-            "docker.io/netapp/trident-operator:25.06.3"
+            ShootImages::embedded().unwrap().trident_operator
         );
         assert_eq!(
             deployment["spec"]["template"]["spec"]["serviceAccountName"],
@@ -606,19 +649,8 @@ mod tests {
     /// `useREST: true`: the backend says nothing (the account gets `ontapi`).
     #[test]
     fn zapi_clusters_get_no_use_rest() {
-        let config = metal_stack();
-        let credentials = credentials();
-        let images = ShootImages::default();
-        let inputs = ShootInputs {
-            config: &config,
-            svm_name: SVM,
-            secret_name: SECRET,
-            credentials: &credentials,
-            images: &images,
-            trident_api: TridentApi::Zapi,
-            node_cidrs: &[],
-        };
-        let bundles = shoot_delivery("shoot--prod--web-a", &inputs, false).unwrap();
+        let images = ShootImages::embedded().unwrap();
+        let bundles = render_with(&metal_stack(), &images, TridentApi::Zapi, false);
         let backends = objects(&bundles[3]);
         let tbc = find(
             &backends,
@@ -626,6 +658,130 @@ mod tests {
             &format!("ontap-{SVM}-backend"),
         );
         assert!(tbc["spec"].get("useREST").is_none(), "{tbc}");
+    }
+
+    #[test]
+    fn the_embedded_vector_lists_exactly_the_shoot_images() {
+        let vector = ImageVector::embedded().unwrap();
+        let mut listed: Vec<&str> = vector.names().collect();
+        listed.sort_unstable();
+        let mut used = SHOOT_IMAGE_NAMES.to_vec();
+        used.sort_unstable();
+        assert_eq!(listed, used);
+    }
+
+    /// Every image of every object delivered, found wherever a manifest holds one: a
+    /// container's, and those a TridentOrchestrator has the Trident operator pull.
+    fn images_in(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    match (key.as_str(), inner) {
+                        (
+                            "image" | "tridentImage" | "autosupportImage" | "imageRegistry",
+                            Value::String(image),
+                        ) => found.push(image.clone()),
+                        _ => images_in(inner, found),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| images_in(item, found)),
+            _ => {}
+        }
+    }
+
+    /// The embedded vector with every shoot image moved to `mirror.example/<name>`.
+    fn mirrored() -> ShootImages {
+        let overwrite = SHOOT_IMAGE_NAMES
+            .iter()
+            .map(|name| format!("- name: {name}\n  repository: mirror.example/{name}\n"))
+            .collect::<String>();
+        let vector = ImageVector::embedded()
+            .unwrap()
+            .overwritten_by(ImageVector::parse(&format!("images:\n{overwrite}"), "test").unwrap());
+        ShootImages::from_vector(&vector).unwrap()
+    }
+
+    #[test]
+    fn every_delivered_image_comes_from_the_image_vector() {
+        let images = mirrored();
+        let mut found = Vec::new();
+        for bundle in render_with(&metal_stack(), &images, TridentApi::Rest, false) {
+            images_in(&Value::Array(objects(&bundle)), &mut found);
+        }
+        found.sort();
+        // The Trident operator, (NVMe) the module loader's two containers, and the
+        // TridentOrchestrator's Trident, autosupport and CSI sidecar registry.
+        assert_eq!(found.len(), SHOOT_IMAGE_NAMES.len(), "{found:?}");
+        for image in &found {
+            assert!(
+                image.starts_with("mirror.example/"),
+                "{image} is not relocated"
+            );
+        }
+        // Tag-less entries: the tags stay the embedded ones.
+        let embedded = ShootImages::embedded().unwrap();
+        let (_, tag) = embedded.pause.rsplit_once(':').unwrap();
+        let relocated = format!("mirror.example/{PAUSE_IMAGE}:{tag}");
+        assert!(found.contains(&relocated), "{found:?}");
+    }
+
+    #[test]
+    fn the_orchestrator_names_the_vector_s_trident_images() {
+        let images = mirrored();
+        let init = objects(&render_with(&metal_stack(), &images, TridentApi::Rest, false)[2]);
+        let spec = &find(&init, "TridentOrchestrator", "trident")["spec"];
+        let embedded = ShootImages::embedded().unwrap();
+        let tag = |image: &str| image.rsplit_once(':').unwrap().1.to_owned();
+        assert_eq!(
+            spec["tridentImage"],
+            format!("mirror.example/{TRIDENT_IMAGE}:{}", tag(&embedded.trident))
+        );
+        assert_eq!(
+            spec["autosupportImage"],
+            format!(
+                "mirror.example/{TRIDENT_AUTOSUPPORT_IMAGE}:{}",
+                tag(&embedded.trident_autosupport)
+            )
+        );
+        assert_eq!(
+            spec["imageRegistry"],
+            format!("mirror.example/{CSI_SIDECAR_REGISTRY}")
+        );
+        // Without an overwrite, the vector's own: Trident's defaults, stated where a landscape
+        // sees them.
+        let init = objects(&render(&metal_stack(), false)[2]);
+        let spec = &find(&init, "TridentOrchestrator", "trident")["spec"];
+        assert_eq!(spec["tridentImage"], embedded.trident);
+        assert_eq!(spec["autosupportImage"], embedded.trident_autosupport);
+        assert_eq!(spec["imageRegistry"], "registry.k8s.io/sig-storage");
+    }
+
+    /// The Trident operator refuses a Trident image of another release, and Trident tags its
+    /// autosupport image by release (YY.MM).
+    #[test]
+    fn the_embedded_trident_images_are_the_operator_s_release() {
+        let embedded = ShootImages::embedded().unwrap();
+        let tag = |image: &str| image.rsplit_once(':').unwrap().1.to_owned();
+        let release = tag(&embedded.trident_operator);
+        assert_eq!(tag(&embedded.trident), release);
+        let (year_month, _) = release.rsplit_once('.').unwrap();
+        assert_eq!(tag(&embedded.trident_autosupport), year_month);
+    }
+
+    #[test]
+    fn a_sidecar_registry_with_a_tag_stops_the_operator() {
+        let vector = ImageVector::embedded().unwrap().overwritten_by(
+            ImageVector::parse(
+                &format!("images:\n- name: {CSI_SIDECAR_REGISTRY}\n  repository: m\n  tag: v1\n"),
+                "test",
+            )
+            .unwrap(),
+        );
+        assert!(matches!(
+            ShootImages::from_vector(&vector),
+            Err(ImageVectorError::NotARegistry { name, .. }) if name == CSI_SIDECAR_REGISTRY
+        ));
     }
 
     #[test]
@@ -638,13 +794,18 @@ mod tests {
                 [0]["image"],
             "registry.example/trident-operator:26.02.0"
         );
+        // That operator's release decides Trident's images, not this vector's.
+        let spec = &find(&init, "TridentOrchestrator", "trident")["spec"];
+        for field in ["tridentImage", "autosupportImage", "imageRegistry"] {
+            assert!(spec.get(field).is_none(), "{field}: {spec}");
+        }
     }
 
     #[test]
     fn per_shoot_svm_names_become_valid_object_names() {
         let config = own(json!({}));
         let credentials = credentials();
-        let images = ShootImages::default();
+        let images = ShootImages::embedded().unwrap();
         let nodes = vec!["10.250.0.0/16".to_string()];
         let inputs = ShootInputs {
             config: &config,

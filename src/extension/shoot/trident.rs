@@ -99,6 +99,7 @@ pub(super) fn credentials_secret(inputs: &ShootInputs<'_>) -> Result<Value, Rend
 }
 
 pub(super) fn trident_init(inputs: &ShootInputs<'_>) -> Vec<Value> {
+    // Only a configuration the operator allowed to choose (`parse_provider_config`) names one.
     let image = inputs
         .config
         .trident_operator_image
@@ -164,23 +165,42 @@ pub(super) fn trident_init(inputs: &ShootInputs<'_>) -> Vec<Value> {
                 },
             },
         }),
-        json!({
-            "apiVersion": "trident.netapp.io/v1", "kind": "TridentOrchestrator",
-            "metadata": {"name": "trident"},
-            "spec": {
-                "namespace": TRIDENT_NAMESPACE,
-                "enableForceDetach": true,
-                "debug": false,
-                "silenceAutosupport": false,
-                "imagePullPolicy": "IfNotPresent",
-            },
-        }),
+        trident_orchestrator(inputs),
         management_network_policy(&inputs.config.management_lif),
     ];
     if inputs.config.protocols.contains(&Protocol::Nvme) {
         objects.push(nvme_module_loader(inputs.images));
     }
     objects
+}
+
+/// The TridentOrchestrator, naming every image the Trident operator pulls, so the landscape's
+/// image vector relocates them too (NetApp/trident `installer.go` `setInstallationParams`):
+/// `tridentImage` and `autosupportImage` replace Trident's defaults, and `imageRegistry` then
+/// applies to the CSI sidecars alone (it rewrites the other two only where they are not given).
+///
+/// A providerConfig's own Trident operator may be of another release, whose operator refuses a
+/// Trident image not its own (`imagePrechecks`) and pulls sidecars of other tags: the shoot owner
+/// who chose it gets that operator's own defaults.
+fn trident_orchestrator(inputs: &ShootInputs<'_>) -> Value {
+    let mut spec = json!({
+        "namespace": TRIDENT_NAMESPACE,
+        "enableForceDetach": true,
+        "debug": false,
+        "silenceAutosupport": false,
+        "imagePullPolicy": "IfNotPresent",
+    });
+    if inputs.config.trident_operator_image.is_none() {
+        let images = inputs.images;
+        spec["tridentImage"] = json!(images.trident);
+        spec["autosupportImage"] = json!(images.trident_autosupport);
+        spec["imageRegistry"] = json!(images.csi_sidecar_registry);
+    }
+    json!({
+        "apiVersion": "trident.netapp.io/v1", "kind": "TridentOrchestrator",
+        "metadata": {"name": "trident"},
+        "spec": spec,
+    })
 }
 
 /// Trident's controller talks to ONTAP through the management LIF (HTTPS).
