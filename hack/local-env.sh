@@ -64,7 +64,7 @@ up() {
   [ -x "$bin/mock-ontap" ] || die "build first: cargo build --workspace --bins"
   local address=127.0.0.1 cp=$local_dir/control-plane
   if with_node; then
-    address=$("$here/node.sh" address)
+    address=$("$here/node.sh" address --dir "$local_dir/node")
     if any_alive "$cp/pids" && [ "$(cat "$cp/address" 2>/dev/null)" != "$address" ]; then
       die "the control plane runs on loopback, where Pods cannot reach it: make down, then NODE=1 make up"
     fi

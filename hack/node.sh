@@ -3,7 +3,8 @@
 # kubelet, kube-proxy, kube-controller-manager and kube-scheduler, so that the operator can run the
 # way it ships — in Pods, under a kubelet's probes, limits and restarts.
 #
-#   hack/node.sh address                     -> creates (once) and prints the node's address
+#   hack/node.sh address [--dir DIR]         -> creates (once) and prints the node's address; with
+#                                               DIR, first claims the machine for that node
 #   hack/node.sh up   --dir DIR --control-plane CPDIR [--registry HOST:PORT] [--owner-pid PID]
 #   hack/node.sh down --dir DIR
 #   hack/node.sh import --dir DIR ARCHIVE    -> an image of hack/tools.sh (pause, toolbox) into the node
@@ -47,8 +48,29 @@ done
 
 need_root() { [ "$(id -u)" = 0 ] || die "a node needs root (network interfaces, cgroups, mounts)"; }
 
+# claim_machine: records DIR as the machine's node. A node recorded for another folder is waited
+# for (up to 30 s): one whose owner just went is still being stopped by its watchdog, and its
+# `down` removes the bridge that carries the address. Recorded longer, it is refused while any of
+# its processes runs, and forgotten otherwise (left by a crash).
+claim_machine() {
+  local other
+  for _ in $(seq 1 150); do
+    other=$(cat "$owner_file" 2>/dev/null || true)
+    [ -n "$other" ] && [ "$other" != "$dir" ] || break
+    sleep 0.2
+  done
+  if [ -n "$other" ] && [ "$other" != "$dir" ] && any_alive "$other/pids"; then
+    die "a node already runs on this machine ($other); hack/node.sh down --dir $other"
+  fi
+  echo "$dir" >"$owner_file"
+}
+
 address() {
   need_root
+  if [ -n "$dir" ]; then
+    mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+    claim_machine
+  fi
   if ! ip link show "$bridge" >/dev/null 2>&1; then
     ip link add "$bridge" type bridge
   fi
@@ -212,16 +234,7 @@ up() {
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd); cp=$(cd "$cp" && pwd)
   [ -f "$cp/address" ] && [ "$(cat "$cp/address")" = "$node_ip" ] ||
     die "the control plane in $cp must run on the node's address: hack/control-plane.sh up --address $node_ip"
-  # Another node: one whose owner just went is still being stopped by its watchdog; give it time.
-  local other
-  for _ in $(seq 1 150); do
-    other=$(cat "$owner_file" 2>/dev/null || true)
-    [ -n "$other" ] && [ "$other" != "$dir" ] && any_alive "$other/pids" || break
-    sleep 0.2
-  done
-  if [ -n "$other" ] && [ "$other" != "$dir" ] && any_alive "$other/pids"; then
-    die "a node already runs on this machine ($other); hack/node.sh down --dir $other"
-  fi
+  claim_machine
   [ ! -f "$dir/pids" ] || ! any_alive "$dir/pids" || die "$dir already runs a node"
   down_quietly
   local bin; bin=$("$here/tools.sh" kube-node)
@@ -233,7 +246,6 @@ up() {
   done
   [ -x "$cni_bin/bridge" ] || die "the CNI plugins are missing in $cni_bin (make deps installs them)"
   address >/dev/null
-  echo "$dir" >"$owner_file"
   : >"$dir/pids"
   pki=$dir/pki; mkdir -p "$pki"
   kubelet_port=$(free_port); kubelet_healthz_port=$(free_port)
@@ -350,7 +362,6 @@ down_quietly() {
     umount -l "$m" 2>/dev/null && rm -f "$m" || true
   done
   rm -rf "$dir/containerd" "$dir/kubelet" "$dir/cni/ipam"
-  if [ -f "$owner_file" ] && [ "$(cat "$owner_file")" = "$dir" ]; then rm -f "$owner_file"; fi
 }
 
 down() {
@@ -359,6 +370,8 @@ down() {
   dir=$(cd "$dir" 2>/dev/null && pwd) || return 0
   down_quietly
   ip link del "$bridge" 2>/dev/null || true
+  # Last: a node waiting for this one may take the machine from here.
+  if [ "$(cat "$owner_file" 2>/dev/null)" = "$dir" ]; then rm -f "$owner_file"; fi
   log "stopped"
 }
 
@@ -367,5 +380,5 @@ case "$cmd" in
   up) up ;;
   down) down ;;
   import) [ -n "$dir" ] && [ -f "$archive" ] || die "import needs --dir and an archive"; import_image "$archive" ;;
-  *) die "usage: $0 address | up --dir DIR --control-plane CPDIR [--registry HOST:PORT] [--owner-pid PID] | down --dir DIR" ;;
+  *) die "usage: $0 address [--dir DIR] | up --dir DIR --control-plane CPDIR [--registry HOST:PORT] [--owner-pid PID] | down --dir DIR" ;;
 esac

@@ -50,10 +50,14 @@ fn start() -> NodeCluster {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let owner = std::process::id().to_string();
-    let address: IpAddr = script("node.sh", &["address"]).trim().parse().unwrap();
     let plane = dir.join("control-plane");
     let registry_dir = dir.join("registry");
     let node_dir = dir.join("node");
+    // Claims the machine first: a node still being stopped takes the address with it.
+    let address: IpAddr = script("node.sh", &["address", "--dir", path(&node_dir)])
+        .trim()
+        .parse()
+        .unwrap();
     script(
         "control-plane.sh",
         &[
