@@ -105,14 +105,7 @@ pub fn start_owned_control_plane(label: &str) -> PathBuf {
 /// `hack/node.sh address`) instead of loopback: for a control plane Pods must reach, which
 /// loopback is not to them.
 pub fn start_owned_control_plane_on(label: &str, address: Option<std::net::IpAddr>) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let dir = std::env::temp_dir().join(format!(
-        "ontap-operator-{label}-{}-{nanos}",
-        std::process::id()
-    ));
+    let dir = owned_dir(label);
     let status = Command::new(repo_root().join("hack/control-plane.sh"))
         .args(["up", "--dir"])
         .arg(&dir)
@@ -130,6 +123,19 @@ pub fn start_owned_control_plane_on(label: &str, address: Option<std::net::IpAdd
         "hack/control-plane.sh up failed: {status}"
     );
     dir
+}
+
+/// A fresh temporary folder name for what this process starts, `ontap-operator-<label>-<pid>-…`:
+/// the process id tells whose it is when one is left behind.
+pub fn owned_dir(label: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    std::env::temp_dir().join(format!(
+        "ontap-operator-{label}-{}-{nanos}",
+        std::process::id()
+    ))
 }
 
 pub async fn client_for(kubeconfig: &Path) -> Client {

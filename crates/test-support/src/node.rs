@@ -40,14 +40,7 @@ fn start() -> NodeCluster {
         );
         lock.lock().unwrap();
     }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let dir = std::env::temp_dir().join(format!(
-        "ontap-operator-node-{}-{nanos}",
-        std::process::id()
-    ));
+    let dir = crate::owned_dir("node");
     std::fs::create_dir_all(&dir).unwrap();
     let owner = std::process::id().to_string();
     let plane = dir.join("control-plane");
