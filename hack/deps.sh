@@ -25,6 +25,8 @@ need runc runc
 need iptables iptables
 need conntrack conntrack
 need gcc gcc
+# The pause image is linked static: gcc alone (without recommends) lacks libc.a.
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
 need umoci umoci
 need skopeo skopeo
 need docker-registry docker-registry
