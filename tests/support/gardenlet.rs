@@ -261,15 +261,9 @@ pub fn temp_dir(label: &str) -> PathBuf {
     dir
 }
 
-/// Runs `command` and gives its standard output; panics with its error output.
+/// Runs `command` and gives its standard output as text; panics with its error output.
 pub fn run(command: &mut Command) -> String {
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(super::stdout_of(command)).unwrap()
 }
 
 /// The chart archive a ControllerDeployment carries in `helm.rawChart`.
@@ -288,10 +282,8 @@ pub fn unpack(deployment: &Value, dir: &Path) -> PathBuf {
 }
 
 /// The helm binary `hack/tools.sh` provides.
-pub fn helm() -> String {
-    run(Command::new(super::repo_root().join("hack/tools.sh")).arg("helm"))
-        .trim()
-        .to_string()
+pub fn helm() -> PathBuf {
+    super::tool("helm")
 }
 
 /// The documents of a committed file of the repository.

@@ -144,16 +144,6 @@ fn path(p: &Path) -> &str {
 
 /// Runs `hack/<name> args…` and gives its standard output; panics with its error output.
 pub fn script(name: &str, args: &[&str]) -> String {
-    let out = Command::new(repo_root().join("hack").join(name))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running hack/{name}: {e}"));
-    assert!(
-        out.status.success(),
-        "hack/{name} {}: {}\n{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let mut command = Command::new(repo_root().join("hack").join(name));
+    String::from_utf8(crate::stdout_of(command.args(args))).unwrap()
 }
