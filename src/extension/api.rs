@@ -300,6 +300,22 @@ pub struct ShootSpecView {
     pub provider: Option<ProviderView>,
     #[serde(default)]
     pub networking: Option<SpecNetworking>,
+    /// `spec.extensions`: read by the garden's admission; in a seed, gardenlet hands each its
+    /// own Extension.
+    #[serde(default)]
+    pub extensions: Vec<ShootExtension>,
+}
+
+/// One entry of `spec.extensions`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ShootExtension {
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub provider_config: Option<Value>,
+    #[serde(default)]
+    pub disabled: Option<bool>,
 }
 
 /// `spec.provider`, as far as the metal project is concerned.

@@ -16,6 +16,51 @@ pub(super) struct TridentConfig {
     svm_ipaddresses: SvmIpAddresses,
 }
 
+/// The same document decoded strictly, for the garden ([`ConfigDefaults::strict`]): a field no
+/// release of metal-stack's `TridentConfig` ever had is a typo there, refused before the shoot
+/// exists. The fields of its first release, which its extension no longer reads and neither
+/// does this one, are still accepted, so a manifest metal-stack accepts today is not refused.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct StrictTridentConfig {
+    #[allow(dead_code)]
+    api_version: String,
+    #[allow(dead_code)]
+    kind: String,
+    #[serde(default)]
+    svm_ipaddresses: StrictSvmIpAddresses,
+    #[serde(default, rename = "svmName")]
+    _svm_name: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "protocols")]
+    _protocols: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "svmSecretRef")]
+    _svm_secret_ref: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "managementLif")]
+    _management_lif: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "dataLif")]
+    _data_lif: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct StrictSvmIpAddresses {
+    #[serde(default)]
+    management_lif: String,
+    #[serde(default, alias = "dataLif", deserialize_with = "one_or_many")]
+    data_lifs: Vec<String>,
+}
+
+impl From<StrictTridentConfig> for TridentConfig {
+    fn from(strict: StrictTridentConfig) -> Self {
+        Self {
+            svm_ipaddresses: SvmIpAddresses {
+                management_lif: strict.svm_ipaddresses.management_lif,
+                data_lifs: strict.svm_ipaddresses.data_lifs,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct SvmIpAddresses {

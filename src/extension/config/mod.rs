@@ -76,6 +76,27 @@ pub enum ConfigError {
     Invalid { field: String, message: String },
 }
 
+impl ConfigError {
+    /// The field the error is about, relative to the providerConfig (`svm.dataLifs[1].ip`);
+    /// empty for the providerConfig as a whole.
+    pub fn field(&self) -> &str {
+        match self {
+            Self::Missing => "",
+            Self::UnknownKind { .. } => "kind",
+            Self::Malformed { field, .. } if field == DOCUMENT => "",
+            Self::Malformed { field, .. } | Self::Invalid { field, .. } => field,
+        }
+    }
+
+    /// What is wrong, without the field.
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Malformed { message, .. } | Self::Invalid { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         field: field.into(),
@@ -228,6 +249,10 @@ pub struct ConfigDefaults {
     /// vector the landscape overwrites, so a shoot owner cannot pull from outside an air-gapped
     /// landscape's mirror, nor run an operator image the landscape did not choose.
     pub allow_shoot_images: bool,
+    /// Refuse what metal-stack's lenient decoder ignores: the garden's admission decodes
+    /// strictly, as Gardener's validation guidelines ask, so a typo is refused where it is made;
+    /// the seed stays lenient, so a shoot that exists keeps working when it never met that check.
+    pub strict: bool,
 }
 
 impl Default for ConfigDefaults {
@@ -236,6 +261,7 @@ impl Default for ConfigDefaults {
             metal_stack_prefix_length_v4: 24,
             metal_stack_prefix_length_v6: 64,
             allow_shoot_images: false,
+            strict: false,
         }
     }
 }
@@ -244,7 +270,7 @@ mod metal_stack;
 mod own;
 
 pub use metal_stack::metal_stack_storage_classes;
-use metal_stack::{TridentConfig, resolve_metal_stack};
+use metal_stack::{StrictTridentConfig, TridentConfig, resolve_metal_stack};
 use own::{OntapConfig, resolve_ontap};
 
 /// Parses and checks `Extension.spec.providerConfig`, with what the operator allows
@@ -265,6 +291,9 @@ pub fn parse_provider_config(
             .to_string()
     };
     match (text("apiVersion").as_str(), text("kind").as_str()) {
+        (METAL_STACK_API_VERSION, METAL_STACK_KIND) if defaults.strict => {
+            resolve_metal_stack(decode::<StrictTridentConfig>(raw)?.into(), defaults)
+        }
         (METAL_STACK_API_VERSION, METAL_STACK_KIND) => {
             resolve_metal_stack(decode::<TridentConfig>(raw)?, defaults)
         }
@@ -276,17 +305,68 @@ pub fn parse_provider_config(
     }
 }
 
+/// Why a providerConfig may not replace `old` for a shoot whose storage exists: the changes
+/// that would orphan its SVM or move its storage. The seed would find some of them only after
+/// the fact (the SVM object's immutable `clusterRef`), others not at all (a removed data LIF a
+/// node still mounts through); the garden refuses them all before anything happens.
+pub fn refuse_change(old: &ExtensionConfig, new: &ExtensionConfig) -> Result<(), ConfigError> {
+    let field_of = |own: &str, metal: &str| match new.source {
+        ConfigSource::Ontap => own.to_string(),
+        ConfigSource::MetalStack => metal.to_string(),
+    };
+    if old.sharing != new.sharing {
+        return Err(invalid(
+            field_of("svm.sharing", "kind"),
+            format!(
+                "the SVM is {:?} and cannot become {:?}: that would leave the storage of this shoot on an SVM it no longer uses",
+                old.sharing, new.sharing
+            ),
+        ));
+    }
+    if old.cluster != new.cluster {
+        let name = |c: &Option<String>| c.clone().unwrap_or_else(|| "the default cluster".into());
+        return Err(invalid(
+            field_of("cluster", "kind"),
+            format!(
+                "the SVM is on {} and cannot move to {}: ONTAP clusters do not share SVMs",
+                name(&old.cluster),
+                name(&new.cluster)
+            ),
+        ));
+    }
+    if old.management_lif.ip != new.management_lif.ip {
+        return Err(invalid(
+            field_of("svm.managementLif.ip", "svmIpaddresses.managementLif"),
+            format!(
+                "the SVM's management LIF is {} and cannot change: Trident's backends reach the SVM there",
+                old.management_lif.ip
+            ),
+        ));
+    }
+    for lif in &old.data_lifs {
+        if !new.data_lifs.iter().any(|n| n.ip == lif.ip) {
+            return Err(invalid(
+                field_of("svm.dataLifs", "svmIpaddresses.dataLifs"),
+                format!(
+                    "the data LIF {} cannot be removed or changed: volumes are attached through it (new data LIFs may be added)",
+                    lif.ip
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The field of an error about the document as a whole.
+const DOCUMENT: &str = "(document)";
+
 /// Decodes with the path of the offending field in the error.
 fn decode<T: for<'de> Deserialize<'de>>(raw: &Value) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(raw).map_err(|e| {
         let field = e.path().to_string();
         ConfigError::Malformed {
             // serde_path_to_error says "." for the document itself.
-            field: if field == "." {
-                "(document)".into()
-            } else {
-                field
-            },
+            field: if field == "." { DOCUMENT.into() } else { field },
             message: e.into_inner().to_string(),
         }
     })

@@ -5,10 +5,10 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError};
 
-use crate::extension::api::{Extension, METAL_PROJECT_ANNOTATION, ShootView};
+use crate::extension::api::{Extension, ShootView};
 use crate::extension::config::{ExtensionConfig, SvmSharing, parse_provider_config};
-use crate::extension::naming;
 use crate::extension::state::ExtensionState;
+use crate::extension::{naming, shoot_rules};
 use crate::ontap::svm::{default_account_name, default_svm_name};
 
 use super::reasons::{Coded, Waiting};
@@ -139,35 +139,12 @@ impl ExtensionReconciler {
     }
 }
 
-/// The shoot's metal-stack project when its SVM is the project's. The annotation is the shoot
-/// owner's to write; where provider-metal's `infrastructureConfig.projectID` (immutable once the
-/// shoot exists) is there, the two must agree. Whether the Gardener project may use it is
-/// decided by the project object's binding.
+/// The shoot's metal-stack project when its SVM is the project's ([`shoot_rules::metal_project`]).
 fn metal_project<'a>(
     config: &ExtensionConfig,
     shoot: &'a ShootView,
 ) -> Result<Option<&'a str>, StepError> {
-    if config.sharing == SvmSharing::PerShoot {
-        return Ok(None);
-    }
-    let project = shoot.metal_project().ok_or_else(|| {
-        Coded::Shoot.invalid(format!(
-            "a per-project SVM needs the Shoot annotation {METAL_PROJECT_ANNOTATION}"
-        ))
-    })?;
-    // metal-stack's projects are UUIDs, and their SVMs `p` and 32 hex digits: any other value
-    // would name an SVM of another shape — perhaps a tenant's — for the project namespace.
-    if !naming::is_metal_project_id(project) {
-        return Err(Coded::Shoot.invalid(format!(
-            "the Shoot annotation {METAL_PROJECT_ANNOTATION} ({project:?}) is not a metal-stack project id (a UUID)"
-        )));
-    }
-    match shoot.infrastructure_project_id() {
-        Some(id) if id != project => Err(Coded::Shoot.invalid(format!(
-            "the Shoot annotation {METAL_PROJECT_ANNOTATION} ({project:?}) disagrees with spec.provider.infrastructureConfig.projectID ({id:?})"
-        ))),
-        _ => Ok(Some(project)),
-    }
+    shoot_rules::metal_project(config, shoot).map_err(|e| Coded::Shoot.invalid(e.to_string()))
 }
 
 /// The shoot's Gardener project, which its owner cannot choose.
@@ -201,6 +178,7 @@ fn project_account(namespace: &str) -> Result<String, StepError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::extension::api::METAL_PROJECT_ANNOTATION;
     use crate::extension::config::ConfigDefaults;
     use reconcile_engine::ErrorCategory;
     use serde::Deserialize;
