@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real, local Kubernetes control plane (etcd + kube-apiserver) on loopback, envtest style.
 #
-#   hack/control-plane.sh up   --dir DIR [--owner-pid PID] [--address IP]
+#   hack/control-plane.sh up   --dir DIR [--owner-pid PID] [--address IP] [--aggregator]
 #   hack/control-plane.sh down --dir DIR
 #   hack/control-plane.sh user --dir DIR --name USER [--group GROUP]... --out KUBECONFIG
 #   hack/control-plane.sh stop-apiserver|start-apiserver --dir DIR
@@ -13,7 +13,9 @@
 # their data. With --address (an address of this machine that is not loopback, see hack/node.sh)
 # the API server listens there and is set up for a node: Pods reach it through the `kubernetes`
 # Service, so it keeps that Service's endpoints, mounts ServiceAccount tokens, authorizes kubelets
-# with the Node authorizer and reaches them with a client certificate. `user` writes a kubeconfig for a non-admin identity (client certificate signed by the
+# with the Node authorizer and reaches them with a client certificate. With --aggregator it
+# serves aggregated APIs (front-proxy certificates, as kube-aggregator needs them), for a garden
+# whose gardener-apiserver registers behind it (hack/garden.sh). `user` writes a kubeconfig for a non-admin identity (client certificate signed by the
 # cluster's CA), for running the operator under the RBAC it ships with.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 cmd=${1:-}; shift || true
-dir="" owner="" user="" out="" address=127.0.0.1 groups=()
+dir="" owner="" user="" out="" address=127.0.0.1 groups=() aggregator=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --group) groups+=("$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --address) address=$2; shift 2 ;;
+    --aggregator) aggregator=1; shift ;;
     *) die "unknown argument $1" ;;
   esac
 done
@@ -129,6 +132,22 @@ extendedKeyUsage=serverAuth"
     # Without a node nobody needs the `kubernetes` Service's endpoints or mounted tokens.
     node_args=(--authorization-mode RBAC --disable-admission-plugins ServiceAccount --endpoint-reconciler-type none)
   fi
+  if [ -n "$aggregator" ]; then
+    # A CA of its own for the front proxy, as kube-apiserver's docs ask: a client certificate
+    # the cluster CA signed must not pass as the proxy.
+    new_key "$pki/front-proxy-ca.key"
+    openssl req -x509 -new -key "$pki/front-proxy-ca.key" -subj "/CN=front-proxy-ca" -days 3650 -out "$pki/front-proxy-ca.crt" 2>/dev/null
+    new_key "$pki/front-proxy-client.key"
+    openssl req -new -key "$pki/front-proxy-client.key" -subj "/CN=front-proxy-client" -out "$pki/front-proxy-client.csr" 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >"$pki/front-proxy-client.ext"
+    openssl x509 -req -in "$pki/front-proxy-client.csr" -CA "$pki/front-proxy-ca.crt" -CAkey "$pki/front-proxy-ca.key" \
+      -CAcreateserial -days 3650 -extfile "$pki/front-proxy-client.ext" -out "$pki/front-proxy-client.crt" 2>/dev/null
+    rm -f "$pki/front-proxy-client.csr" "$pki/front-proxy-client.ext"
+    node_args+=(--requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client
+      --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group
+      --requestheader-extra-headers-prefix X-Remote-Extra- --proxy-client-cert-file "$pki/front-proxy-client.crt"
+      --proxy-client-key-file "$pki/front-proxy-client.key")
+  fi
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key" 2>/dev/null
   openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 
@@ -171,6 +190,7 @@ extendedKeyUsage=serverAuth"
   cat >"$dir/env" <<ENV
 export KUBECONFIG=$dir/kubeconfig
 export KUBE_APISERVER_URL=https://$address:$api_port
+export KUBE_ETCD_URL=http://127.0.0.1:$etcd_port
 ENV
   down_when_owner_gone "$owner" "$here/control-plane.sh" "$dir"
   log "ready at https://$address:$api_port (etcd 127.0.0.1:$etcd_port, pids $(cat "$dir/pids"))"

@@ -4,6 +4,8 @@
 #        hack/tools.sh jaeger        -> prints the path of the jaeger binary
 #        hack/tools.sh helm          -> prints the path of the helm binary
 #        hack/tools.sh gardener      -> prints the path of the gardener-resource-manager binary
+#        hack/tools.sh gardener-apiserver -> prints the path of the gardener-apiserver binary (a local
+#                                       garden: hack/garden.sh), built with gardener-resource-manager
 #        hack/tools.sh kube-node     -> prints a folder with kubelet, kube-proxy, kube-controller-manager
 #                                       and kube-scheduler (the node of NODE=1 make up)
 #        hack/tools.sh pause         -> prints the path of an OCI archive of the Pod sandbox (pause)
@@ -225,7 +227,7 @@ build_helm() {
 
 build_gardener() {
   local out=$1
-  log "building gardener-resource-manager $GARDENER_VERSION into $out (takes a few minutes once)"
+  log "building gardener-resource-manager and gardener-apiserver $GARDENER_VERSION into $out (takes a few minutes once)"
   local gmod
   gmod=$(gomod_of "github.com/gardener/gardener@$GARDENER_VERSION")
   [ -f "$gmod" ] || { log "cannot download github.com/gardener/gardener@$GARDENER_VERSION go.mod"; exit 1; }
@@ -249,12 +251,23 @@ build_gardener() {
   directives=$(awk -v v="$GARDENER_VERSION" '
     $1=="replace" && $4 ~ /^\.\// { printf "replace %s => %s %s\n", $2, $2, v; next }
     $1=="replace" || $1=="exclude" { print }' "$gmod")
-  go_tool "$out.tmp/gardener-resource-manager" github.com/gardener/gardener "$GARDENER_VERSION" \
-    github.com/gardener/gardener/cmd/gardener-resource-manager \
-    --src "$cache/src/gardener-$GARDENER_VERSION" --gomod "$directives" --seed-sum --ldflags "\
+  # Both binaries in one `go build`, so the Kubernetes and Gardener packages they share compile once.
+  local src=$cache/src/gardener-$GARDENER_VERSION
+  local pkgs=(github.com/gardener/gardener/cmd/gardener-resource-manager
+    github.com/gardener/gardener/cmd/gardener-apiserver)
+  rm -rf "$src" "$out.tmp"; mkdir -p "$src" "$out.tmp"
+  {
+    echo "module ontap-operator.local/tools/gardener"
+    echo "go 1.24"
+    echo "require github.com/gardener/gardener $GARDENER_VERSION"
+    printf 'tool %s\n' "${pkgs[@]}"
+    printf '%s\n' "$directives"
+  } >"$src/go.mod"
+  gosum_of "github.com/gardener/gardener@$GARDENER_VERSION" >"$src/go.sum"
+  (cd "$src" && gobuild_env go mod tidy >&2 &&
+    gobuild_env go build -trimpath -ldflags "-s -w \
       -X k8s.io/component-base/version.gitVersion=$GARDENER_VERSION \
-      -X k8s.io/component-base/version.gitTreeState=clean \
-      -X k8s.io/component-base/version/verflag.programName=gardener-resource-manager"
+      -X k8s.io/component-base/version.gitTreeState=clean" -o "$out.tmp/" "${pkgs[@]}" >&2)
   mv "$out.tmp" "$out"
 }
 
@@ -333,8 +346,12 @@ case "${1:-kube}" in
     echo "$dir/helm" ;;
   gardener)
     dir=$cache/bin/gardener-$GARDENER_VERSION
-    cached gardener "$dir" -x gardener-resource-manager
+    cached gardener "$dir" -x gardener-resource-manager gardener-apiserver
     echo "$dir/gardener-resource-manager" ;;
+  gardener-apiserver)
+    dir=$cache/bin/gardener-$GARDENER_VERSION
+    cached gardener "$dir" -x gardener-resource-manager gardener-apiserver
+    echo "$dir/gardener-apiserver" ;;
   kube-node)
     dir=$cache/bin/kube-node-$KUBE_VERSION
     cached kube-node "$dir" -x kubelet kube-proxy kube-controller-manager kube-scheduler
@@ -355,5 +372,5 @@ case "${1:-kube}" in
     dir=$cache/crds/gardener-operator-$GARDENER_VERSION
     cached gardener-operator-crds "$dir" -f 10-crd-operator.gardener.cloud_extensions.yaml
     echo "$dir" ;;
-  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|gardener|gardener-crds|gardener-operator-crds"; exit 2 ;;
+  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|gardener|gardener-apiserver|gardener-crds|gardener-operator-crds"; exit 2 ;;
 esac
