@@ -47,6 +47,7 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Admission(args) => ontap_operator::extension::admission::run(*args).await,
         Command::Version => {
             println!("ontap-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(())

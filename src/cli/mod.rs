@@ -41,8 +41,70 @@ pub enum Command {
     /// Write the generated manifests (crds/, deploy/rbac.yaml, the chart's ClusterRole rules)
     /// from the controllers' registrations into a repository checkout.
     Manifests(ManifestsArgs),
+    /// Serve the garden's validating webhook for Shoots that enable the extension: their
+    /// providerConfig is refused where the shoot owner writes it (docs/gardener.md).
+    Admission(Box<AdmissionArgs>),
     /// Print the operator's version.
     Version,
+}
+
+#[derive(Debug, Args)]
+pub struct AdmissionArgs {
+    /// Kubeconfig of the cluster the admission runs in, where it keeps its certificate Secret;
+    /// without it, KUBECONFIG's default rules and then the in-cluster config apply.
+    #[arg(long, env = "ONTAP_OPERATOR_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig of the garden whose Shoots are validated: the webhook configuration is
+    /// written there. Default: the one gardener-operator mounts into an admission's Pods when
+    /// present, else the cluster of --kubeconfig.
+    #[arg(long, env = "ONTAP_OPERATOR_GARDEN_KUBECONFIG")]
+    pub garden_kubeconfig: Option<PathBuf>,
+    /// Namespace of the certificate Secret.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "garden")]
+    pub namespace: String,
+    /// The Secret holding the CA and the serving certificate, shared by all replicas.
+    #[arg(long, default_value = "gardener-extension-ontap-admission-tls")]
+    pub certificate_secret: String,
+    /// Names (DNS or IP) the serving certificate is valid for, besides the host of --webhook-url.
+    #[arg(long = "certificate-name", value_delimiter = ',')]
+    pub certificate_names: Vec<String>,
+    /// How often the certificates and the registration are checked and renewed.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
+    pub certificate_check_period: std::time::Duration,
+    /// Lifetime of a CA; a new one joins the bundle when a third of it is left.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "730d")]
+    pub ca_validity: std::time::Duration,
+    /// How long a new CA is published in the garden's bundle before it signs the served
+    /// certificate; keep it well below a third of --ca-validity.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "1m")]
+    pub ca_publication_grace: std::time::Duration,
+    /// Lifetime of a serving certificate; renewed when a third of it is left.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "90d")]
+    pub certificate_validity: std::time::Duration,
+    /// Address of the HTTPS webhook server (port 0: any free port, logged at start).
+    #[arg(long, default_value = "0.0.0.0:10250")]
+    pub bind_address: std::net::SocketAddr,
+    /// Address of /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8081")]
+    pub health_bind_address: std::net::SocketAddr,
+    /// The URL the garden's API servers call (a Service name in a cluster); default:
+    /// https://<bound address>/validate-shoots.
+    #[arg(long)]
+    pub webhook_url: Option<String>,
+    /// Name of the ValidatingWebhookConfiguration written into the garden.
+    #[arg(long, default_value = "gardener-extension-ontap-admission")]
+    pub webhook_name: String,
+    /// How long the garden's API servers wait for an answer.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(1..=30))]
+    pub timeout_seconds: i32,
+    /// The extension type whose Shoots are validated; the seed's --extension-type.
+    #[arg(long, default_value = "ontap")]
+    pub extension_type: String,
+    /// Whether a providerConfig may name an image; must match the seed's flag of the same name.
+    #[arg(long)]
+    pub extension_allow_shoot_images: bool,
+    #[arg(long, value_enum, default_value = "json")]
+    pub log_format: LogFormat,
 }
 
 #[derive(Debug, Args)]

@@ -2,13 +2,15 @@
 //! ([`api`]), providerConfig ([`config`]), error codes ([`errors`]), the event filter and the
 //! operation annotation ([`filter`]), what lands in the shoot ([`shoot`]), the status contract
 //! and gardenlet's health check ([`status`]), the `SystemComponentsHealthy` condition
-//! ([`health`]), the shoot's access Secret ([`shoot_access`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]),
+//! ([`health`]), the shoot's access Secret ([`shoot_access`]), what the Shoot must say for its configuration ([`shoot_rules`]), the migrate/restore state ([`state`]), metal-stack's naming ([`naming`]),
 //! the images delivered into shoots ([`imagevector`]) and the heartbeat Lease ([`heartbeat`]).
 //!
-//! The controller on the engine that uses them: [`controller`].
+//! The controller on the engine that uses them: [`controller`]; the garden's validating webhook
+//! that refuses a Shoot's configuration before the seed sees it: [`admission`].
 //!
 //! Facts about the contract: `shared/reference/gardener-extension-facts.md`.
 
+pub mod admission;
 pub mod api;
 pub mod config;
 pub mod controller;
@@ -22,6 +24,7 @@ pub mod metrics;
 pub mod naming;
 pub mod shoot;
 pub mod shoot_access;
+pub mod shoot_rules;
 pub mod state;
 pub mod status;
 
