@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission;
 mod backend_health;
 mod delivery;
 mod drift;

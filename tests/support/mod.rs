@@ -6,6 +6,7 @@
 pub use test_support::*;
 
 pub mod fixtures;
+pub mod garden;
 pub mod gardener;
 pub mod gardenlet;
 pub mod kyma;

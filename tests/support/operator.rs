@@ -18,7 +18,7 @@ pub const OPERATOR_SERVICE_ACCOUNT: &str = "ontap-operator";
 
 /// The address the operator's `what` server bound, from its start-up log line: `address=<a>`
 /// as text, `"address":"<a>"` as JSON.
-fn bound_address(log: &str, what: &str) -> Option<SocketAddr> {
+pub fn bound_address(log: &str, what: &str) -> Option<SocketAddr> {
     let line = log
         .lines()
         .find(|l| l.contains(&format!("{what} server listening")))?;

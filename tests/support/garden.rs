@@ -1,0 +1,162 @@
+//! A local garden (hack/garden.sh: kube-apiserver, etcd and the real gardener-apiserver behind
+//! it) and the operator's garden admission (`ontap-operator admission`) as a child process.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use kube::api::PatchParams;
+use serde_json::Value;
+
+use super::gardenlet::documents;
+use super::operator::{apply_object, bound_address};
+use super::{client_for, install_crypto_provider, owned_dir, repo_root};
+
+pub struct Garden {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub client: Client,
+}
+
+impl Garden {
+    /// A garden of its own, with what a Shoot needs (tests/fixtures/garden/landscape.yaml) and
+    /// the ontap extension registered from deploy/gardener/controller-registration.yaml.
+    pub async fn start() -> Self {
+        install_crypto_provider();
+        let dir = owned_dir("garden");
+        let script = repo_root().join("hack/garden.sh");
+        let pid = std::process::id().to_string();
+        let status = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || {
+                Command::new(script)
+                    .args(["up", "--dir"])
+                    .arg(&dir)
+                    .args(["--owner-pid", &pid])
+                    .status()
+                    .expect("running hack/garden.sh")
+            }
+        })
+        .await
+        .unwrap();
+        assert!(status.success(), "hack/garden.sh up failed: {status}");
+        let kubeconfig = dir.join("kubeconfig");
+        let client = client_for(&kubeconfig).await;
+        let garden = Self {
+            dir,
+            kubeconfig,
+            client,
+        };
+        garden
+            .apply_file("tests/fixtures/garden/landscape.yaml")
+            .await;
+        garden
+            .apply_file("deploy/gardener/controller-registration.yaml")
+            .await;
+        garden
+    }
+
+    pub async fn apply_file(&self, path: &str) {
+        let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
+        for object in documents(&text) {
+            self.apply(object).await;
+        }
+    }
+
+    pub async fn apply(&self, object: Value) {
+        apply_object(
+            &self.client,
+            object,
+            &PatchParams::apply("ontap-operator-tests").force(),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// `ontap-operator admission` against a garden, its servers on ports it picks itself.
+pub struct AdmissionProcess {
+    child: Child,
+    pub address: SocketAddr,
+    pub health: SocketAddr,
+    pub log: PathBuf,
+}
+
+impl AdmissionProcess {
+    pub fn spawn(kubeconfig: &Path, namespace: &str, args: &[&str]) -> Self {
+        let log = owned_dir("admission").with_extension("log");
+        let file = std::fs::File::create(&log).unwrap();
+        let binary = std::env::var_os("ONTAP_OPERATOR_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ontap-operator").into());
+        let mut child = Command::new(binary)
+            .arg("admission")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--namespace", namespace])
+            .args([
+                "--bind-address=127.0.0.1:0",
+                "--health-bind-address=127.0.0.1:0",
+            ])
+            .args(["--log-format", "text"])
+            .args(args)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (address, health) = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let (Some(a), Some(h)) = (
+                bound_address(&text, "admission"),
+                bound_address(&text, "admission health"),
+            ) {
+                break (a, h);
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the admission exited before it served:\n{text}"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "the admission did not serve within 60 s:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Self {
+            child,
+            address,
+            health,
+            log,
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Status of `/readyz`; `None` while nothing answers.
+    pub async fn readyz(&self) -> Option<u16> {
+        reqwest::Client::new()
+            .get(format!("http://{}/readyz", self.health))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()
+            .map(|r| r.status().as_u16())
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for AdmissionProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
