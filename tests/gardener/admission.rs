@@ -1,6 +1,6 @@
 //! The garden's admission against the real gardener-apiserver: Shoots created and updated
-//! through it are admitted or refused by `ontap-operator admission`, registered in the garden as
-//! it registers itself; Shoots of other types pass untouched; a webhook that cannot be reached
+//! through it are admitted or refused by `ontap-operator admission`, running with exactly the
+//! rights of its charts (deploy/admission) and registered in the garden as it registers itself; Shoots of other types pass untouched; a webhook that cannot be reached
 //! refuses (failurePolicy Fail); certificates are renewed without a refused call.
 
 use std::time::Duration;
@@ -81,7 +81,8 @@ async fn refused(garden: &Garden, object: Value, field: &str) {
 }
 
 async fn start_admission(garden: &Garden, args: &[&str]) -> AdmissionProcess {
-    let process = AdmissionProcess::spawn(&garden.kubeconfig, "garden", args);
+    let identity = garden.admission_identity("garden").await;
+    let process = AdmissionProcess::spawn(&identity, "garden", args);
     poll(
         "the admission is ready",
         Duration::from_secs(30),

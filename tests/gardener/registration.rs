@@ -94,7 +94,27 @@ fn committed_registration_is_what_the_script_writes_now() {
     let tgz = dir
         .join("charts")
         .join(format!("{CHART_NAME}-{version}.tgz"));
-    assert_eq!(packaged.trim(), tgz.display().to_string());
+    let admission = |part: &str| {
+        dir.join("charts")
+            .join(format!("{CHART_NAME}-admission-{part}-{version}.tgz"))
+            .display()
+            .to_string()
+    };
+    assert_eq!(
+        packaged.lines().collect::<Vec<_>>(),
+        [
+            tgz.display().to_string(),
+            admission("runtime"),
+            admission("application")
+        ],
+        "the extension's chart and its admission's two, as the Extension's ociRepository refs name them"
+    );
+    for part in ["runtime", "application"] {
+        let shown = run(Command::new(helm()).args(["show", "chart", &admission(part)]));
+        let shown: Value = serde_yaml::from_str(&shown).unwrap();
+        assert_eq!(shown["name"], format!("{CHART_NAME}-admission-{part}"));
+        assert_eq!(shown["version"], version);
+    }
     assert_eq!(std::fs::read(&tgz).unwrap(), raw_chart(&fresh[0]));
     let shown = run(Command::new(helm()).args(["show", "chart"]).arg(&tgz));
     let shown: Value = serde_yaml::from_str(&shown).unwrap();

@@ -10,8 +10,8 @@ use kube::Client;
 use kube::api::PatchParams;
 use serde_json::Value;
 
-use super::gardenlet::documents;
-use super::operator::{apply_object, bound_address};
+use super::gardenlet::{documents, helm};
+use super::operator::{apply_object, bound_address, mint_user};
 use super::{client_for, install_crypto_provider, owned_dir, repo_root};
 
 pub struct Garden {
@@ -56,6 +56,60 @@ impl Garden {
             .apply_file("deploy/gardener/controller-registration.yaml")
             .await;
         garden
+    }
+
+    /// A kubeconfig for the admission's ServiceAccount holding exactly the rights its charts
+    /// give: deploy/admission/application's in the garden, deploy/admission/runtime's Role in
+    /// `namespace` (the garden is its runtime cluster too here, as in a single-cluster setup).
+    pub async fn admission_identity(&self, namespace: &str) -> PathBuf {
+        let account = "gardener-extension-ontap-admission";
+        let render = |chart: &str, values: &[&str]| {
+            let mut command = Command::new(helm());
+            command
+                .args(["template", "ontap", chart, "--namespace", namespace])
+                .current_dir(repo_root());
+            for v in values {
+                command.args(["--set", v]);
+            }
+            let out = command.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            documents(&String::from_utf8(out.stdout).unwrap())
+        };
+        let mut objects = render(
+            "deploy/admission/application",
+            &[
+                &format!("gardener.virtualCluster.serviceAccount.name={account}"),
+                &format!("gardener.virtualCluster.serviceAccount.namespace={namespace}"),
+            ],
+        );
+        objects.extend(
+            render("deploy/admission/runtime", &[])
+                .into_iter()
+                .filter(|o| {
+                    matches!(
+                        o["kind"].as_str(),
+                        Some("ServiceAccount" | "Role" | "RoleBinding")
+                    )
+                }),
+        );
+        for object in objects {
+            self.apply(object).await;
+        }
+        let out = self.dir.join("admission.kubeconfig");
+        mint_user(
+            &self.dir.join("kube"),
+            &format!("system:serviceaccount:{namespace}:{account}"),
+            &[
+                "system:serviceaccounts",
+                &format!("system:serviceaccounts:{namespace}"),
+            ],
+            &out,
+        );
+        out
     }
 
     pub async fn apply_file(&self, path: &str) {
