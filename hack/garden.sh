@@ -18,14 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 cmd=${1:-}; shift || true
 dir="" owner=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dir) dir=$2; shift 2 ;;
-    --owner-pid) owner=$2; shift 2 ;;
-    *) die "unknown argument $1" ;;
-  esac
-done
-[ -n "$dir" ] || die "--dir is required"
+service_args "$@"
 
 # The group versions gardener-apiserver serves (pkg/apiserver.AllGardenerAPIGroupVersions).
 GROUP_VERSIONS="core.gardener.cloud/v1 core.gardener.cloud/v1beta1 seedmanagement.gardener.cloud/v1alpha1

@@ -108,7 +108,20 @@ impl Store {
                 Err(e) => Err(self.kube(e)),
             };
         };
-        if self.renew(&mut secret, now)? {
+        let renewed = match self.renew(&mut secret, now) {
+            Ok(renewed) => renewed,
+            // Not what this module writes (edited by hand, or cut short): start over, keeping
+            // the object so the write stays conditional on what was read.
+            Err(CertError::Damaged { what, .. }) => {
+                tracing::warn!(secret = %self.name, problem = %what, "the certificate Secret is damaged; issuing a new CA and certificate");
+                let fresh = self.issue_all(now)?;
+                secret.data = fresh.data;
+                secret.metadata.annotations = fresh.metadata.annotations;
+                true
+            }
+            Err(e) => return Err(e),
+        };
+        if renewed {
             return match self
                 .api
                 .replace(&self.name, &PostParams::default(), &secret)
