@@ -6,7 +6,7 @@ LOCAL := $(CURDIR)/.local
 # Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
 BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
 
-.PHONY: image run test up down crds manifests lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
+.PHONY: image run test up down crds manifests generate lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -73,8 +73,18 @@ manifests:
 crds: manifests
 
 ## gardener-registration: regenerate deploy/gardener/ (ControllerDeployment with deploy/chart and crds/ as rawChart, ControllerRegistration, gardener-operator's Extension naming the chart in an OCI registry)
-gardener-registration:
+gardener-registration: manifests
 	@hack/gardener-registration.sh
+
+## generate: everything generated, in the order each step reads the one before: manifests (crds/,
+## deploy/rbac.yaml, the chart's rule files), then deploy/gardener/ from the chart and crds/.
+## tests/operations/crds_generated.rs and tests/gardener/registration.rs fail when either is stale.
+generate: manifests gardener-registration
+
+## unit-test: the tests that need no control plane, node or garden (every crate's unit tests), in
+## about a minute once built
+unit-test:
+	$(CARGO) test --workspace --lib --bins
 
 ## lint: formatting and clippy, warnings are errors
 lint:
@@ -90,12 +100,14 @@ test-rules:
 
 ## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control
 ## planes; the alerting rules' promtool tests; the image (hack/image.sh build), which tests/deployed
-## installs with the chart on a real node (root); then tests/conformance (pytest): mock-ontap driven
-## by NetApp's netapp-ontap client. All run; any failing fails `make test`.
+## installs with the chart on a real node (root); the Rust test binaries side by side in LANES lanes
+## (hack/test.sh, default 3; LANES=1 runs them one after another as cargo test does); then
+## tests/conformance (pytest): mock-ontap driven by NetApp's netapp-ontap client. All run; any
+## failing fails `make test`.
 test: deps lint
 	@rc=0; $(MAKE) --no-print-directory test-rules || rc=$$?; \
 	hack/image.sh build --profile $(IMAGE_PROFILE) || rc=$$?; \
-	$(CARGO) test --workspace --no-fail-fast || rc=$$?; \
+	hack/test.sh || rc=$$?; \
 	source hack/lib.sh; source hack/versions.env; venv=$$(conformance_venv); \
 	PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \
 	exit $$rc

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Every Rust test of the workspace, the test binaries in lanes that run side by side.
+#
+#   hack/test.sh [-- ARGS...]     ARGS go to every test binary (e.g. a name filter)
+#
+# `cargo test` runs one test binary after another, and most of a binary's time is waiting: on a
+# node's Pods, on simulated ONTAP jobs, on API servers. So the binaries are built once
+# (`cargo test --no-run`) and run here directly, as cargo runs them (from their package's folder),
+# in LANES lanes (default 3); a lane takes the longest binary not yet started. The order comes
+# from LANE_ORDER: the slowest first, as measured (docs/operating.md, where the time goes). Each
+# binary's output is kept in target/test-logs/<binary>.log and printed when it ends; a summary of
+# every binary's time and result closes. Fails when any binary fails; runs them all regardless.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+[ "${1:-}" != "--" ] || shift
+lanes=${LANES:-3}
+# The slowest binaries first, so that no lane starts a long one last.
+LANE_ORDER=${LANE_ORDER:-"deployed svm gardener svm_crash operations attacks kyma"}
+
+logs=${CARGO_TARGET_DIR:-$root/target}/test-logs
+rm -rf "$logs"; mkdir -p "$logs"
+
+# name <TAB> executable <TAB> package folder, for every test target cargo built.
+list=$logs/binaries.tsv
+cargo test --workspace --no-run --message-format=json-render-diagnostics \
+  | jq -r --arg root "$root" 'select(.reason == "compiler-artifact" and .profile.test == true and .executable != null)
+           | (.manifest_path | sub("/Cargo.toml$"; "")) as $dir
+           | [((if $dir == $root then "" else ($dir | sub("^.*/"; "")) + "/" end)
+               + (if .target.kind[0] == "lib" then "lib" else .target.name end)),
+              .executable, $dir] | @tsv' \
+  | sort -u >"$list"
+[ -s "$list" ] || die "cargo built no test binaries"
+
+# The measured order first, then the rest by name.
+ordered=$logs/order.tsv
+: >"$ordered"
+for name in $LANE_ORDER; do awk -F'\t' -v n="$name" '$1 == n' "$list" >>"$ordered"; done
+awk -F'\t' 'NR == FNR { seen[$1] = 1; next } !($1 in seen)' "$ordered" "$list" >>"$ordered"
+
+run_one() { # NAME EXECUTABLE FOLDER [ARGS...]
+  local name=$1 exe=$2 dir=$3 start rc=0 log
+  shift 3
+  log=$logs/${name//\//-}.log
+  start=$(date +%s)
+  (cd "$dir" && "$exe" "$@") >"$log" 2>&1 || rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - start))" >>"$logs/results.tsv"
+  {
+    echo "=== $name ($(($(date +%s) - start)) s, exit $rc)"
+    cat "$log"
+  } | flock "$logs/print.lock" cat
+}
+
+# Each lane takes the next binary from the shared queue (one line per binary, taken under a lock).
+queue=$logs/queue.tsv
+cp "$ordered" "$queue"
+take() {
+  (
+    flock 9
+    head -n 1 "$queue"
+    sed -i '1d' "$queue"
+  ) 9>"$logs/queue.lock"
+}
+lane() {
+  local line name exe dir
+  while line=$(take) && [ -n "$line" ]; do
+    IFS=$'\t' read -r name exe dir <<<"$line"
+    run_one "$name" "$exe" "$dir" "$@"
+  done
+}
+
+: >"$logs/results.tsv"
+start=$(date +%s)
+pids=()
+for _ in $(seq 1 "$lanes"); do
+  lane "$@" &
+  pids+=($!)
+done
+wait "${pids[@]}"
+
+echo "=== test binaries ($(($(date +%s) - start)) s in $lanes lanes)"
+sort -t$'\t' -k3,3nr "$logs/results.tsv" | awk -F'\t' '{ printf "%-28s %5d s  %s\n", $1, $3, ($2 == 0 ? "ok" : "FAILED (exit " $2 ")") }'
+! awk -F'\t' '$2 != 0 { bad = 1 } END { exit !bad }' "$logs/results.tsv"
