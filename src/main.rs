@@ -2,9 +2,9 @@ use anyhow::Context;
 use ontap_operator::cli::{self, Command};
 
 // jemalloc rather than glibc's malloc: the caches' long-lived objects are made between the
-// reconciles' short-lived ones, and glibc kept the holes those left resident (44.7 against
-// 37.5-42.3 MiB at 19,000 cached objects, the same binary otherwise). The `system-malloc`
-// feature keeps glibc's, only so that heaptrack can see the allocations.
+// reconciles' short-lived ones, and glibc keeps the holes those leave resident
+// (docs/benchmarks/kyma.md compares both). The `system-malloc` feature keeps glibc's, only so
+// that heaptrack can see the allocations.
 #[cfg(not(feature = "system-malloc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

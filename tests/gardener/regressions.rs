@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant};
 
 use crate::support::gardener::Gardener;
-use crate::support::tail;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -64,7 +63,11 @@ async fn deleting_a_metal_stack_shoot_deletes_its_account() {
 #[tokio::test]
 async fn a_passing_rejection_is_not_err_infra_unauthenticated() {
     let g = Gardener::start().await;
-    let w = world(&g).await;
+    // The probe retries a rejection after the engine's backoff: a base as long as its maximum
+    // keeps the OntapCluster rejected for two whole backoffs, so the Extension's pass surely
+    // falls inside the rejection however slow the machine, instead of racing a retry that
+    // would pass a second later.
+    let w = world_with_env(&g, &[("ONTAP_OPERATOR_BACKOFF_BASE", "5s")]).await;
     let ns = g.namespace.clone();
     create_cluster(&g, &ns, json!({})).await;
     let config = nfs_config(&w.cluster, "192.0.2.130", "192.0.2.131");
@@ -94,33 +97,36 @@ async fn a_passing_rejection_is_not_err_infra_unauthenticated() {
     })
     .await;
     let ts = request(&g, &ns, "reconcile").await;
-    let start = Instant::now();
-    let mut saw_retryable = false;
-    loop {
-        let ext = extensions(&g, &ns).get("ontap").await.unwrap();
+    // Every look on the way also checks that the shoot is never failed.
+    let extension = async || {
+        let ext = extensions(&g, &ns).get("ontap").await.ok()?;
         let status = ext.status.clone().unwrap_or_default();
-        let mut codes: Vec<ErrorCode> = status
+        let codes: Vec<ErrorCode> = status
             .last_error
             .iter()
             .flat_map(|e| e.codes.clone())
+            .chain(status.conditions.iter().flat_map(|c| c.codes.clone()))
             .collect();
-        codes.extend(status.conditions.iter().flat_map(|c| c.codes.clone()));
         assert!(
             !codes.contains(&ErrorCode::InfraUnauthenticated),
             "one passing rejection must not fail the shoot: {status:#?}"
         );
-        saw_retryable |= codes.contains(&ErrorCode::RetryableInfraDependencies);
-        if ontap_operator::extension::status::ready_for_gardenlet(&ext, Some(&ts)).is_ok() {
-            break;
-        }
-        assert!(
-            start.elapsed() < TIMEOUT,
-            "not Succeeded again: {status:#?}\n{}",
-            tail(&w.operator.logs(), 60)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    println!("passing rejection → retryable code seen: {saw_retryable}, then Succeeded");
+        Some((ext, codes))
+    };
+    wait_for(&w, "the Extension reports a retryable code", async || {
+        let (_, codes) = extension().await?;
+        codes
+            .contains(&ErrorCode::RetryableInfraDependencies)
+            .then_some(())
+    })
+    .await;
+    wait_for(&w, "the Extension Succeeded again", async || {
+        let (ext, _) = extension().await?;
+        ontap_operator::extension::status::ready_for_gardenlet(&ext, Some(&ts))
+            .is_ok()
+            .then_some(())
+    })
+    .await;
 }
 
 /// Item 7: a `Delete`-policy project SVM whose shoots all migrated away from the seed whose

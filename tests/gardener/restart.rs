@@ -4,7 +4,7 @@
 //! The repair of what is proven broken is the exception, tested in `drift.rs`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::support::gardener::Gardener;
 use kube::ResourceExt;
@@ -52,15 +52,12 @@ async fn written(g: &Gardener, ns: &str) -> BTreeMap<String, Value> {
     seen
 }
 
+/// The controllers whose passes could write what [`written`] reads.
+const WRITERS: [&str; 2] = ["extension", "storagevirtualmachine"];
+
 /// How many passes the operator's Extension controller finished, from its metrics.
 async fn extension_passes(w: &crate::support::svm::SvmWorld) -> f64 {
-    w.operator
-        .metrics_text()
-        .await
-        .lines()
-        .filter(|l| l.contains("reconcile_total") && l.contains("controller=\"extension\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    w.operator.passes("extension").await
 }
 
 #[tokio::test]
@@ -78,7 +75,7 @@ async fn a_restart_with_everything_healthy_writes_nothing() {
     let ts = create_extension(&g, &ns, config, "reconcile").await;
     wait_ready(&g, &w, &ns, &ts).await;
     // Let the passes that our own writes and the resource manager's status updates cause end.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    w.operator.wait_passes_ended(&WRITERS, TIMEOUT).await;
     let before = written(&g, &ns).await;
 
     // The new process renders the shoot differently (the landscape relocated the Trident
@@ -106,7 +103,7 @@ async fn a_restart_with_everything_healthy_writes_nothing() {
     )
     .await;
     // Passes that follow (the SVM controller's, the resource manager's status writes).
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    w.operator.wait_passes_ended(&WRITERS, TIMEOUT).await;
     let after = written(&g, &ns).await;
     println!(
         "restart: {} Extension passes in {:?}",

@@ -16,6 +16,11 @@ use super::{ControlPlane, control_plane, repo_root};
 pub const OPERATOR_NAMESPACE: &str = "ontap-operator-system";
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "ontap-operator";
 
+/// How long controllers stay idle before [`OperatorProcess::wait_passes_ended`] counts their
+/// passes as ended: far beyond the watch event of a pass's own write, which queues the pass it
+/// causes at once.
+pub const PASSES_QUIET: Duration = Duration::from_secs(2);
+
 /// The address the operator's `what` server bound, from its start-up log line: `address=<a>`
 /// as text, `"address":"<a>"` as JSON.
 pub fn bound_address(log: &str, what: &str) -> Option<SocketAddr> {
@@ -294,6 +299,55 @@ impl OperatorProcess {
             .text()
             .await
             .unwrap()
+    }
+
+    /// How many passes `controller` finished, from the metrics.
+    pub async fn passes(&self, controller: &str) -> f64 {
+        super::metrics::metric_sum(
+            &self.metrics_text().await,
+            "controller_runtime_reconcile_total",
+            &[("controller", controller)],
+        )
+    }
+
+    /// Waits until the passes of `controllers` have ended: none runs, is queued (or still to be
+    /// swept in) or waits for a slot, and none has finished for [`PASSES_QUIET`]. A requeue due
+    /// later is not waited for. Returns how long that took.
+    pub async fn wait_passes_ended(&self, controllers: &[&str], timeout: Duration) -> Duration {
+        use super::metrics::metric_sum;
+        let start = Instant::now();
+        // The pass count at which the controllers were last seen idle, and since when.
+        let mut idle: Option<(f64, Instant)> = None;
+        loop {
+            let text = self.metrics_text().await;
+            let sum = |name: &str, label: &str| -> f64 {
+                controllers
+                    .iter()
+                    .map(|c| metric_sum(&text, name, &[(label, c)]))
+                    .sum()
+            };
+            let passes = sum("controller_runtime_reconcile_total", "controller");
+            let busy = sum("controller_runtime_active_workers", "controller")
+                + sum("workqueue_depth", "name")
+                + sum("ontap_operator_reconciles_awaiting_slot", "controller")
+                + sum("ontap_operator_workqueue_unswept", "name");
+            idle = match idle {
+                _ if busy > 0.0 => None,
+                Some((seen, since)) if seen == passes => {
+                    if since.elapsed() >= PASSES_QUIET {
+                        return start.elapsed();
+                    }
+                    Some((seen, since))
+                }
+                _ => Some((passes, Instant::now())),
+            };
+            assert!(
+                start.elapsed() < timeout,
+                "the passes of {controllers:?} did not end within {timeout:?}\n--- operator log ---\n{}",
+                super::tail(&self.logs(), 60)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Polls `/readyz` until its status is `want`; returns how long that took.

@@ -28,6 +28,15 @@ async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
     names
 }
 
+/// Waits until the StorageVirtualMachine controller's passes have ended, those that the events
+/// of their own writes cause included.
+async fn passes_ended(world: &SvmWorld) {
+    world
+        .operator
+        .wait_passes_ended(&["storagevirtualmachine"], READY_WITHIN)
+        .await;
+}
+
 /// The requests ONTAP saw from sequence number `from` on, without the OntapCluster's own probe
 /// (on its own schedule).
 async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
@@ -50,7 +59,7 @@ async fn provisioning_costs_at_most_ten_ontap_requests_per_svm_in_one_pass() {
     let from = world.next_seq().await;
     create_all_ready(&world, SVMS).await;
     // The event of the seed Secret a pass wrote would start a second pass right away.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    passes_ended(&world).await;
     let log = requests_since(&world, from).await;
     let mut by_request: BTreeMap<String, usize> = BTreeMap::new();
     let mut as_account: BTreeMap<String, usize> = BTreeMap::new();
@@ -205,7 +214,7 @@ async fn a_lif_deleted_behind_the_operators_back_is_found_within_a_sync_period_f
     let uuid = svm.status.unwrap().uuid.unwrap();
     // Past the passes the seed Secrets' events cause, so that only the sync and the
     // inventory's refresher look at the SVM next.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    passes_ended(&world).await;
     let interfaces = world.state()["interfaces"].clone();
     let lif = interfaces
         .as_array()

@@ -246,8 +246,18 @@ async fn a_single_spurious_rejection_does_not_mint_a_new_password() {
         })
         .await;
     }
-    // Another full pass after the second fault.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Another full pass after the second fault: the pass it hit may not have finished yet, so
+    // two must finish.
+    let hit = world.operator.passes("storagevirtualmachine").await;
+    poll("another pass after the second fault", WITHIN, async || {
+        let passes = world.operator.passes("storagevirtualmachine").await;
+        if passes >= hit + 2.0 {
+            Ok(())
+        } else {
+            Err(format!("{} passes since", passes - hit))
+        }
+    })
+    .await;
     world.wait_ready("spurious", WITHIN).await;
     assert_eq!(
         world.seed_credentials(secret).await.unwrap(),

@@ -46,13 +46,13 @@ impl Default for ClientLimits {
         ClientLimits {
             qps: 1000.0,
             burst: 2000,
-            // By Little's law, the writes the rate above needs in flight: 1,000 writes/s of
-            // ~30 ms each. More in flight only helps while a write takes longer than that, and
-            // then the API server is queuing already: more only lengthen its queue. Unbounded,
-            // 50 Kyma workers creating 8 children each put 400 writes in flight and the API
-            // server refused the excess with 429; at 100, 4,000 Kymas at once cost a 2-core
-            // API server 8 % more CPU per write than at 32, and the client held a connection
-            // with its buffers per write in flight (HTTP/1.1).
+            // By Little's law, the writes in flight that carry the rate above while the API
+            // server answers without queuing. More only help once its writes take longer, and
+            // then it is queuing already: more only lengthen its queue. Unbounded, 50 Kyma
+            // workers creating 8 children each put hundreds of writes in flight and the API
+            // server refused the excess with 429; at 100, a small API server spent more CPU per
+            // write than at 32 (docs/benchmarks/kyma.md), and the client held a connection with
+            // its buffers per write in flight (HTTP/1.1).
             max_mutating_in_flight: 32,
         }
     }

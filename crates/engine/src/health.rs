@@ -246,11 +246,6 @@ impl LeadershipState {
         }
     }
 
-    /// Whether this process may act on the world.
-    pub fn may_act(&self) -> bool {
-        matches!(self.get(), Leadership::Leader | Leadership::Disabled)
-    }
-
     /// Ready unless the election has not decided yet.
     pub fn check(&self) -> CheckResult {
         match self.get() {

@@ -132,9 +132,9 @@ struct Timer<T> {
 }
 
 /// A timer's time: milliseconds since the queue was made, rounded up. Every object has a timer
-/// (its next resync at the least) in `due` and in the heap: at 76,000 objects a 16-byte
-/// `Instant` and a tie-breaking sequence number in each took about 3 MB more than this does, and a
-/// requeue needs no finer time than a millisecond.
+/// (its next resync at the least) in `due` and in the heap, so its size counts once per object:
+/// an `Instant` and a tie-breaking sequence number in each are three times this, and a requeue
+/// needs no finer time than a millisecond.
 type Tick = u64;
 
 impl<T> PartialEq for Timer<T> {

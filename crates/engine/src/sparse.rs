@@ -3,8 +3,8 @@
 //! Rust's collections never shrink on their own: a work queue that held 72,000 objects for the
 //! minute their creation took, or a map of 72,000 expected creates, keeps the room for them for
 //! the life of the process, while the cache that grows after the burst needs that memory. At
-//! 4,000 Kymas, room kept this way in the work queue and the Kyma expectations was 8.6 of the
-//! operator's 69 MB of heap at its peak.
+//! 4,000 Kymas, room kept this way in the work queue and the Kyma expectations was a large
+//! share of the operator's heap at its peak.
 
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};

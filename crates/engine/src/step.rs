@@ -30,7 +30,7 @@ pub trait StepName: Copy + Eq + std::hash::Hash + fmt::Debug + Send + Sync + 'st
 }
 
 /// Declares the step enum of a controller and implements [`StepName`] for it; each variant's
-/// name is its step name. `ALL` lists the steps in declaration order.
+/// name is its step name.
 ///
 /// ```
 /// reconcile_engine::steps! {
@@ -39,7 +39,6 @@ pub trait StepName: Copy + Eq + std::hash::Hash + fmt::Debug + Send + Sync + 'st
 /// }
 /// use reconcile_engine::StepName;
 /// assert_eq!(GreetingStep::ConfigMapReady.as_str(), "ConfigMapReady");
-/// assert_eq!(GreetingStep::ALL.len(), 2);
 /// ```
 #[macro_export]
 macro_rules! steps {
@@ -52,12 +51,6 @@ macro_rules! steps {
             fn as_str(self) -> &'static str {
                 match self { $(Self::$variant => stringify!($variant)),+ }
             }
-        }
-
-        impl $name {
-            /// Every step, in declaration order.
-            #[allow(dead_code)]
-            $vis const ALL: &'static [Self] = &[$(Self::$variant),+];
         }
 
         impl ::std::fmt::Display for $name {
@@ -364,11 +357,6 @@ impl<S: StepName> StepRunner<S> {
     /// The records, ending the runner.
     pub fn into_records(self) -> Vec<StepRecord> {
         self.records
-    }
-
-    /// The step that halted the reconcile, if any.
-    pub fn halted_at(&self) -> Option<S> {
-        self.halted
     }
 
     /// The overall result.

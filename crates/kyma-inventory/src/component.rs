@@ -97,8 +97,8 @@ pub fn register(
             },
         )
         .watching(watcher::Config::default())
-        // 18 per Kyma, each read by its own pass or its Kyma's: packed, one holds about 220
-        // bytes of the 1.6 KiB it takes decoded.
+        // 18 per Kyma, each read by its own pass or its Kyma's: packed, one holds a fraction
+        // of what it takes decoded.
         .packed()
         .crd(HelmComponent::crd()),
     )

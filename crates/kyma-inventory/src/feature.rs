@@ -25,7 +25,7 @@ pub struct KymaArgs {
     /// (reconciling and success are written at once: three status writes per Kyma).
     #[arg(long, env = "ONTAP_OPERATOR_KYMA_PROGRESS_INTERVAL", value_parser = humantime::parse_duration, default_value = "40s")]
     pub kyma_progress_interval: Duration,
-    /// How many `helm template` processes may run at once (each takes about 45 MiB).
+    /// How many `helm template` processes may run at once (each holds tens of MiB).
     #[arg(long, env = "ONTAP_OPERATOR_KYMA_MAX_RENDERS", default_value_t = crate::render::DEFAULT_MAX_RENDERS, value_parser = clap::value_parser!(u16).range(1..))]
     pub kyma_max_renders: u16,
 }

@@ -12,8 +12,8 @@
 //! `namespace:` of their objects, so a chart is rendered once into a placeholder namespace and
 //! the namespace is put in afterwards (a test renders every chart both ways and compares). The
 //! cache is bounded by the bytes it holds, and the number of helm processes at once by
-//! `--kyma-max-renders`: each takes about 45 MiB, and 300 components of distinct namespaces once
-//! ran 24 of them together.
+//! `--kyma-max-renders`: each helm process takes tens of MiB, and components of many distinct
+//! namespaces created at once would otherwise start one each.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

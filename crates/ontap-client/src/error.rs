@@ -335,10 +335,6 @@ impl OntapError {
         self.class() == ErrorClass::NotFound
     }
 
-    pub fn is_conflict(&self) -> bool {
-        self.class() == ErrorClass::Conflict
-    }
-
     /// The HTTP status ONTAP answered with, if it answered.
     pub fn status(&self) -> Option<StatusCode> {
         match self {

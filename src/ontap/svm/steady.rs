@@ -128,9 +128,9 @@ impl SteadyInventory {
                 interval.tick().await;
                 let clusters = clusters.store().state();
                 // One cluster after another, each in its share of half the interval: a read
-                // holds its new snapshot beside the one it replaces, and every cluster read at
-                // once held two of every snapshot (at 10,000 SVMs, some 15 MB). Each still
-                // starts at its own time, so a slow cluster delays only its own read.
+                // holds its new snapshot beside the one it replaces, so every cluster read at
+                // once would hold two of every snapshot at the peak. Each still starts at its
+                // own time, so a slow cluster delays only its own read.
                 let share = this.refresh / 2 / u32::try_from(clusters.len().max(1)).unwrap_or(1);
                 let sweeps = clusters.into_iter().enumerate().map(|(i, cluster)| {
                     let (this, connections) = (&this, &connections);

@@ -16,9 +16,9 @@ use crate::object::Object;
 /// Objects are held decoded and shared, or — for a kind with tens of thousands of objects that are
 /// read one at a time ([`SharedCache::pack_objects`](crate::SharedCache::pack_objects)) — packed:
 /// as their JSON, compressed (LZ4) against the JSON of the kind's first cached object, which holds
-/// every field name and most values the others repeat. A packed HelmComponent takes about 220 bytes
-/// instead of the 1.6 KiB its decoded form takes (a 360-byte `ObjectMeta` of options, a string
-/// allocation per name, uid and condition field); each read decodes it again, some microseconds.
+/// every field name and most values the others repeat. A packed object takes a fraction of its
+/// decoded form (an `ObjectMeta` of options, a string allocation per name, uid and condition
+/// field); each read decodes it again, which costs microseconds.
 pub struct Store<K: Resource<DynamicType = ()>> {
     objects: Arc<RwLock<StoreInner<K>>>,
 }

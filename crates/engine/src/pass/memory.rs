@@ -197,7 +197,7 @@ impl<S: Clone + Default + Serialize> Memory<S> {
     ///
     /// The watch often shows a write before its answer arrives: that event found nothing to
     /// drop, and no later one comes to an object that stays as it is, so the record would be
-    /// held for good — a status per object, 0.5 KiB on each of 10,000 SVMs. The record is made
+    /// held for good — a whole status per object that stays as it is. The record is made
     /// first and the cache read second: an event the cache takes after that read is handled
     /// (by [`observed`](Self::observed)) after the record exists, and drops it as usual.
     pub(crate) fn wrote<K: Resource<DynamicType = ()>>(

@@ -9,20 +9,6 @@ use std::time::{Duration, Instant};
 use crate::api::{KymaState, KymaStatus};
 use reconcile_engine::sparse::Sparse;
 
-reconcile_engine::steps! {
-    /// The steps of the Kyma controller.
-    pub enum KymaStep {
-        /// Every listed component has its HelmComponent, with the spec the Kyma implies.
-        ComponentsCreated,
-        /// No HelmComponent of a component no longer listed remains.
-        UnlistedDeleted,
-        /// Every component reached `success`.
-        ComponentsSucceeded,
-        /// Cleanup: every HelmComponent of the Kyma is gone.
-        ComponentsDeleted,
-    }
-}
-
 use super::*;
 
 /// When each reconciling Kyma's `waitingFor` may be refreshed, by a hash of its UID.
