@@ -6,11 +6,14 @@ die() { log "$*"; exit 1; }
 
 port_in_use() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 
-# A free loopback port. Racy by nature: callers retry when the process fails to bind.
+# A free loopback port. Racy by nature: callers retry when the process fails to bind. Taken from
+# 10000-29999: below the kernel's ephemeral range (no outgoing connection's local port, and no
+# port a process got by binding port 0, sits there, so only another caller of this function can
+# collide) and below the node's NodePort range (30000-32767), which kube-proxy answers on loopback.
 free_port() {
   local p
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((10000 + RANDOM % 20000))
     port_in_use "$p" || { echo "$p"; return 0; }
   done
   die "no free loopback port found"

@@ -7,7 +7,10 @@
 # node's Pods, on simulated ONTAP jobs, on API servers. So the binaries are built once
 # (`cargo test --no-run`) and run here directly, as cargo runs them (from their package's folder),
 # in LANES lanes (default 3); a lane takes the longest binary not yet started. The order comes
-# from LANE_ORDER: the slowest first, as measured (docs/operating.md, where the time goes). Each
+# from LANE_ORDER: the slowest first, as measured (docs/operating.md, where the time goes).
+# Tests that are bound by a CPU rather than by waiting (SOLO: BINARY=FILTER ..., libtest name
+# filters) run first, alone, and their binary runs in the lanes without them: 1,000 Kymas load the
+# node's API server's CPU, and beside the lanes they miss the test's deadline. Each
 # binary's output is kept in target/test-logs/<binary>.log and printed when it ends; a summary of
 # every binary's time and result closes. Fails when any binary fails; runs them all regardless.
 set -euo pipefail
@@ -19,6 +22,7 @@ root=$(cd "$here/.." && pwd)
 lanes=${LANES:-3}
 # The slowest binaries first, so that no lane starts a long one last.
 LANE_ORDER=${LANE_ORDER:-"deployed svm gardener svm_crash operations attacks kyma"}
+SOLO=${SOLO:-"deployed=kymas::"}
 
 logs=${CARGO_TARGET_DIR:-$root/target}/test-logs
 rm -rf "$logs"; mkdir -p "$logs"
@@ -40,10 +44,21 @@ ordered=$logs/order.tsv
 for name in $LANE_ORDER; do awk -F'\t' -v n="$name" '$1 == n' "$list" >>"$ordered"; done
 awk -F'\t' 'NR == FNR { seen[$1] = 1; next } !($1 in seen)' "$ordered" "$list" >>"$ordered"
 
+# The solo tests: NAME=FILTER becomes a line of their own, and their binary's line in the lanes
+# gets the filter as a fourth field, to be skipped there.
+solo=$logs/solo.tsv
+: >"$solo"
+for entry in $SOLO; do
+  name=${entry%%=*} filter=${entry#*=}
+  awk -F'\t' -v n="$name" -v f="$filter" 'BEGIN { OFS = "\t" } $1 == n { print $1 ":" f, $2, $3, f }' "$list" >>"$solo"
+  awk -F'\t' -v n="$name" -v f="$filter" 'BEGIN { OFS = "\t" } { if ($1 == n) $4 = f; print }' "$ordered" >"$ordered.new"
+  mv "$ordered.new" "$ordered"
+done
+
 run_one() { # NAME EXECUTABLE FOLDER [ARGS...]
   local name=$1 exe=$2 dir=$3 start rc=0 log
   shift 3
-  log=$logs/${name//\//-}.log
+  log=$logs/${name//[\/:]/-}.log
   start=$(date +%s)
   (cd "$dir" && "$exe" "$@") >"$log" 2>&1 || rc=$?
   printf '%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - start))" >>"$logs/results.tsv"
@@ -64,15 +79,22 @@ take() {
   ) 9>"$logs/queue.lock"
 }
 lane() {
-  local line name exe dir
+  local line name exe dir skip
   while line=$(take) && [ -n "$line" ]; do
-    IFS=$'\t' read -r name exe dir <<<"$line"
-    run_one "$name" "$exe" "$dir" "$@"
+    IFS=$'\t' read -r name exe dir skip <<<"$line"
+    if [ -n "$skip" ]; then
+      run_one "$name" "$exe" "$dir" "$@" --skip "$skip"
+    else
+      run_one "$name" "$exe" "$dir" "$@"
+    fi
   done
 }
 
 : >"$logs/results.tsv"
 start=$(date +%s)
+while IFS=$'\t' read -r -u 3 name exe dir filter; do
+  run_one "$name" "$exe" "$dir" "$@" "$filter"
+done 3<"$solo"
 pids=()
 for _ in $(seq 1 "$lanes"); do
   lane "$@" &

@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
@@ -61,6 +62,16 @@ fn shorten_ranges(line: &str) -> String {
     out
 }
 
+/// The address of Prometheus's web listener, from its log line
+/// `msg="Listening on" address=127.0.0.1:46807` (the line before it names the configured `:0`).
+fn listening_address(log: &str) -> Option<&str> {
+    log.lines()
+        .filter(|line| line.contains("msg=\"Listening on\""))
+        .find_map(|line| line.split("address=").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .filter(|address| !address.ends_with(":0"))
+}
+
 pub struct Prometheus {
     child: Child,
     base: String,
@@ -78,13 +89,17 @@ impl Drop for Prometheus {
 
 impl Prometheus {
     /// Scrapes `target` every second and evaluates `rules` every second.
+    ///
+    /// Prometheus binds port 0 itself and the address it got is read from its log: a port picked
+    /// here and released could be taken by anything starting beside this test before Prometheus
+    /// binds it.
     pub fn start(target: &str, rules: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = std::env::temp_dir().join(format!("prometheus-{}-{port}", std::process::id()));
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "prometheus-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("rules.yaml"), rules).unwrap();
         std::fs::write(
@@ -98,7 +113,7 @@ impl Prometheus {
         .unwrap();
         let binary = std::env::var("PROMETHEUS_BIN").unwrap_or_else(|_| "prometheus".into());
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-        let child = Command::new(binary)
+        let mut child = Command::new(binary)
             .arg(format!(
                 "--config.file={}",
                 dir.join("prometheus.yaml").display()
@@ -107,15 +122,30 @@ impl Prometheus {
                 "--storage.tsdb.path={}",
                 dir.join("data").display()
             ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--web.listen-address=127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("prometheus (Debian's package `prometheus`, installed by hack/deps.sh)");
+        let deadline = Instant::now() + WITHIN;
+        let address = loop {
+            let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
+            if let Some(address) = listening_address(&log) {
+                break address.to_owned();
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("prometheus exited ({status}) before listening:\n{log}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "prometheus not listening within {WITHIN:?}:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
         Prometheus {
             child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: format!("http://{address}"),
             dir,
             http: reqwest::Client::new(),
         }
@@ -240,4 +270,20 @@ pub fn is_kyma_query(expr: &str) -> bool {
 /// Dashboard queries of the Extension row, which only the Extension controller answers.
 pub fn is_extension_query(expr: &str) -> bool {
     expr.contains("extension_last_operation")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listening_address;
+
+    #[test]
+    fn the_listening_address_is_the_bound_one_not_the_configured_one() {
+        let log = "ts=… level=info component=web msg=\"Start listening for connections\" address=127.0.0.1:0\n\
+                   ts=… caller=tls_config.go:232 level=info component=web msg=\"Listening on\" address=127.0.0.1:46807\n";
+        assert_eq!(listening_address(log), Some("127.0.0.1:46807"));
+        assert_eq!(
+            listening_address(&log[..log.find("ts=… caller").unwrap()]),
+            None
+        );
+    }
 }
