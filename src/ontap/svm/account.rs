@@ -9,7 +9,8 @@ use super::authority::{
 };
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
-use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
+use super::naming::Names;
+use super::reconcile::{ONTAP_SETTLING, SvmReconciler};
 use crate::api::StorageVirtualMachine;
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use super::authority::Standing;
 use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
-use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
+use super::naming::{Names, names_of};
+use super::reconcile::{SvmReconciler, SvmStep};
 use super::tenancy;
 use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,

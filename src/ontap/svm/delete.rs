@@ -7,9 +7,8 @@ use kube::{Api, ResourceExt};
 
 use super::authority::{Standing, marked_for};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
-use super::reconcile::{
-    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep, names_of,
-};
+use super::naming::{Names, names_of};
+use super::reconcile::{EXISTING_SVM_RECHECK, ONTAP_SETTLING, SvmReconciler, SvmStep};
 use super::svm::lookup_svm;
 use super::tenancy;
 use crate::api::rules::RESERVED_ACCOUNTS;

@@ -34,12 +34,12 @@ pub use lifs::{
     DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
     desired_lifs, plan_lifs,
 };
-pub use naming::{default_account_name, default_secret_name, default_svm_name};
+pub use naming::{default_account_name, default_secret_name, default_svm_name, seed_secret_name};
 pub use password::generate_password;
 pub use reconcile::AdoptionGrant;
 pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
-    inspect_seed_secret, password_set_at, seed_secret_name, without_data,
+    inspect_seed_secret, password_set_at, without_data,
 };
 pub use svm::{protocol_changes, svm_create};
 pub use verify::VerifyRequests;

@@ -13,15 +13,16 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 use tokio::sync::Semaphore;
 
-use super::authority::{Actor, Creator, Standing};
+use super::VerifyRequests;
+use super::authority::{Creator, Standing};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
+use super::naming::{Names, names_of};
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::steady::SteadyInventory;
-use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
-    ADOPT_SVM_UUID_ANNOTATION, GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION,
-    OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
+    GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION, OntapCluster,
+    StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
@@ -291,29 +292,6 @@ impl Consumers {
     }
 }
 
-/// The names this object's ONTAP and Kubernetes objects go by.
-pub(super) struct Names {
-    pub(super) svm: String,
-    pub(super) account: String,
-    pub(super) secret: String,
-    pub(super) namespace: String,
-    pub(super) uid: String,
-    /// The uuid of the SVM it asks to take over ([`crate::api::ADOPT_SVM_UUID_ANNOTATION`]).
-    pub(super) adopt: Option<String>,
-}
-
-impl Names {
-    /// The object as [`super::authority`]'s decisions see it, of `standing`.
-    pub(super) fn actor<'a>(&'a self, standing: &'a Standing) -> Actor<'a> {
-        Actor {
-            uid: &self.uid,
-            namespace: &self.namespace,
-            standing,
-            svm_name: &self.svm,
-        }
-    }
-}
-
 impl Reconciler for SvmReconciler {
     type Resource = StorageVirtualMachine;
     type Step = SvmStep;
@@ -377,31 +355,6 @@ impl Reconciler for SvmReconciler {
             ) => SvmPhase::Failed,
             (Lifecycle::Live, _) => SvmPhase::Provisioning,
         });
-    }
-}
-
-/// The names `svm`'s ONTAP and Kubernetes objects go by, given its `status`.
-pub(super) fn names_of(svm: &StorageVirtualMachine, status: &StorageVirtualMachineStatus) -> Names {
-    let namespace = svm.namespace().unwrap_or_default();
-    let name = svm.name_any();
-    Names {
-        // Once provisioned under a name, the SVM keeps it: the status remembers it.
-        svm: svm
-            .spec
-            .svm_name
-            .clone()
-            .or_else(|| status.svm_name.clone())
-            .unwrap_or_else(|| default_svm_name(&namespace, &name)),
-        account: svm
-            .spec
-            .account
-            .as_ref()
-            .and_then(|a| a.name.clone())
-            .unwrap_or_else(|| default_account_name(&namespace, &name)),
-        secret: seed_secret_name(svm),
-        uid: svm.uid().unwrap_or_default(),
-        adopt: svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION).cloned(),
-        namespace,
     }
 }
 

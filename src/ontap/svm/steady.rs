@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::authority::marked_for;
-use super::reconcile::names_of;
+use super::naming::names_of;
 use super::{desired_lifs, plan_lifs, protocol_changes};
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;

@@ -15,8 +15,9 @@ use super::authority::{
     decide_svm, svm_comment,
 };
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error};
+use super::naming::{Names, names_of};
 use super::reconcile::{
-    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler, names_of,
+    EXISTING_SVM_RECHECK, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
 };
 use super::steady::confirmed_svm;
 use super::tenancy;
