@@ -42,7 +42,7 @@ impl SvmReconciler {
                     && tenancy::shares_with(
                         svm,
                         &other.namespace().unwrap_or_default(),
-                        &self.namespace_labels(&other.namespace().unwrap_or_default()),
+                        &self.standings.namespace_labels(&other.namespace().unwrap_or_default()),
                     )
                     .unwrap_or(false)
             })
@@ -80,7 +80,7 @@ impl SvmReconciler {
             // A tenant's retained SVM stays with its data, but nothing accounts for a login
             // left working on it: its account is locked. Gardener's objects retain for a
             // migration, where the shoot keeps using the account until the restore.
-            (DeletionPolicy::Retain, _) if self.standing(svm) == Standing::Tenant => {
+            (DeletionPolicy::Retain, _) if self.standings.of(svm) == Standing::Tenant => {
                 self.lock_retained(svm, status, &names, steps).await?
             }
             (DeletionPolicy::Retain, _) => {}

@@ -22,6 +22,7 @@ pub mod password;
 pub mod reconcile;
 mod secret;
 pub mod seed_secret;
+mod standing;
 mod steady;
 // Each step's module is named after what it brings about; the SVM step's is the SVM.
 #[allow(clippy::module_inception)]
@@ -36,10 +37,10 @@ pub use lifs::{
 };
 pub use naming::{default_account_name, default_secret_name, default_svm_name, seed_secret_name};
 pub use password::generate_password;
-pub use reconcile::AdoptionGrant;
 pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
     inspect_seed_secret, password_set_at, without_data,
 };
+pub use standing::{Adopters, AdoptionGrant};
 pub use svm::{protocol_changes, svm_create};
 pub use verify::VerifyRequests;

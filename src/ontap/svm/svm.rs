@@ -131,14 +131,14 @@ impl SvmReconciler {
         let shares = tenancy::shares_with(
             provider,
             &names.namespace,
-            &self.namespace_labels(&names.namespace),
+            &self.standings.namespace_labels(&names.namespace),
         )
         .map_err(|e| Invalid::ShareWith.error(e))?;
         let namespace = provider.metadata.namespace.as_deref().unwrap_or_default();
         Ok(Provider {
             uid: provider.metadata.uid.as_deref().unwrap_or_default(),
             namespace,
-            standing: self.standing(provider),
+            standing: self.standings.of(provider),
             svm_name: provider.spec.svm_name.as_deref().unwrap_or_default(),
             provisions,
             shares,
@@ -166,7 +166,7 @@ impl SvmReconciler {
             && Mark::read(found.comment.as_deref())
                 == Mark::read(Some(&svm_comment(
                     &names.uid,
-                    &self.standing(svm),
+                    &self.standings.of(svm),
                     &names.namespace,
                     &svm.name_any(),
                 )))
@@ -251,7 +251,7 @@ impl SvmReconciler {
                 Err(e) => return Err(ontap_error(Failed::SvmLookup, e).into()),
             }
         }
-        let mut body = svm_create(svm, &names.svm, &self.standing(svm))
+        let mut body = svm_create(svm, &names.svm, &self.standings.of(svm))
             .map_err(|e| Invalid::Spec.error(e.to_string()))?;
         slot.take().await?;
         body.aggregates = self.create_aggregates(svm, client, body.aggregates).await?;
@@ -327,7 +327,7 @@ impl SvmReconciler {
         found: &mut Svm,
         slot: &mut JobSlot<'_>,
     ) -> StepFlow<bool> {
-        let standing = self.standing(svm);
+        let standing = self.standings.of(svm);
         let actor = names.actor(&standing);
         let asks = asks_to_adopt(names.adopt.as_deref(), &found.uuid, recorded);
         let mark = Mark::read(found.comment.as_deref());
