@@ -22,7 +22,8 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::authority::marked_for;
 use super::naming::names_of;
-use super::{desired_lifs, plan_lifs, protocol_changes};
+use super::plan::{desired_lifs, plan_lifs};
+use super::svm::protocol_changes;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::{Inventory, Snapshot};
@@ -242,7 +243,7 @@ mod tests {
     use super::*;
     use crate::api::StorageVirtualMachineStatus;
     use crate::ontap::svm::authority::{Standing, svm_comment};
-    use crate::ontap::svm::desired::tests::base;
+    use crate::ontap::svm::plan::tests::base;
     use ontap_client::IpInterface;
 
     const UUID: &str = "2f7d0f2a-0000-4000-8000-000000000001";

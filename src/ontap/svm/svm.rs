@@ -544,7 +544,7 @@ pub fn protocol_changes(desired: &SvmProtocols, actual: &Svm) -> Vec<(Protocol, 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::ontap::svm::desired::tests::{UID, base};
+    use crate::ontap::svm::plan::tests::{UID, base};
 
     #[test]
     fn svm_create_body() {

@@ -1,9 +1,17 @@
-//! What several steps share about the ONTAP side of a StorageVirtualMachine: the
-//! [`DesiredError`] a spec that cannot become a request turns into, reported as a condition rather than a request ONTAP refuses over and over. Each
-//! step's own planning sits next to it: the SVM create body and protocol patch in
-//! `svm`, the LIF plan in `lifs`.
+//! What an `Owned` StorageVirtualMachine wants in ONTAP, and what differs from it there: the
+//! plans the steps act on and the steady passes confirm from the cluster's inventory, each
+//! property compared in one place. The LIF plan is in `lifs`. A spec that cannot become a
+//! request turns into a [`DesiredError`], reported as a condition rather than a request ONTAP
+//! refuses over and over.
 //!
 //! Everything here is pure.
+
+mod lifs;
+
+pub use lifs::{
+    DesiredLif, LifPlan, LifRemoval, LifRole, MANAGEMENT_SERVICE_POLICY, Mismatch, RemovalReason,
+    data_service_policy, desired_lifs, place_vips, plan_lifs,
+};
 
 use std::net::IpAddr;
 
