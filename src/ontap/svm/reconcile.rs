@@ -88,8 +88,10 @@ pub fn register(
     let clusters = manager.cache::<OntapCluster>()?;
     let svms = manager.cache::<StorageVirtualMachine>()?;
     let namespaces = manager.cache::<Namespace>()?;
+    let standings = Standings::new(adoption, namespaces.clone());
     let steady = SteadyInventory::new(
         svms.clone(),
+        standings.clone(),
         manager.config().engine.sync_period,
         connections.inventory_min_svms(),
     );
@@ -111,7 +113,7 @@ pub fn register(
         kube: manager.client().clone(),
         clusters,
         svms,
-        standings: Standings::new(adoption, namespaces.clone()),
+        standings,
         namespaces,
         connections,
         own_writes: OwnWrites::default(),
