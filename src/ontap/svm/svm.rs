@@ -382,6 +382,25 @@ impl JobSlot<'_> {
         debug_assert!(self.held.is_some(), "a job is only started under its slot");
         self.worker.released_while(request).await
     }
+
+    /// Sends `patch` for the SVM `uuid`, a job, under the slot: ONTAP's answer that it is busy
+    /// is a wait, any other failure is `failed`.
+    async fn run_svm_patch(
+        &mut self,
+        client: &OntapClient,
+        uuid: &str,
+        patch: &SvmPatch,
+        failed: Failed,
+    ) -> StepFlow<()> {
+        self.take().await?;
+        if let Some(wait) = job(
+            self.released_while(client.patch_svm(uuid, patch)).await,
+            failed,
+        )? {
+            return Err(wait.into());
+        }
+        Ok(())
+    }
 }
 
 /// Writes `comment`, the object's mark, into the SVM `found`: what an adoption does, and what
@@ -393,18 +412,12 @@ async fn mark_svm(
     comment: &str,
     slot: &mut JobSlot<'_>,
 ) -> StepFlow<()> {
-    slot.take().await?;
     let patch = SvmPatch {
         comment: Some(comment.to_string()),
         ..SvmPatch::default()
     };
-    if let Some(wait) = job(
-        slot.released_while(client.patch_svm(&found.uuid, &patch))
-            .await,
-        Failed::SvmAdopt,
-    )? {
-        return Err(wait.into());
-    }
+    slot.run_svm_patch(client, &found.uuid, &patch, Failed::SvmAdopt)
+        .await?;
     found.comment = Some(comment.to_string());
     Ok(())
 }
@@ -428,18 +441,12 @@ async fn start_if_stopped(
             .wait("ONTAP is deleting the SVM", ONTAP_SETTLING)
             .into()),
         StateAction::Start => {
-            slot.take().await?;
             let start = SvmPatch {
                 state: Some(SvmTargetState::Running),
                 ..SvmPatch::default()
             };
-            if let Some(wait) = job(
-                slot.released_while(client.patch_svm(&found.uuid, &start))
-                    .await,
-                Failed::SvmStart,
-            )? {
-                return Err(wait.into());
-            }
+            slot.run_svm_patch(client, &found.uuid, &start, Failed::SvmStart)
+                .await?;
             Err(Waiting::SvmStarting
                 .wait("the SVM was stopped; it is being started", ONTAP_SETTLING)
                 .into())
