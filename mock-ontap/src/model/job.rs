@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::storage::StorageEffect;
 use super::{Clock, Model, Row, svm_request::SvmPatch};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
@@ -30,6 +29,17 @@ pub enum Effect {
     Modify(String, SvmPatch),
     Delete(String),
     Storage(StorageEffect),
+}
+
+/// The effect of a volume or snapshot job, applied when the job ends. Declared with the other
+/// effects: storage starts jobs and so imports them, and jobs import nothing from storage.
+#[derive(Debug, Clone)]
+pub enum StorageEffect {
+    VolumeCreate(String),
+    VolumeModify(String, Value),
+    VolumeDelete(String),
+    SnapshotCreate(String, String),
+    SnapshotDelete(String, String),
 }
 
 impl Effect {

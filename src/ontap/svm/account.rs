@@ -9,7 +9,8 @@ use super::authority::{
 };
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
-use super::reconcile::{Names, ONTAP_SETTLING, SvmReconciler};
+use super::naming::Names;
+use super::reconcile::{ONTAP_SETTLING, SvmReconciler};
 use crate::api::StorageVirtualMachine;
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{
@@ -112,7 +113,7 @@ impl SvmReconciler {
             owner_uuid: ontap_svm.uuid.clone(),
             role: "vsadmin".into(),
             password,
-            comment: Some(account_comment(&names.uid, &self.standing(svm))),
+            comment: Some(account_comment(&names.uid, &self.standings.of(svm))),
             applications: self.wanted_applications(svm),
         };
         match client.create_account(&create).await {
@@ -133,7 +134,7 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         account: &Account,
     ) -> Result<Claim, StepError> {
-        let standing = self.standing(svm);
+        let standing = self.standings.of(svm);
         let asks = asks_to_adopt(names.adopt.as_deref(), &ontap_svm.uuid, None);
         match decide_account(
             &names.actor(&standing),
@@ -205,7 +206,7 @@ impl SvmReconciler {
         account: &Account,
         client: &OntapClient,
     ) -> Result<bool, StepError> {
-        let wanted = account_comment(&names.uid, &self.standing(svm));
+        let wanted = account_comment(&names.uid, &self.standings.of(svm));
         if account.comment.as_deref() == Some(wanted.as_str()) {
             return Ok(false);
         }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use super::authority::Standing;
 use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
-use super::reconcile::{Names, SvmReconciler, SvmStep, names_of};
+use super::naming::{Names, names_of};
+use super::reconcile::{SvmReconciler, SvmStep};
 use super::tenancy;
 use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,
@@ -52,7 +53,7 @@ impl SvmReconciler {
                 svm,
                 allowed,
                 &cluster.name_any(),
-                self.standing(svm) == Standing::Tenant,
+                self.standings.of(svm) == Standing::Tenant,
             )
         {
             return Err(Invalid::NotAllowedByCluster.error(why));
@@ -126,7 +127,7 @@ impl SvmReconciler {
         for svm in all.iter().map(|s| &**s) {
             if svm.spec.mode == SvmMode::Owned
                 && self.same_ontap(&svm.spec.cluster_ref.name, &name)
-                && self.standing(svm) == Standing::Tenant
+                && self.standings.of(svm) == Standing::Tenant
                 && self.admitted(svm)
             {
                 by_namespace
@@ -181,7 +182,7 @@ impl SvmReconciler {
                         tenancy::shares_with(
                             &provider,
                             &consumer,
-                            &self.namespace_labels(&consumer),
+                            &self.standings.namespace_labels(&consumer),
                         )
                         .unwrap_or(false)
                     })
@@ -197,13 +198,13 @@ impl SvmReconciler {
             .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
             .is_some_and(|cluster| {
                 let within_bounds = cluster.spec.allowed.as_ref().is_none_or(|allowed| {
-                    let tenant = self.standing(svm) == Standing::Tenant;
+                    let tenant = self.standings.of(svm) == Standing::Tenant;
                     tenancy::not_allowed(svm, allowed, "", tenant).is_none()
                 });
                 within_bounds
                     && tenancy::namespace_allowed(
                         cluster.spec.namespace_selector.as_ref(),
-                        &self.namespace_labels(&namespace),
+                        &self.standings.namespace_labels(&namespace),
                     )
                     .unwrap_or(false)
             })
@@ -231,7 +232,7 @@ impl SvmReconciler {
         let namespace = svm.namespace().unwrap_or_default();
         svm.spec.mode == SvmMode::Owned
             && reserved_for_another_namespace(svm_name, &namespace, &svm.name_any())
-            && self.standing(svm) == Standing::Tenant
+            && self.standings.of(svm) == Standing::Tenant
     }
 
     /// An object whose namespace the cluster stopped admitting loses the access it was given:

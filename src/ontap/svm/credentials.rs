@@ -15,7 +15,8 @@ use secrecy::SecretString;
 
 use super::authority::marked_for;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
-use super::reconcile::{Names, SvmReconciler};
+use super::naming::Names;
+use super::reconcile::SvmReconciler;
 use super::{
     ExpectedSeed, SeedFields, SeedSecretState, build_seed_secret, generate_password,
     inspect_seed_secret, password_set_at,

@@ -7,9 +7,8 @@ use kube::{Api, ResourceExt};
 
 use super::authority::{Standing, marked_for};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
-use super::reconcile::{
-    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SvmReconciler, SvmStep, names_of,
-};
+use super::naming::{Names, names_of};
+use super::reconcile::{EXISTING_SVM_RECHECK, ONTAP_SETTLING, SvmReconciler, SvmStep};
 use super::svm::lookup_svm;
 use super::tenancy;
 use crate::api::rules::RESERVED_ACCOUNTS;
@@ -43,7 +42,7 @@ impl SvmReconciler {
                     && tenancy::shares_with(
                         svm,
                         &other.namespace().unwrap_or_default(),
-                        &self.namespace_labels(&other.namespace().unwrap_or_default()),
+                        &self.standings.namespace_labels(&other.namespace().unwrap_or_default()),
                     )
                     .unwrap_or(false)
             })
@@ -81,7 +80,7 @@ impl SvmReconciler {
             // A tenant's retained SVM stays with its data, but nothing accounts for a login
             // left working on it: its account is locked. Gardener's objects retain for a
             // migration, where the shoot keeps using the account until the restore.
-            (DeletionPolicy::Retain, _) if self.standing(svm) == Standing::Tenant => {
+            (DeletionPolicy::Retain, _) if self.standings.of(svm) == Standing::Tenant => {
                 self.lock_retained(svm, status, &names, steps).await?
             }
             (DeletionPolicy::Retain, _) => {}

@@ -1,27 +1,30 @@
 //! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
-//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`) with
-//! the pure planning only it uses (`svm` the create body and protocol patch, `lifs` the LIF
-//! plan). `credentials` is the one writer of the seed Secret and the only place a password is
-//! minted: the Secret-first handoff both `account` and `secret` use. `steady` decides when a
-//! pass over a Ready object may take its SVM and LIFs from the cluster's inventory, and runs the
-//! refresher that re-reads it. The rest is pure logic: default
-//! names, passwords, netmasks, the seed Secret contract, and the SVM requests a spec calls for.
-//! Nothing in those talks to Kubernetes or ONTAP, so all of it is unit-tested without either.
+//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`).
+//! [`plan`] holds what an `Owned` object wants in ONTAP and what differs from it there (the SVM
+//! plan and the LIF plan): the `svm` and `lifs` steps act on it, and `steady` confirms from it,
+//! so a property of the SVM or a LIF is compared in `plan` alone. `credentials` is the one writer
+//! of the seed Secret and the only place a password is minted: the Secret-first handoff both
+//! `account` and `secret` use. `steady` decides when a pass over a Ready object may take its SVM
+//! and LIFs from the cluster's inventory, and runs the refresher that re-reads it. `standing`
+//! reads who an object is. The rest is pure logic: default names, passwords, netmasks, the seed
+//! Secret contract, and the SVM requests a spec calls for. Nothing in those talks to Kubernetes
+//! or ONTAP, so all of it is unit-tested without either.
 
 mod account;
 pub mod authority;
 mod cluster;
 mod credentials;
 mod delete;
-pub mod desired;
 pub(crate) mod errors;
 mod lifs;
 pub mod naming;
 pub mod netmask;
 pub mod password;
+pub mod plan;
 pub mod reconcile;
 mod secret;
 pub mod seed_secret;
+mod standing;
 mod steady;
 // Each step's module is named after what it brings about; the SVM step's is the SVM.
 #[allow(clippy::module_inception)]
@@ -29,17 +32,16 @@ mod svm;
 pub mod tenancy;
 mod verify;
 
-pub use desired::DesiredError;
-pub use lifs::{
-    DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
-    desired_lifs, plan_lifs,
-};
-pub use naming::{default_account_name, default_secret_name, default_svm_name};
+pub use naming::{default_account_name, default_secret_name, default_svm_name, seed_secret_name};
 pub use password::generate_password;
-pub use reconcile::AdoptionGrant;
+pub use plan::{
+    DesiredError, DesiredLif, DesiredSvm, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason,
+    StateAction, SvmPlan, data_service_policy, desired_lifs, desired_svm, plan_lifs, plan_svm,
+    protocol_changes,
+};
 pub use seed_secret::{
     ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
-    inspect_seed_secret, password_set_at, seed_secret_name, without_data,
+    inspect_seed_secret, password_set_at, without_data,
 };
-pub use svm::{protocol_changes, svm_create};
+pub use standing::{Adopters, AdoptionGrant};
 pub use verify::VerifyRequests;

@@ -1,5 +1,6 @@
 //! Default names the controller derives when the spec leaves them out: the SVM name, the account
-//! name and the seed Secret name.
+//! name and the seed Secret name; and [`Names`], the names an object's ONTAP and Kubernetes
+//! objects go by, defaults or not.
 //!
 //! Every default is a pure function of the object's namespace and name, so a restarted operator
 //! (or a second replica) arrives at the same names and finds what it created before. Readable
@@ -8,9 +9,12 @@
 //! still checked wherever a name is used (the SVM's comment marker, the Secret's
 //! ownerReference): a name collision is reported as a conflict, never silently taken over.
 
+use kube::ResourceExt;
 use ring::digest::{SHA256, digest};
 
+use super::authority::{Actor, Standing};
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, SVM_NAME_MAX, is_ontap_name_char};
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineStatus};
 
 /// Prefix of default SVM names: marks them as made for Kubernetes and guarantees a leading
 /// letter, which ONTAP requires.
@@ -111,6 +115,63 @@ pub fn default_secret_name(name: &str) -> String {
     }
     let cut = if cut.is_empty() { "svm" } else { &cut };
     format!("{cut}-{hash}{SECRET_NAME_SUFFIX}")
+}
+
+/// The name of the seed Secret of `svm`: `spec.secretName`, or the default derived from the
+/// object's name.
+pub fn seed_secret_name(svm: &StorageVirtualMachine) -> String {
+    svm.spec
+        .secret_name
+        .clone()
+        .unwrap_or_else(|| default_secret_name(&svm.name_any()))
+}
+
+/// The names this object's ONTAP and Kubernetes objects go by.
+pub(super) struct Names {
+    pub(super) svm: String,
+    pub(super) account: String,
+    pub(super) secret: String,
+    pub(super) namespace: String,
+    pub(super) uid: String,
+    /// The uuid of the SVM it asks to take over ([`crate::api::ADOPT_SVM_UUID_ANNOTATION`]).
+    pub(super) adopt: Option<String>,
+}
+
+impl Names {
+    /// The object as [`super::authority`]'s decisions see it, of `standing`.
+    pub(super) fn actor<'a>(&'a self, standing: &'a Standing) -> Actor<'a> {
+        Actor {
+            uid: &self.uid,
+            namespace: &self.namespace,
+            standing,
+            svm_name: &self.svm,
+        }
+    }
+}
+
+/// The names `svm`'s ONTAP and Kubernetes objects go by, given its `status`.
+pub(super) fn names_of(svm: &StorageVirtualMachine, status: &StorageVirtualMachineStatus) -> Names {
+    let namespace = svm.namespace().unwrap_or_default();
+    let name = svm.name_any();
+    Names {
+        // Once provisioned under a name, the SVM keeps it: the status remembers it.
+        svm: svm
+            .spec
+            .svm_name
+            .clone()
+            .or_else(|| status.svm_name.clone())
+            .unwrap_or_else(|| default_svm_name(&namespace, &name)),
+        account: svm
+            .spec
+            .account
+            .as_ref()
+            .and_then(|a| a.name.clone())
+            .unwrap_or_else(|| default_account_name(&namespace, &name)),
+        secret: seed_secret_name(svm),
+        uid: svm.uid().unwrap_or_default(),
+        adopt: svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION).cloned(),
+        namespace,
+    }
 }
 
 #[cfg(test)]

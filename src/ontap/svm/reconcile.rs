@@ -4,7 +4,7 @@
 //! earlier pass or an earlier step's success.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -13,14 +13,15 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 use tokio::sync::Semaphore;
 
-use super::authority::{Actor, Creator, Standing};
+use super::VerifyRequests;
+use super::authority::Creator;
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
+use super::naming::{Names, names_of};
 use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
-use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
 use crate::api::{
-    ADOPT_SVM_UUID_ANNOTATION, GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION,
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
 use crate::ontap::connections::ClusterConnections;
@@ -86,8 +87,11 @@ pub fn register(
 ) -> Result<(), ManagerError> {
     let clusters = manager.cache::<OntapCluster>()?;
     let svms = manager.cache::<StorageVirtualMachine>()?;
+    let namespaces = manager.cache::<Namespace>()?;
+    let standings = Standings::new(adoption, namespaces.clone());
     let steady = SteadyInventory::new(
         svms.clone(),
+        standings.clone(),
         manager.config().engine.sync_period,
         connections.inventory_min_svms(),
     );
@@ -109,10 +113,10 @@ pub fn register(
         kube: manager.client().clone(),
         clusters,
         svms,
-        namespaces: manager.cache::<Namespace>()?,
+        standings,
+        namespaces,
         connections,
         own_writes: OwnWrites::default(),
-        adoption,
         steady,
     };
     manager.register(
@@ -167,77 +171,10 @@ pub struct SvmReconciler {
     pub connections: ClusterConnections,
     /// The seed Secrets this controller wrote: their events need no second pass.
     pub own_writes: OwnWrites,
-    /// The namespace whose objects may adopt an SVM the operator did not create.
-    pub adoption: AdoptionGrant,
+    /// Each object's standing, from the adoption grant and its namespace's labels.
+    pub standings: Standings,
     /// What passes over steady objects may confirm from their cluster's inventory.
     pub steady: SteadyInventory,
-}
-
-/// Where StorageVirtualMachines may take over what the operator did not create for them: none
-/// until a feature that needs adoption grants it, once, before the controllers run. Only
-/// namespaces tenants cannot write to, or cannot label, qualify: an adoption is vsadmin access.
-#[derive(Clone, Debug, Default)]
-pub struct AdoptionGrant(Arc<OnceLock<Adopters>>);
-
-/// The namespaces an [`AdoptionGrant`] names.
-#[derive(Clone, Debug)]
-pub struct Adopters {
-    /// May adopt SVMs and their accounts: the Gardener Extension's project namespace.
-    pub project_namespace: String,
-    /// Namespaces with this label (key, value) may adopt the accounts on the SVM their objects
-    /// name (a shoot's account on its project's SVM, after a restore or a switch from
-    /// metal-stack), never an SVM: gardenlet labels a seed's shoot namespaces, and a tenant
-    /// cannot label a namespace with only namespaced roles.
-    pub account_adopters: Option<(String, String)>,
-}
-
-impl AdoptionGrant {
-    /// Grants adoption to `adopters`; a second grant is refused with the project namespace that
-    /// holds it: adoption belongs to one feature.
-    pub fn grant(&self, adopters: Adopters) -> Result<(), String> {
-        self.0.set(adopters).map_err(|held| held.project_namespace)
-    }
-
-    /// The namespace granted adoption of SVMs, if any.
-    pub fn namespace(&self) -> Option<&str> {
-        self.0.get().map(|a| a.project_namespace.as_str())
-    }
-
-    /// The standing of an object of `namespace` (with `labels`) that records the Gardener
-    /// `project` it serves: what only an administrator or gardenlet can give it. The project
-    /// namespace holds the extension's project objects; a namespace gardenlet labelled (tenants
-    /// cannot label namespaces) holds a shoot's; everything else is a tenant's, whatever it
-    /// records.
-    ///
-    /// An object a shoot's Extension controls is that shoot's, wherever it lives (a seed whose
-    /// project namespace is also its shoots' namespace holds both kinds).
-    pub fn standing(
-        &self,
-        namespace: &str,
-        labels: &std::collections::BTreeMap<String, String>,
-        project: Option<&String>,
-        shoot: Option<&String>,
-        of_a_shoot: bool,
-    ) -> Standing {
-        let Some(adopters) = self.0.get() else {
-            return Standing::Tenant;
-        };
-        let project = project.cloned();
-        let in_project_namespace = adopters.project_namespace == namespace;
-        let gardeners = in_project_namespace
-            || adopters
-                .account_adopters
-                .as_ref()
-                .is_some_and(|(key, value)| labels.get(key) == Some(value));
-        match (gardeners, in_project_namespace && !of_a_shoot) {
-            (false, _) => Standing::Tenant,
-            (true, true) => Standing::Project { project },
-            (true, false) => Standing::Shoot {
-                project,
-                shoot: shoot.cloned(),
-            },
-        }
-    }
 }
 
 /// The consumers each provider has: `AccountOnly` objects by the provider they name.
@@ -288,29 +225,6 @@ impl Consumers {
             .get(provider)
             .map(|c| c.iter().cloned().collect())
             .unwrap_or_default()
-    }
-}
-
-/// The names this object's ONTAP and Kubernetes objects go by.
-pub(super) struct Names {
-    pub(super) svm: String,
-    pub(super) account: String,
-    pub(super) secret: String,
-    pub(super) namespace: String,
-    pub(super) uid: String,
-    /// The uuid of the SVM it asks to take over ([`crate::api::ADOPT_SVM_UUID_ANNOTATION`]).
-    pub(super) adopt: Option<String>,
-}
-
-impl Names {
-    /// The object as [`super::authority`]'s decisions see it, of `standing`.
-    pub(super) fn actor<'a>(&'a self, standing: &'a Standing) -> Actor<'a> {
-        Actor {
-            uid: &self.uid,
-            namespace: &self.namespace,
-            standing,
-            svm_name: &self.svm,
-        }
     }
 }
 
@@ -380,60 +294,7 @@ impl Reconciler for SvmReconciler {
     }
 }
 
-/// The names `svm`'s ONTAP and Kubernetes objects go by, given its `status`.
-pub(super) fn names_of(svm: &StorageVirtualMachine, status: &StorageVirtualMachineStatus) -> Names {
-    let namespace = svm.namespace().unwrap_or_default();
-    let name = svm.name_any();
-    Names {
-        // Once provisioned under a name, the SVM keeps it: the status remembers it.
-        svm: svm
-            .spec
-            .svm_name
-            .clone()
-            .or_else(|| status.svm_name.clone())
-            .unwrap_or_else(|| default_svm_name(&namespace, &name)),
-        account: svm
-            .spec
-            .account
-            .as_ref()
-            .and_then(|a| a.name.clone())
-            .unwrap_or_else(|| default_account_name(&namespace, &name)),
-        secret: seed_secret_name(svm),
-        uid: svm.uid().unwrap_or_default(),
-        adopt: svm.annotations().get(ADOPT_SVM_UUID_ANNOTATION).cloned(),
-        namespace,
-    }
-}
-
 impl SvmReconciler {
-    /// The labels of `namespace` as cached (none while it is not).
-    pub(super) fn namespace_labels(
-        &self,
-        namespace: &str,
-    ) -> std::collections::BTreeMap<String, String> {
-        self.namespaces
-            .get(&ObjectRef::new(namespace))
-            .map(|ns| ns.labels().clone())
-            .unwrap_or_default()
-    }
-
-    /// `svm`'s [`Standing`].
-    pub(super) fn standing(&self, svm: &StorageVirtualMachine) -> Standing {
-        let namespace = svm.namespace().unwrap_or_default();
-        let of_a_shoot = svm.owner_references().iter().any(|o| {
-            o.controller == Some(true)
-                && o.kind == "Extension"
-                && o.api_version.starts_with("extensions.gardener.cloud/")
-        });
-        self.adoption.standing(
-            &namespace,
-            &self.namespace_labels(&namespace),
-            svm.annotations().get(GARDENER_PROJECT_ANNOTATION),
-            svm.annotations().get(GARDENER_SHOOT_UID_ANNOTATION),
-            of_a_shoot,
-        )
-    }
-
     /// What the object with uid `marked` (the uid an SVM's mark holds) is to `actor`, which asks
     /// for the SVM `names.svm`: gone, keeping it, or an `AccountOnly` object on that SVM naming
     /// `actor` as its provider — handing it over by its own word.

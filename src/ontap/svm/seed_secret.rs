@@ -21,7 +21,7 @@ use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 
-use super::naming::default_secret_name;
+use super::naming::seed_secret_name;
 use crate::api::StorageVirtualMachine;
 
 // The contract's keys and label are what other controllers read: they live in the API.
@@ -37,21 +37,12 @@ pub const PASSWORD_SET_AT_ANNOTATION: &str = "ontap.storage.dev/password-set-at"
 /// The only Secret type the contract uses.
 pub const SECRET_TYPE: &str = "Opaque";
 
-/// The name of the seed Secret of `svm`: `spec.secretName`, or the default derived from the
-/// object's name.
 /// A seed Secret as the operator caches it: without its data. Whoever may label a Secret
 /// could otherwise grow the cache without bound (and a memory dump would hold every password);
 /// a pass reads the Secret it needs by name.
 pub fn without_data(secret: &mut k8s_openapi::api::core::v1::Secret) {
     secret.data = None;
     secret.string_data = None;
-}
-
-pub fn seed_secret_name(svm: &StorageVirtualMachine) -> String {
-    svm.spec
-        .secret_name
-        .clone()
-        .unwrap_or_else(|| default_secret_name(&svm.name_any()))
 }
 
 /// What goes into a seed Secret. `Debug` shows the password as `[REDACTED]`.

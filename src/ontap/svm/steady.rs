@@ -2,8 +2,9 @@
 //!
 //! A steady object (`Owned`, Ready at its generation, its SVM's uuid recorded) is re-verified
 //! every sync period. Its SVM and LIFs are then taken from the cluster's [`Inventory`] snapshot
-//! when, and only when, the snapshot shows them exactly as this object wants them; anything else
-//! is read afresh by the step as before. The seed Secret's login is never taken from anywhere:
+//! when, and only when, the snapshot shows them exactly as this object wants them: their plans
+//! ([`super::plan`]), the very ones the steps act on, find nothing to change. Anything else is
+//! read afresh by the step as before. The seed Secret's login is never taken from anywhere:
 //! it is the one request per object and pass that proves the credentials.
 //!
 //! A snapshot is up to [`Inventory`]'s age limit old, so it could confirm what changed after it
@@ -20,13 +21,14 @@ use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::authority::marked_for;
-use super::reconcile::names_of;
-use super::{desired_lifs, plan_lifs, protocol_changes};
+use super::authority::Standing;
+use super::naming::names_of;
+use super::plan::{DesiredSvm, desired_lifs, desired_svm, plan_lifs, plan_svm};
+use super::standing::Standings;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::{Inventory, Snapshot};
-use ontap_client::{OntapClient, Svm, SvmState};
+use ontap_client::{OntapClient, Svm};
 use reconcile_engine::SharedCache;
 
 /// How long a cluster's count of steady objects is reused: counting walks every object.
@@ -47,6 +49,8 @@ pub struct SteadyInventory {
     /// never leaves passes without one.
     refresh: Duration,
     svms: SharedCache<StorageVirtualMachine>,
+    /// Each object's standing, which the mark on its SVM records: as its passes read it.
+    standings: Standings,
     counts: Arc<Mutex<Option<SteadyCounts>>>,
 }
 
@@ -54,6 +58,7 @@ impl SteadyInventory {
     /// `sync_period`: the engine's; the inventory is read anew every half of it.
     pub fn new(
         svms: SharedCache<StorageVirtualMachine>,
+        standings: Standings,
         sync_period: Duration,
         min_svms: usize,
     ) -> Self {
@@ -63,6 +68,7 @@ impl SteadyInventory {
             min_svms: min_svms.max(1),
             refresh,
             svms,
+            standings,
             counts: Arc::default(),
         }
     }
@@ -184,7 +190,7 @@ impl SteadyInventory {
             .state()
             .iter()
             .filter(|svm| svm.spec.cluster_ref.name == name && is_steady(svm))
-            .filter(|svm| !confirms(svm, &snapshot))
+            .filter(|svm| !confirms(svm, &self.standings.of(svm), &snapshot))
             .map(|svm| ObjectRef::from_obj(&**svm))
             .collect();
         if !drifted.is_empty() {
@@ -212,22 +218,27 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object wants them.
-fn confirms(svm: &StorageVirtualMachine, snapshot: &Snapshot) -> bool {
-    confirmed_svm(svm, snapshot).is_some_and(|found| lifs_confirmed(svm, &found.uuid, snapshot))
+/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object, of `standing`, wants
+/// them.
+fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapshot) -> bool {
+    let Some(status) = &svm.status else {
+        return false;
+    };
+    let Some(recorded) = status.uuid.as_deref() else {
+        return false;
+    };
+    let names = names_of(svm, status);
+    desired_svm(svm, &names.svm, standing)
+        .ok()
+        .and_then(|desired| confirmed_svm(&desired, recorded, snapshot))
+        .is_some_and(|found| lifs_confirmed(svm, &found.uuid, snapshot))
 }
 
-/// The SVM of a steady `svm` as `snapshot` shows it, when it is the recorded one, marked for
-/// this object, running, with the spec's protocols; `None` when anything is otherwise.
-pub fn confirmed_svm(svm: &StorageVirtualMachine, snapshot: &Snapshot) -> Option<Svm> {
-    let status = svm.status.as_ref()?;
-    let names = names_of(svm, status);
-    let found = snapshot.svm(&names.svm)?;
-    (status.uuid.as_deref() == Some(found.uuid.as_str())
-        && marked_for(found.comment.as_deref(), &names.uid)
-        && found.state == Some(SvmState::Running)
-        && protocol_changes(&svm.spec.protocols, found).is_empty())
-    .then(|| found.clone())
+/// The SVM `desired` describes as `snapshot` shows it, when it is the one recorded as `recorded`
+/// and its [`plan_svm`] finds nothing to change; `None` when anything is otherwise.
+pub fn confirmed_svm(desired: &DesiredSvm, recorded: &str, snapshot: &Snapshot) -> Option<Svm> {
+    let found = snapshot.svm(&desired.name)?;
+    (found.uuid == recorded && plan_svm(desired, found).is_empty()).then(|| found.clone())
 }
 
 /// Whether `snapshot` shows the SVM `svm_uuid` with exactly the LIFs `svm` plans.
@@ -241,9 +252,9 @@ pub fn lifs_confirmed(svm: &StorageVirtualMachine, svm_uuid: &str, snapshot: &Sn
 mod tests {
     use super::*;
     use crate::api::StorageVirtualMachineStatus;
-    use crate::ontap::svm::authority::{Standing, svm_comment};
-    use crate::ontap::svm::desired::tests::base;
-    use ontap_client::IpInterface;
+    use crate::ontap::svm::authority::svm_comment;
+    use crate::ontap::svm::plan::tests::base;
+    use ontap_client::{IpInterface, ProtocolState, SvmState};
 
     const UUID: &str = "2f7d0f2a-0000-4000-8000-000000000001";
 
@@ -260,7 +271,13 @@ mod tests {
         svm
     }
 
-    /// ONTAP's record of `svm`'s SVM as the operator made it.
+    /// The SVM `svm`, a tenant's, wants.
+    fn desired(svm: &StorageVirtualMachine) -> DesiredSvm {
+        let names = names_of(svm, svm.status.as_ref().unwrap());
+        desired_svm(svm, &names.svm, &Standing::Tenant).unwrap()
+    }
+
+    /// ONTAP's record of `svm`'s SVM as the operator made it for a tenant's object.
     fn ontap_svm(svm: &StorageVirtualMachine) -> Svm {
         let status = svm.status.clone().unwrap_or_default();
         let names = names_of(svm, &status);
@@ -296,8 +313,11 @@ mod tests {
         let svm = steady();
         let snapshot = snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm));
         assert!(is_steady(&svm));
-        assert_eq!(confirmed_svm(&svm, &snapshot).unwrap().uuid, UUID);
-        assert!(confirms(&svm, &snapshot));
+        assert_eq!(
+            confirmed_svm(&desired(&svm), UUID, &snapshot).unwrap().uuid,
+            UUID
+        );
+        assert!(confirms(&svm, &Standing::Tenant, &snapshot));
     }
 
     #[test]
@@ -318,6 +338,7 @@ mod tests {
     #[test]
     fn anything_otherwise_than_wanted_is_not_confirmed() {
         let svm = steady();
+        let desired = desired(&svm);
         let mut renewed = ontap_svm(&svm);
         renewed.uuid = "another".into();
         let mut foreign = ontap_svm(&svm);
@@ -325,17 +346,99 @@ mod tests {
         let mut stopped = ontap_svm(&svm);
         stopped.state = Some(SvmState::Stopped);
         let mut iscsi = ontap_svm(&svm);
-        iscsi.iscsi = Some(ontap_client::ProtocolState { enabled: true });
-        for found in [renewed, foreign, stopped, iscsi] {
+        iscsi.iscsi = Some(ProtocolState { enabled: true });
+        // This object's uid, but the mark of a project object: what other seeds read is wrong.
+        let mut restanding = ontap_svm(&svm);
+        restanding.comment = Some(svm_comment(
+            svm.metadata.uid.as_deref().unwrap(),
+            &Standing::Project {
+                project: Some("p1".into()),
+            },
+            "team-a",
+            "db",
+        ));
+        for found in [renewed, foreign, stopped, iscsi, restanding] {
             let snapshot = snapshot(vec![found.clone()], ontap_lifs(&svm));
-            assert!(confirmed_svm(&svm, &snapshot).is_none(), "{found:?}");
+            assert!(
+                confirmed_svm(&desired, UUID, &snapshot).is_none(),
+                "{found:?}"
+            );
+            assert!(!confirms(&svm, &Standing::Tenant, &snapshot), "{found:?}");
         }
-        assert!(confirmed_svm(&svm, &snapshot(Vec::new(), ontap_lifs(&svm))).is_none());
+        let absent = snapshot(Vec::new(), ontap_lifs(&svm));
+        assert!(confirmed_svm(&desired, UUID, &absent).is_none());
         let mut lifs = ontap_lifs(&svm);
         lifs.pop();
-        assert!(!confirms(&svm, &snapshot(vec![ontap_svm(&svm)], lifs)));
+        let snapshot_of = |lifs| snapshot(vec![ontap_svm(&svm)], lifs);
+        assert!(!confirms(&svm, &Standing::Tenant, &snapshot_of(lifs)));
         let mut moved = ontap_lifs(&svm);
         moved[0].ip.as_mut().unwrap().address = "192.0.2.99".into();
-        assert!(!confirms(&svm, &snapshot(vec![ontap_svm(&svm)], moved)));
+        assert!(!confirms(&svm, &Standing::Tenant, &snapshot_of(moved)));
+    }
+
+    /// The shortcut and the full pass share one SVM plan: whatever `plan_svm` finds to change,
+    /// which the full pass then changes, the inventory does not confirm, so a steady object
+    /// does not skip the repair; and what it finds as wanted, the inventory confirms. A property
+    /// compared only by the shortcut, or only by the full pass, breaks one of the two.
+    #[test]
+    fn the_inventory_confirms_exactly_the_svms_the_plan_leaves_alone() {
+        let svm = steady();
+        let names = names_of(&svm, svm.status.as_ref().unwrap());
+        let shoot = Standing::Shoot {
+            project: Some("p1".into()),
+            shoot: Some("s1".into()),
+        };
+        let standings = [
+            Standing::Tenant,
+            Standing::Project {
+                project: Some("p1".into()),
+            },
+            shoot,
+        ];
+        let comments: Vec<Option<String>> = standings
+            .iter()
+            .map(|s| Some(svm_comment(&names.uid, s, &names.namespace, "db")))
+            .chain([
+                None,
+                Some(svm_comment("another", &Standing::Tenant, "x", "y")),
+            ])
+            .collect();
+        let states = [
+            Some(SvmState::Running),
+            Some(SvmState::Stopped),
+            Some(SvmState::Starting),
+            Some(SvmState::Deleting),
+            Some(SvmState::Unknown),
+            None,
+        ];
+        let (mut confirmed, mut refused) = (0, 0);
+        for standing in &standings {
+            let desired = desired_svm(&svm, &names.svm, standing).unwrap();
+            for comment in &comments {
+                for state in states {
+                    for iscsi in [false, true] {
+                        let mut found = ontap_svm(&svm);
+                        found.comment = comment.clone();
+                        found.state = state;
+                        found.iscsi = Some(ProtocolState { enabled: iscsi });
+                        let as_wanted = plan_svm(&desired, &found).is_empty();
+                        let snapshot = snapshot(vec![found.clone()], ontap_lifs(&svm));
+                        assert_eq!(
+                            confirms(&svm, standing, &snapshot),
+                            as_wanted,
+                            "{standing:?} {found:?}"
+                        );
+                        if as_wanted {
+                            confirmed += 1
+                        } else {
+                            refused += 1
+                        }
+                    }
+                }
+            }
+        }
+        // Each standing's own mark on a running SVM with the spec's protocols, and nothing else.
+        assert_eq!(confirmed, standings.len());
+        assert!(refused > 0);
     }
 }

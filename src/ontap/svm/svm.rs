@@ -1,5 +1,6 @@
-//! Step `SVMReady`: the SVM of an `Owned` object created, marked, running and with the spec's
-//! protocols; the SVM an `AccountOnly` object names looked at, never changed.
+//! Step `SVMReady`: the SVM of an `Owned` object brought to its plan ([`super::plan`]):
+//! created, marked, running and with the spec's protocols; the SVM an `AccountOnly` object names
+//! looked at, never changed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,24 +10,24 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::DesiredError;
 use super::authority::{
-    Creator, Mark, Provider, Share, ShareWait, Standing, Takeover, asks_to_adopt, decide_share,
-    decide_svm, svm_comment,
+    Creator, Mark, Provider, Share, ShareWait, Takeover, asks_to_adopt, decide_share, decide_svm,
 };
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error};
+use super::naming::{Names, names_of};
+use super::plan::{DesiredSvm, StateAction, desired_svm, plan_svm};
 use super::reconcile::{
-    EXISTING_SVM_RECHECK, Names, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler, names_of,
+    EXISTING_SVM_RECHECK, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
 };
 use super::steady::confirmed_svm;
 use super::tenancy;
-use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode, SvmProtocols};
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::fair_slots::FairPermit;
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{
-    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Protocol, ProtocolState, Svm,
-    SvmCreate, SvmPatch, SvmState, SvmTargetState,
+    ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Svm, SvmPatch, SvmState,
+    SvmTargetState,
 };
 use reconcile_engine::flow::settle;
 use reconcile_engine::{Outcome, StepError, StepFlow, Worker};
@@ -130,14 +131,14 @@ impl SvmReconciler {
         let shares = tenancy::shares_with(
             provider,
             &names.namespace,
-            &self.namespace_labels(&names.namespace),
+            &self.standings.namespace_labels(&names.namespace),
         )
         .map_err(|e| Invalid::ShareWith.error(e))?;
         let namespace = provider.metadata.namespace.as_deref().unwrap_or_default();
         Ok(Provider {
             uid: provider.metadata.uid.as_deref().unwrap_or_default(),
             namespace,
-            standing: self.standing(provider),
+            standing: self.standings.of(provider),
             svm_name: provider.spec.svm_name.as_deref().unwrap_or_default(),
             provisions,
             shares,
@@ -147,8 +148,8 @@ impl SvmReconciler {
     }
 
     /// Step `SVMReady`: exactly one SVM of our name exists, created by us, running, with the
-    /// protocols of the spec. A steady object's `snapshot` may confirm all that without a
-    /// lookup; whatever it does not confirm is looked up.
+    /// protocols of the spec: its [`plan_svm`] is empty. A steady object's `snapshot` may confirm
+    /// that without a lookup; whatever it does not confirm is looked up.
     pub(super) async fn ensure_svm(
         &self,
         svm: &StorageVirtualMachine,
@@ -158,27 +159,28 @@ impl SvmReconciler {
         client: &OntapClient,
         worker: &Worker,
     ) -> Result<Outcome<Svm>, StepError> {
-        // The inventory confirms the mark's uid; what else the mark records (the standing,
-        // which may change while the object is steady: a project bound, a namespace labelled)
-        // is compared here.
-        if let Some(found) = snapshot.and_then(|s| confirmed_svm(svm, s))
-            && Mark::read(found.comment.as_deref())
-                == Mark::read(Some(&svm_comment(
-                    &names.uid,
-                    &self.standing(svm),
-                    &names.namespace,
-                    &svm.name_any(),
-                )))
+        let desired = desired_svm(svm, &names.svm, &self.standings.of(svm))
+            .map_err(|e| Invalid::Spec.error(e.to_string()))?;
+        if let Some(found) = snapshot
+            .zip(recorded)
+            .and_then(|(snapshot, recorded)| confirmed_svm(&desired, recorded, snapshot))
         {
             return Ok(Outcome::Unchanged(found));
         }
-        settle(self.svm_flow(svm, names, recorded, client, worker).await)
+        settle(
+            self.create_or_repair_svm(svm, names, &desired, recorded, client, worker)
+                .await,
+        )
     }
 
-    async fn svm_flow(
+    /// Looks the SVM of `names` up, creates it where ONTAP has none, and carries out its
+    /// [`plan_svm`] once the object may keep or adopt it ([`Self::check_takeover`]): marks it,
+    /// starts it, switches its protocols.
+    async fn create_or_repair_svm(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
+        desired: &DesiredSvm,
         recorded: Option<&str>,
         client: &OntapClient,
         worker: &Worker,
@@ -201,37 +203,38 @@ impl SvmReconciler {
         let (mut found, created) = match lookup_svm(client, &names.svm).await? {
             Some(found) => (found, false),
             None => (
-                self.create_svm(svm, names, recorded, client, &mut slot)
+                self.create_svm(svm, desired, recorded, client, &mut slot)
                     .await?,
                 true,
             ),
         };
-        let adopted = self
-            .take_over(svm, names, recorded, client, &mut found, &mut slot)
-            .await?;
-        start_if_stopped(client, &found, &mut slot).await?;
+        self.check_takeover(svm, names, desired, recorded, &found)?;
+        let plan = plan_svm(desired, &found);
+        if plan.mark_anew {
+            mark_svm(client, &mut found, &desired.comment, &mut slot).await?;
+        }
+        start_if_stopped(client, &found, plan.state, &mut slot).await?;
         // A protocol is switched on its service, which is no job: no job slot is needed.
-        let changes = protocol_changes(&svm.spec.protocols, &found);
-        for (protocol, enabled) in &changes {
+        for (protocol, enabled) in &plan.protocols {
             client
                 .set_protocol(&found.uuid, *protocol, *enabled)
                 .await
                 .map_err(|e| ontap_error(Failed::SvmProtocols, e))?;
         }
-        Ok(if created || adopted || !changes.is_empty() {
+        Ok(if created || plan.mark_anew || !plan.protocols.is_empty() {
             Outcome::Changed(found)
         } else {
             Outcome::Unchanged(found)
         })
     }
 
-    /// Creates the SVM of `names`, once: after an ambiguous failure it looks again by name
-    /// instead of posting again. An SVM recorded in the status that ONTAP now names otherwise
-    /// is not created anew: the second one would only fight it for the LIF addresses.
+    /// Creates the SVM `desired` describes, once: after an ambiguous failure it looks again by
+    /// name instead of posting again. An SVM recorded in the status that ONTAP now names
+    /// otherwise is not created anew: the second one would only fight it for the LIF addresses.
     async fn create_svm(
         &self,
         svm: &StorageVirtualMachine,
-        names: &Names,
+        desired: &DesiredSvm,
         recorded: Option<&str>,
         client: &OntapClient,
         slot: &mut JobSlot<'_>,
@@ -242,7 +245,7 @@ impl SvmReconciler {
                     return Err(Invalid::SvmRenamedInOntap
                         .error(format!(
                             "the SVM {uuid} provisioned as {} is now named {} in ONTAP; rename it back in ONTAP (SVMs are not renamed by the operator)",
-                            names.svm, renamed.name
+                            desired.name, renamed.name
                         ))
                         .into());
                 }
@@ -250,8 +253,7 @@ impl SvmReconciler {
                 Err(e) => return Err(ontap_error(Failed::SvmLookup, e).into()),
             }
         }
-        let mut body = svm_create(svm, &names.svm, &self.standing(svm))
-            .map_err(|e| Invalid::Spec.error(e.to_string()))?;
+        let mut body = desired.create_request();
         slot.take().await?;
         body.aggregates = self.create_aggregates(svm, client, body.aggregates).await?;
         let cluster = &svm.spec.cluster_ref.name;
@@ -268,7 +270,7 @@ impl SvmReconciler {
                     self.connections.forget_aggregates(cluster);
                     return Err(ontap_error(Failed::SvmCreate, e).into());
                 }
-                match lookup_svm(client, &names.svm).await? {
+                match lookup_svm(client, &desired.name).await? {
                     Some(found) => Ok(found),
                     None => Err(ontap_error(Failed::SvmCreate, e).into()),
                 }
@@ -314,47 +316,28 @@ impl SvmReconciler {
         Ok(named)
     }
 
-    /// Decides whether `found` is this object's to keep, adopt or leave ([`decide_svm`]), and
-    /// marks an adopted one — or its own one whose mark does not yet record what it should (the
-    /// object's standing and Gardener project, which other seeds read); `true` when it marked.
-    async fn take_over(
+    /// Whether `found` is this object's to keep or adopt ([`decide_svm`]), so that its plan may
+    /// be carried out: a wait while another seed's object of its Gardener project serves it, an
+    /// error where it is another's.
+    fn check_takeover(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
+        desired: &DesiredSvm,
         recorded: Option<&str>,
-        client: &OntapClient,
-        found: &mut Svm,
-        slot: &mut JobSlot<'_>,
-    ) -> StepFlow<bool> {
-        let standing = self.standing(svm);
-        let actor = names.actor(&standing);
+        found: &Svm,
+    ) -> StepFlow<()> {
+        let actor = names.actor(&desired.standing);
         let asks = asks_to_adopt(names.adopt.as_deref(), &found.uuid, recorded);
         let mark = Mark::read(found.comment.as_deref());
         let creator = match &mark {
             Some(mark) => self.creator(svm, &mark.uid, names),
             None => Creator::Absent,
         };
-        let wanted = svm_comment(&names.uid, &standing, &names.namespace, &svm.name_any());
         match decide_svm(&actor, mark.as_ref(), creator, asks) {
-            Takeover::Keep if mark == Mark::read(Some(&wanted)) => Ok(false),
-            Takeover::Keep | Takeover::Adopt => {
-                // An existing account's password is kept, not rotated: `AccountReady` waits
-                // for the seed Secret that carries it (see `ensure_account`).
-                slot.take().await?;
-                let patch = SvmPatch {
-                    comment: Some(wanted.clone()),
-                    ..SvmPatch::default()
-                };
-                if let Some(wait) = job(
-                    slot.released_while(client.patch_svm(&found.uuid, &patch))
-                        .await,
-                    Failed::SvmAdopt,
-                )? {
-                    return Err(wait.into());
-                }
-                found.comment = Some(wanted);
-                Ok(true)
-            }
+            // An existing account's password is kept, not rotated: `AccountReady` waits for the
+            // seed Secret that carries it (see `ensure_account`).
+            Takeover::Keep | Takeover::Adopt => Ok(()),
             Takeover::ServeElsewhere => Err(Waiting::SvmServedElsewhere
                 .wait(
                     format!(
@@ -399,44 +382,76 @@ impl JobSlot<'_> {
         debug_assert!(self.held.is_some(), "a job is only started under its slot");
         self.worker.released_while(request).await
     }
+
+    /// Sends `patch` for the SVM `uuid`, a job, under the slot: ONTAP's answer that it is busy
+    /// is a wait, any other failure is `failed`.
+    async fn run_svm_patch(
+        &mut self,
+        client: &OntapClient,
+        uuid: &str,
+        patch: &SvmPatch,
+        failed: Failed,
+    ) -> StepFlow<()> {
+        self.take().await?;
+        if let Some(wait) = job(
+            self.released_while(client.patch_svm(uuid, patch)).await,
+            failed,
+        )? {
+            return Err(wait.into());
+        }
+        Ok(())
+    }
 }
 
-/// Waits while ONTAP settles the SVM's state, and starts a stopped one.
+/// Writes `comment`, the object's mark, into the SVM `found`: what an adoption does, and what
+/// keeps the mark of the object's own SVM recording what it should (its standing and Gardener
+/// project, which other seeds read).
+async fn mark_svm(
+    client: &OntapClient,
+    found: &mut Svm,
+    comment: &str,
+    slot: &mut JobSlot<'_>,
+) -> StepFlow<()> {
+    let patch = SvmPatch {
+        comment: Some(comment.to_string()),
+        ..SvmPatch::default()
+    };
+    slot.run_svm_patch(client, &found.uuid, &patch, Failed::SvmAdopt)
+        .await?;
+    found.comment = Some(comment.to_string());
+    Ok(())
+}
+
+/// Waits while ONTAP settles the SVM's state, and starts a stopped one, as its plan's `state`
+/// says.
 async fn start_if_stopped(
     client: &OntapClient,
     found: &Svm,
+    state: StateAction,
     slot: &mut JobSlot<'_>,
 ) -> StepFlow<()> {
-    match found.state {
-        Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
-            Err(Waiting::SvmSettling
-                .wait(
-                    format!("ONTAP reports the SVM as {:?}", found.state),
-                    ONTAP_SETTLING,
-                )
-                .into())
-        }
-        Some(SvmState::Deleting) => Err(Waiting::SvmDeleting
+    match state {
+        StateAction::AwaitSettling => Err(Waiting::SvmSettling
+            .wait(
+                format!("ONTAP reports the SVM as {:?}", found.state),
+                ONTAP_SETTLING,
+            )
+            .into()),
+        StateAction::AwaitDeletion => Err(Waiting::SvmDeleting
             .wait("ONTAP is deleting the SVM", ONTAP_SETTLING)
             .into()),
-        Some(SvmState::Stopped) => {
-            slot.take().await?;
+        StateAction::Start => {
             let start = SvmPatch {
                 state: Some(SvmTargetState::Running),
                 ..SvmPatch::default()
             };
-            if let Some(wait) = job(
-                slot.released_while(client.patch_svm(&found.uuid, &start))
-                    .await,
-                Failed::SvmStart,
-            )? {
-                return Err(wait.into());
-            }
+            slot.run_svm_patch(client, &found.uuid, &start, Failed::SvmStart)
+                .await?;
             Err(Waiting::SvmStarting
                 .wait("the SVM was stopped; it is being started", ONTAP_SETTLING)
                 .into())
         }
-        _ => Ok(()),
+        StateAction::Keep | StateAction::Unconfirmed => Ok(()),
     }
 }
 
@@ -489,84 +504,10 @@ pub(super) async fn lookup_svm(client: &OntapClient, name: &str) -> Result<Optio
         .map_err(|e: OntapError| ontap_error(Failed::SvmLookup, e))
 }
 
-// ---------------------------------------------------------------------------------------------
-// The create body and the protocol patch
-
-/// The body of `POST /api/svm/svms` for `svm`, of `standing`, under the ONTAP name `svm_name`.
-/// The comment carries the mark ([`svm_comment`]); every protocol is sent explicitly, enabled
-/// or not.
-pub fn svm_create(
-    svm: &StorageVirtualMachine,
-    svm_name: &str,
-    standing: &Standing,
-) -> Result<SvmCreate, DesiredError> {
-    let uid = svm.uid().ok_or(DesiredError::MissingUid)?;
-    let spec = &svm.spec;
-    Ok(SvmCreate {
-        name: svm_name.to_string(),
-        ipspace: spec.ipspace.as_deref().map(OntapRef::by_name),
-        aggregates: spec.aggregates.iter().map(OntapRef::by_name).collect(),
-        nfs: Some(ProtocolState {
-            enabled: spec.protocols.nfs,
-        }),
-        iscsi: Some(ProtocolState {
-            enabled: spec.protocols.iscsi,
-        }),
-        nvme: Some(ProtocolState {
-            enabled: spec.protocols.nvme,
-        }),
-        comment: Some(svm_comment(
-            &uid,
-            standing,
-            &svm.namespace().unwrap_or_default(),
-            &svm.name_any(),
-        )),
-        language: None,
-    })
-}
-
-/// The protocols to switch on (`true`) or off so that `actual`'s match `desired`, in a stable
-/// order. A protocol ONTAP does not report counts as off.
-pub fn protocol_changes(desired: &SvmProtocols, actual: &Svm) -> Vec<(Protocol, bool)> {
-    [
-        (Protocol::Nfs, desired.nfs, actual.nfs),
-        (Protocol::Iscsi, desired.iscsi, actual.iscsi),
-        (Protocol::Nvme, desired.nvme, actual.nvme),
-    ]
-    .into_iter()
-    .filter(|(_, want, have)| *want != have.is_some_and(|p| p.enabled))
-    .map(|(protocol, want, _)| (protocol, want))
-    .collect()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::ontap::svm::desired::tests::{UID, base};
-
-    #[test]
-    fn svm_create_body() {
-        let body = svm_create(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
-        assert_eq!(
-            serde_json::to_value(&body).unwrap(),
-            serde_json::json!({
-                "name": "k8s_team-a_db",
-                "ipspace": { "name": "Default" },
-                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
-                "nfs": { "enabled": true },
-                "iscsi": { "enabled": false },
-                "nvme": { "enabled": false },
-                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
-            })
-        );
-        let mut unstored = base();
-        unstored.metadata.uid = None;
-        assert_eq!(
-            svm_create(&unstored, "x", &Standing::Tenant).unwrap_err(),
-            DesiredError::MissingUid
-        );
-    }
 
     #[test]
     fn an_adoption_is_asked_for_once() {
@@ -583,29 +524,5 @@ mod tests {
             "held, then lost to a later adoption: not taken back"
         );
         assert!(!asks_to_adopt(None, "u1", None));
-    }
-
-    #[test]
-    fn protocol_changes_switch_only_what_differs() {
-        let actual: Svm = serde_json::from_value(serde_json::json!({
-            "uuid": "u", "name": "n",
-            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
-        }))
-        .unwrap();
-        let want = SvmProtocols {
-            nfs: true,
-            iscsi: false,
-            nvme: true,
-        };
-        assert_eq!(
-            protocol_changes(&want, &actual),
-            [(Protocol::Iscsi, false), (Protocol::Nvme, true)]
-        );
-        let same = SvmProtocols {
-            nfs: true,
-            iscsi: true,
-            nvme: false,
-        };
-        assert!(protocol_changes(&same, &actual).is_empty());
     }
 }

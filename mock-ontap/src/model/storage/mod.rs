@@ -25,7 +25,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::job::{Effect, InjectedFailure, Job};
+use super::job::{Effect, InjectedFailure, Job, StorageEffect};
 use super::{Model, Principal};
 use crate::error::{ApiError, ApiResult, codes};
 
@@ -34,16 +34,6 @@ const DEFAULT_VOLUME_SIZE: u64 = 20 * 1024 * 1024;
 /// Snapshot reserve when a POST names none. Not confirmed by NetApp's REST docs (ONTAP's CLI
 /// default); see the README.
 const DEFAULT_SNAPSHOT_RESERVE: u64 = 5;
-
-/// The effect of a volume or snapshot job, applied when the job ends.
-#[derive(Debug, Clone)]
-pub enum StorageEffect {
-    VolumeCreate(String),
-    VolumeModify(String, Value),
-    VolumeDelete(String),
-    SnapshotCreate(String, String),
-    SnapshotDelete(String, String),
-}
 
 #[derive(Debug, Clone)]
 struct Snapshot {

@@ -1,9 +1,20 @@
-//! What several steps share about the ONTAP side of a StorageVirtualMachine: the
-//! [`DesiredError`] a spec that cannot become a request turns into, reported as a condition rather than a request ONTAP refuses over and over. Each
-//! step's own planning sits next to it: the SVM create body and protocol patch in
-//! `svm`, the LIF plan in `lifs`.
+//! What an `Owned` StorageVirtualMachine wants in ONTAP, and what differs from it there: the SVM
+//! plan (`svm`) and the LIF plan (`lifs`). The steps act on these plans, and a steady pass
+//! confirms an SVM and its LIFs from the cluster's inventory only where they find nothing to
+//! change, so each property is compared in one place, here, for both. A spec that cannot become
+//! a request turns into a [`DesiredError`], reported as a condition rather than a request ONTAP
+//! refuses over and over.
 //!
 //! Everything here is pure.
+
+mod lifs;
+mod svm;
+
+pub use lifs::{
+    DesiredLif, LifPlan, LifRemoval, LifRole, MANAGEMENT_SERVICE_POLICY, Mismatch, RemovalReason,
+    data_service_policy, desired_lifs, place_vips, plan_lifs,
+};
+pub use svm::{DesiredSvm, StateAction, SvmPlan, desired_svm, plan_svm, protocol_changes};
 
 use std::net::IpAddr;
 

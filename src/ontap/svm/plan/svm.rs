@@ -1,0 +1,266 @@
+//! The SVM plan: the SVM an `Owned` object wants ([`desired_svm`]) and what differs from it in
+//! the SVM ONTAP shows ([`plan_svm`]). The `SVMReady` step acts on the plan, and a steady pass
+//! takes an SVM from the cluster's inventory only where the plan finds nothing to change, so a
+//! property compared here is repaired on every pass, steady or not.
+
+use kube::ResourceExt;
+
+use super::DesiredError;
+use crate::api::{StorageVirtualMachine, SvmProtocols};
+use crate::ontap::svm::authority::{Mark, Standing, svm_comment};
+use ontap_client::{ObjectRef, Protocol, ProtocolState, Svm, SvmCreate, SvmState};
+
+/// The SVM an `Owned` object wants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesiredSvm {
+    /// Its ONTAP name.
+    pub name: String,
+    pub ipspace: Option<String>,
+    /// The aggregates the spec names; none: the cluster's, chosen when the SVM is created.
+    pub aggregates: Vec<String>,
+    pub protocols: SvmProtocols,
+    /// Who the object is: what its mark records, and what decides whether it may take over an
+    /// SVM marked otherwise.
+    pub standing: Standing,
+    /// The comment that carries its mark ([`svm_comment`]).
+    pub comment: String,
+}
+
+impl DesiredSvm {
+    /// The body of `POST /api/svm/svms` creating this SVM. Every protocol is sent explicitly,
+    /// enabled or not.
+    pub fn create_request(&self) -> SvmCreate {
+        SvmCreate {
+            name: self.name.clone(),
+            ipspace: self.ipspace.as_deref().map(ObjectRef::by_name),
+            aggregates: self.aggregates.iter().map(ObjectRef::by_name).collect(),
+            nfs: Some(ProtocolState {
+                enabled: self.protocols.nfs,
+            }),
+            iscsi: Some(ProtocolState {
+                enabled: self.protocols.iscsi,
+            }),
+            nvme: Some(ProtocolState {
+                enabled: self.protocols.nvme,
+            }),
+            comment: Some(self.comment.clone()),
+            language: None,
+        }
+    }
+}
+
+/// The SVM `svm`, of `standing`, wants under the ONTAP name `svm_name`.
+pub fn desired_svm(
+    svm: &StorageVirtualMachine,
+    svm_name: &str,
+    standing: &Standing,
+) -> Result<DesiredSvm, DesiredError> {
+    // The mark names the object by its uid: without one, no SVM could be told to be its own.
+    let uid = svm
+        .uid()
+        .filter(|uid| !uid.is_empty())
+        .ok_or(DesiredError::MissingUid)?;
+    let spec = &svm.spec;
+    Ok(DesiredSvm {
+        name: svm_name.to_string(),
+        ipspace: spec.ipspace.clone(),
+        aggregates: spec.aggregates.clone(),
+        protocols: spec.protocols.clone(),
+        standing: standing.clone(),
+        comment: svm_comment(
+            &uid,
+            standing,
+            &svm.namespace().unwrap_or_default(),
+            &svm.name_any(),
+        ),
+    })
+}
+
+/// What the state ONTAP reports for an SVM calls for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateAction {
+    /// Running, as wanted.
+    Keep,
+    /// No state reported, or one this client does not know: nothing to act on, and nothing
+    /// that shows the SVM running either.
+    Unconfirmed,
+    /// ONTAP is initializing, starting or stopping it: look again once that is done.
+    AwaitSettling,
+    /// ONTAP is deleting it.
+    AwaitDeletion,
+    /// Stopped: start it.
+    Start,
+}
+
+impl StateAction {
+    fn of(state: Option<SvmState>) -> Self {
+        match state {
+            Some(SvmState::Running) => Self::Keep,
+            Some(SvmState::Initializing | SvmState::Starting | SvmState::Stopping) => {
+                Self::AwaitSettling
+            }
+            Some(SvmState::Deleting) => Self::AwaitDeletion,
+            Some(SvmState::Stopped) => Self::Start,
+            Some(SvmState::Unknown) | None => Self::Unconfirmed,
+        }
+    }
+}
+
+/// What differs between the SVM an object wants and the SVM ONTAP shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SvmPlan {
+    /// Its mark is not the one the object writes: none, another object's, or this object's
+    /// recording another standing. It is marked anew where the object may keep or adopt it.
+    pub mark_anew: bool,
+    pub state: StateAction,
+    /// The protocols to switch on (`true`) or off, as [`protocol_changes`] orders them.
+    pub protocols: Vec<(Protocol, bool)>,
+}
+
+impl SvmPlan {
+    /// Whether the SVM is as wanted: nothing to change, nothing unconfirmed.
+    pub fn is_empty(&self) -> bool {
+        !self.mark_anew && self.state == StateAction::Keep && self.protocols.is_empty()
+    }
+}
+
+/// Compares the SVM `found` in ONTAP with the one `desired` describes. Which SVM `found` is (the
+/// one of the name, the one the status records) is the caller's lookup; whether the object may
+/// act on it is [`crate::ontap::svm::authority`]'s decision.
+pub fn plan_svm(desired: &DesiredSvm, found: &Svm) -> SvmPlan {
+    SvmPlan {
+        mark_anew: Mark::read(found.comment.as_deref()) != Mark::read(Some(&desired.comment)),
+        state: StateAction::of(found.state),
+        protocols: protocol_changes(&desired.protocols, found),
+    }
+}
+
+/// The protocols to switch on (`true`) or off so that `actual`'s match `desired`, in a stable
+/// order. A protocol ONTAP does not report counts as off.
+pub fn protocol_changes(desired: &SvmProtocols, actual: &Svm) -> Vec<(Protocol, bool)> {
+    [
+        (Protocol::Nfs, desired.nfs, actual.nfs),
+        (Protocol::Iscsi, desired.iscsi, actual.iscsi),
+        (Protocol::Nvme, desired.nvme, actual.nvme),
+    ]
+    .into_iter()
+    .filter(|(_, want, have)| *want != have.is_some_and(|p| p.enabled))
+    .map(|(protocol, want, _)| (protocol, want))
+    .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ontap::svm::plan::tests::{UID, base};
+
+    /// The SVM ONTAP shows once `desired` was created as it asks.
+    fn as_created(desired: &DesiredSvm) -> Svm {
+        serde_json::from_value(serde_json::json!({
+            "uuid": "u", "name": desired.name, "state": "running", "comment": desired.comment,
+            "nfs": { "enabled": desired.protocols.nfs },
+            "iscsi": { "enabled": desired.protocols.iscsi },
+            "nvme": { "enabled": desired.protocols.nvme },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_create_request() {
+        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
+        assert_eq!(
+            serde_json::to_value(desired.create_request()).unwrap(),
+            serde_json::json!({
+                "name": "k8s_team-a_db",
+                "ipspace": { "name": "Default" },
+                "aggregates": [ { "name": "aggr1" }, { "name": "aggr2" } ],
+                "nfs": { "enabled": true },
+                "iscsi": { "enabled": false },
+                "nvme": { "enabled": false },
+                "comment": format!("ontap-operator:uid={UID} StorageVirtualMachine team-a/db"),
+            })
+        );
+        let mut unstored = base();
+        unstored.metadata.uid = None;
+        assert_eq!(
+            desired_svm(&unstored, "x", &Standing::Tenant).unwrap_err(),
+            DesiredError::MissingUid
+        );
+        unstored.metadata.uid = Some(String::new());
+        assert_eq!(
+            desired_svm(&unstored, "x", &Standing::Tenant).unwrap_err(),
+            DesiredError::MissingUid
+        );
+    }
+
+    #[test]
+    fn an_svm_as_created_is_as_wanted() {
+        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
+        let plan = plan_svm(&desired, &as_created(&desired));
+        assert!(plan.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn the_plan_finds_each_property_that_differs() {
+        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
+        let plan_of = |change: &dyn Fn(&mut Svm)| {
+            let mut found = as_created(&desired);
+            change(&mut found);
+            plan_svm(&desired, &found)
+        };
+        let unmarked = plan_of(&|s| s.comment = None);
+        assert!(unmarked.mark_anew && !unmarked.is_empty());
+        // This object's uid, but another standing: the mark other seeds read is out of date.
+        let project = Standing::Project {
+            project: Some("p1".into()),
+        };
+        let restanding = plan_of(&|s| {
+            s.comment = Some(svm_comment(UID, &project, "team-a", "db"));
+        });
+        assert!(restanding.mark_anew);
+        let another =
+            plan_of(&|s| s.comment = Some(svm_comment("other", &Standing::Tenant, "team-a", "db")));
+        assert!(another.mark_anew);
+        for (state, action) in [
+            (Some(SvmState::Stopped), StateAction::Start),
+            (Some(SvmState::Starting), StateAction::AwaitSettling),
+            (Some(SvmState::Initializing), StateAction::AwaitSettling),
+            (Some(SvmState::Stopping), StateAction::AwaitSettling),
+            (Some(SvmState::Deleting), StateAction::AwaitDeletion),
+            (Some(SvmState::Unknown), StateAction::Unconfirmed),
+            (None, StateAction::Unconfirmed),
+        ] {
+            let plan = plan_of(&|s| s.state = state);
+            assert_eq!(plan.state, action, "{state:?}");
+            assert!(!plan.is_empty(), "{state:?}");
+        }
+        let iscsi = plan_of(&|s| s.iscsi = Some(ProtocolState { enabled: true }));
+        assert_eq!(iscsi.protocols, [(Protocol::Iscsi, false)]);
+        assert!(!iscsi.mark_anew && iscsi.state == StateAction::Keep && !iscsi.is_empty());
+    }
+
+    #[test]
+    fn protocol_changes_switch_only_what_differs() {
+        let actual: Svm = serde_json::from_value(serde_json::json!({
+            "uuid": "u", "name": "n",
+            "nfs": { "enabled": true }, "iscsi": { "enabled": true }
+        }))
+        .unwrap();
+        let want = SvmProtocols {
+            nfs: true,
+            iscsi: false,
+            nvme: true,
+        };
+        assert_eq!(
+            protocol_changes(&want, &actual),
+            [(Protocol::Iscsi, false), (Protocol::Nvme, true)]
+        );
+        let same = SvmProtocols {
+            nfs: true,
+            iscsi: true,
+            nvme: false,
+        };
+        assert!(protocol_changes(&same, &actual).is_empty());
+    }
+}
