@@ -11,11 +11,11 @@ use reconcile_engine::{Outcome, StepError, StepFlow};
 use secrecy::SecretString;
 use serde_json::Value;
 
+use crate::api::seed_secret::SeedFields;
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine};
 use crate::extension::api::Extension;
 use crate::extension::config::ExtensionConfig;
 use crate::extension::naming;
-use crate::ontap::svm::SeedFields;
 
 use super::credentials::{prefill_seed_secret, secret_credentials};
 use super::plan::Plan;

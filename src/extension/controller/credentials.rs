@@ -9,9 +9,10 @@ use reconcile_engine::{Outcome, StepError};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
-use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
+use crate::api::seed_secret::{
+    PASSWORD_KEY, SeedFields, USERNAME_KEY, build_seed_secret, seed_value,
+};
 use crate::extension::shoot::ShootCredentials;
-use crate::ontap::svm::{SeedFields, build_seed_secret};
 
 use super::ExtensionReconciler;
 use super::plan::Plan;
@@ -20,16 +21,9 @@ use super::reasons::{Failed, OntapRequest, Transient, Waiting, kube_error, ontap
 /// The username and password a seed Secret (ours or metal-stack's) holds, both non-empty.
 pub(super) fn secret_credentials(secret: &Secret) -> Option<(String, String)> {
     Some((
-        secret_text(secret, USERNAME_KEY)?,
-        secret_text(secret, PASSWORD_KEY)?,
+        seed_value(secret, USERNAME_KEY)?.to_owned(),
+        seed_value(secret, PASSWORD_KEY)?.to_owned(),
     ))
-}
-
-fn secret_text(secret: &Secret, key: &str) -> Option<String> {
-    let bytes = secret.data.as_ref()?.get(key)?;
-    String::from_utf8(bytes.0.clone())
-        .ok()
-        .filter(|s| !s.is_empty())
 }
 
 /// Creates `svm`'s seed Secret with credentials ONTAP already holds (a restore, an import), so

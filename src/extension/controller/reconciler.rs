@@ -15,7 +15,7 @@ use super::namespace_of;
 use super::reasons::{Failed, kube_error};
 use super::report::PassReport;
 use super::shoot_health::HealthRechecks;
-use crate::api::seed_secret::seed_secret_selector;
+use crate::api::seed_secret::{seed_secret_selector, without_data};
 use crate::api::{OntapCluster, StorageVirtualMachine};
 use crate::extension::api::{
     Cluster, Extension, ExtensionStatus, LastOperationType, ManagedResource, ShootView,
@@ -140,7 +140,7 @@ pub fn register(
             let secrets = manager
                 .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?;
             // Cached by their metadata: the data is read by name where it is needed.
-            secrets.trim_objects(crate::ontap::svm::without_data);
+            secrets.trim_objects(without_data);
             secrets
         },
         managed_resources,

@@ -9,10 +9,10 @@ use reconcile_engine::{Outcome, StepError};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::SeedFields;
 use crate::extension::api::Extension;
 use crate::extension::config::ExtensionConfig;
 use crate::extension::state::ExtensionState;
-use crate::ontap::svm::SeedFields;
 
 use super::credentials::{prefill_seed_secret, secret_credentials};
 use super::plan::Plan;

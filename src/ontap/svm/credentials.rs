@@ -16,11 +16,9 @@ use secrecy::SecretString;
 use super::authority::marked_for;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::reconcile::{Names, SvmReconciler};
-use super::{
-    ExpectedSeed, SeedFields, SeedSecretState, build_seed_secret, generate_password,
-    inspect_seed_secret, password_set_at,
-};
+use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secret};
 use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::{SeedFields, build_seed_secret, password_set_at};
 use ontap_client::{AccountCheck, OntapClient, Svm};
 use reconcile_engine::{Outcome, StepError};
 

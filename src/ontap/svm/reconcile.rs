@@ -13,12 +13,14 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 use tokio::sync::Semaphore;
 
+use super::VerifyRequests;
 use super::authority::{Actor, Creator, Standing};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
-use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::steady::SteadyInventory;
-use super::{VerifyRequests, default_account_name, default_svm_name, seed_secret_name};
+use crate::api::seed_secret::{
+    MANAGED_BY_LABEL, MANAGED_BY_VALUE, default_account_name, default_svm_name, seed_secret_name,
+};
 use crate::api::{
     ADOPT_SVM_UUID_ANNOTATION, GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION,
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
