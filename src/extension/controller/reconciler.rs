@@ -27,7 +27,7 @@ use crate::extension::shoot_access::ShootClients;
 use crate::extension::status::{compute_operation, should_skip_operation};
 use crate::extension::{EXTENSION_TYPE, FINALIZER};
 use crate::ontap::connections::ClusterConnections;
-use crate::ontap::svm::VerifyRequests;
+use crate::ontap::svm::{SeedSecretPrefill, VerifyRequests};
 use reconcile_engine::manager::resource_rule;
 use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
@@ -125,6 +125,7 @@ pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
     verify: VerifyRequests,
+    prefill: SeedSecretPrefill,
     settings: ExtensionSettings,
 ) -> Result<(), ManagerError> {
     let managed_resources = manager.cache_with::<ManagedResource>(
@@ -146,6 +147,7 @@ pub fn register(
         managed_resources,
         connections,
         verify,
+        prefill,
         shoot_clients: ShootClients::default(),
         rechecks,
         settings,
@@ -166,8 +168,8 @@ pub fn register(
                 "managedresources",
                 &write(&["create", "patch", "delete"]),
             ))
-            // The ManagedResources' Secrets and the migration's state Secret; the seed Secret
-            // of a restored SVM.
+            // The ManagedResources' Secrets and the migration's state Secret; the seed Secrets
+            // it reads by name.
             .rule(resource_rule(
                 "",
                 "secrets",
@@ -208,6 +210,9 @@ pub struct ExtensionReconciler {
     pub(super) connections: ClusterConnections,
     /// Asks the SVM controller for a pass now when the published credentials fail.
     pub(super) verify: VerifyRequests,
+    /// Creates a seed Secret with credentials ONTAP already holds (a restore, an import): the
+    /// SVM controller's, the seed Secrets' one writer.
+    pub(super) prefill: SeedSecretPrefill,
     /// Reads what Trident reports on the delivered backends.
     pub(super) shoot_clients: ShootClients,
     /// Passes asked for while Trident's backends are not healthy.
@@ -369,6 +374,7 @@ mod tests {
         let offline = Offline::new(Identity::new("test"));
         for extension_first in [true, false] {
             let declared = offline.read(None, |manager, client| {
+                let prefill = SeedSecretPrefill::new(client.clone());
                 let connections = ClusterConnections::new(client, ClientSettings::default());
                 let verify = VerifyRequests::default();
                 let svm = |manager: &mut Manager| {
@@ -384,6 +390,7 @@ mod tests {
                         manager,
                         connections.clone(),
                         verify.clone(),
+                        prefill.clone(),
                         ExtensionSettings::new(ShootImages::embedded().unwrap()),
                     )
                 };

@@ -31,6 +31,7 @@ mod svm;
 pub mod tenancy;
 mod verify;
 
+pub use credentials::{PrefillError, Prefilled, SeedSecretPrefill};
 pub use desired::DesiredError;
 pub use lifs::{
     DesiredLif, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason, data_service_policy,
