@@ -14,8 +14,7 @@ use super::imagevector::{ImageVector, ImageVectorError};
 use super::shoot::ShootImages;
 use crate::ontap::OntapServices;
 use crate::ontap::connections::{ClientSettings, ClusterConnections};
-use crate::ontap::svm::reconcile::Adopters;
-use crate::ontap::svm::{SeedSecretPrefill, VerifyRequests};
+use crate::ontap::svm::{Adopters, SeedSecretPrefill, VerifyRequests};
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
 #[derive(Clone, Debug, Args)]

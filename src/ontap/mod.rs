@@ -140,7 +140,7 @@ impl Feature for OntapFeature {
 }
 
 /// Registers the OntapCluster and StorageVirtualMachine controllers on `connections`.
-fn register(
+pub(crate) fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
     probes: ClusterProbes,

@@ -343,8 +343,8 @@ impl ExtensionReconciler {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::ontap::cluster::ClusterProbes;
     use crate::ontap::connections::ClientSettings;
-    use crate::ontap::svm::AdoptionGrant;
     use reconcile_engine::Identity;
     use reconcile_engine::feature::Offline;
 
@@ -366,9 +366,9 @@ mod tests {
         assert!(!new_generation(&ext(1, None)));
     }
 
-    /// The Extension and the StorageVirtualMachine controller share the seed Secrets' cache
-    /// whichever registers first: the manager refuses a second cache of one kind with other
-    /// selectors.
+    /// The Extension and the ONTAP feature's StorageVirtualMachine controller share the seed
+    /// Secrets' cache whichever registers first: the manager refuses a second cache of one kind
+    /// with other selectors.
     #[test]
     fn registers_before_or_after_the_svm_controller() {
         let offline = Offline::new(Identity::new("test"));
@@ -378,12 +378,13 @@ mod tests {
                 let connections = ClusterConnections::new(client, ClientSettings::default());
                 let verify = VerifyRequests::default();
                 let svm = |manager: &mut Manager| {
-                    crate::ontap::svm::reconcile::register(
+                    crate::ontap::register(
                         manager,
                         connections.clone(),
-                        AdoptionGrant::default(),
-                        verify.clone(),
+                        ClusterProbes::new(Default::default()),
+                        watcher::Config::default(),
                     )
+                    .map(|_| ())
                 };
                 let extension = |manager: &mut Manager| {
                     register(

@@ -38,7 +38,7 @@ pub use lifs::{
     desired_lifs, plan_lifs,
 };
 pub use password::generate_password;
-pub use reconcile::AdoptionGrant;
+pub use reconcile::{Adopters, AdoptionGrant};
 pub use seed_secret::{ExpectedSeed, SeedField, SeedSecretState, inspect_seed_secret};
 // The steps name it through `super::`, as they did when it was this module's.
 use crate::api::seed_secret::without_data;
