@@ -30,6 +30,18 @@ pub const GROUP: &str = "ontap.storage.dev";
 /// instead of rotating it.
 pub const ADOPT_SVM_UUID_ANNOTATION: &str = "ontap.storage.dev/adopt-svm-uuid";
 
+/// Whether `name` has the shape of a metal-stack project's SVM: `p` and a project UUID's 32
+/// lowercase hex digits. The only SVMs an object of `--extension-project-namespace` takes over
+/// from another party, and the names the Gardener Extension gives its project SVMs.
+pub fn is_metal_stack_svm_name(name: &str) -> bool {
+    name.strip_prefix('p').is_some_and(|hex| {
+        hex.len() == 32
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    })
+}
+
 /// On a StorageVirtualMachine the Gardener extension declares (in its project namespace, or in
 /// a shoot namespace gardenlet labelled — where only the operator and gardenlet write): the
 /// Gardener project, as its namespace in the garden, the object serves. The SVM controller

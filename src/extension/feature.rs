@@ -14,8 +14,7 @@ use super::imagevector::{ImageVector, ImageVectorError};
 use super::shoot::ShootImages;
 use crate::ontap::OntapServices;
 use crate::ontap::connections::{ClientSettings, ClusterConnections};
-use crate::ontap::svm::Adopters;
-use crate::ontap::svm::VerifyRequests;
+use crate::ontap::svm::{Adopters, SeedSecretPrefill, VerifyRequests};
 
 // The feature's flags (no doc comment: clap would make it the `run` command's about text).
 #[derive(Clone, Debug, Args)]
@@ -139,7 +138,13 @@ impl Feature for ExtensionFeature {
             renew_interval: args.heartbeat_renew_interval,
         };
         let extension_type = settings.extension_type.clone();
-        register(setup.manager, ontap.connections, ontap.verify, settings)?;
+        register(
+            setup.manager,
+            ontap.connections,
+            ontap.verify,
+            ontap.prefill,
+            settings,
+        )?;
         let state = super::metrics::ExtensionStateCollector {
             extensions: setup.manager.cache::<super::api::Extension>()?,
             extension_type,
@@ -155,11 +160,13 @@ impl Feature for ExtensionFeature {
     fn declarations(&self, offline: &Offline) -> Result<Vec<Declarations>, FeatureError> {
         let images = ShootImages::embedded().map_err(image_error)?;
         let extension = offline.read(Some(NAME), |manager, client| {
+            let prefill = SeedSecretPrefill::new(client.clone());
             let connections = ClusterConnections::new(client, ClientSettings::default());
             register(
                 manager,
                 connections,
                 VerifyRequests::default(),
+                prefill,
                 ExtensionSettings::new(images),
             )
         })?;

@@ -16,7 +16,7 @@ const SHOOT_NAMESPACE_PREFIXES: [&str; 2] = ["shoot--", "shoot-"];
 const METAL_STACK_ACCOUNT_NAME_MAX: usize = 25;
 
 /// Whether `id` has the form of a metal-stack project id: a UUID in lowercase hex, 8-4-4-4-12.
-/// Its SVM then has the shape [`crate::ontap::svm::authority::is_metal_stack_svm_name`] asks.
+/// Its SVM then has the shape [`crate::api::is_metal_stack_svm_name`] asks.
 pub fn is_metal_project_id(id: &str) -> bool {
     let groups: Vec<&str> = id.split('-').collect();
     groups.len() == 5
@@ -117,9 +117,7 @@ mod tests {
     fn metal_stack_project_ids_are_uuids() {
         let id = "0b1f9c3e-aaaa-bbbb-cccc-123456789abc";
         assert!(is_metal_project_id(id));
-        assert!(crate::ontap::svm::authority::is_metal_stack_svm_name(
-            &project_svm_name(id)
-        ));
+        assert!(crate::api::is_metal_stack_svm_name(&project_svm_name(id)));
         for other in [
             "ayroll",
             "0B1F9C3E-AAAA-BBBB-CCCC-123456789ABC",

@@ -1,7 +1,8 @@
 //! The ONTAP feature (`--controllers ontap`): the OntapCluster controller (connectivity) and the
 //! StorageVirtualMachine controller (SVM, LIFs, account, verified seed Secret), sharing one
-//! connection to each ONTAP cluster. It provides those connections, and the grant of adoption,
-//! to the features that build on it (the Gardener Extension).
+//! connection to each ONTAP cluster. It provides those connections, the grant of adoption, and
+//! the SVM controller's services (verification on request, the seed Secret's pre-fill) to the
+//! features that build on it (the Gardener Extension).
 
 pub mod cluster;
 pub mod connections;
@@ -21,7 +22,7 @@ use reconcile_engine::{Manager, ManagerError};
 
 use cluster::ClusterProbes;
 use connections::{ClientSettings, ClusterConnections};
-use svm::{AdoptionGrant, VerifyRequests};
+use svm::{AdoptionGrant, SeedSecretPrefill, VerifyRequests};
 
 use crate::api::{OntapCluster, StorageVirtualMachine};
 
@@ -76,6 +77,9 @@ pub struct OntapServices {
     pub adoption: AdoptionGrant,
     /// Asks the StorageVirtualMachine controller to verify an object now.
     pub verify: VerifyRequests,
+    /// Creates a seed Secret holding a password ONTAP already holds, for an object about to
+    /// take over its account.
+    pub prefill: SeedSecretPrefill,
 }
 
 /// The ONTAP feature.
@@ -136,7 +140,7 @@ impl Feature for OntapFeature {
 }
 
 /// Registers the OntapCluster and StorageVirtualMachine controllers on `connections`.
-fn register(
+pub(crate) fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
     probes: ClusterProbes,
@@ -145,6 +149,7 @@ fn register(
     cluster::register(manager, connections.clone(), probes, clusters)?;
     let adoption = AdoptionGrant::default();
     let verify = VerifyRequests::default();
+    let prefill = SeedSecretPrefill::new(manager.client().clone());
     svm::reconcile::register(
         manager,
         connections.clone(),
@@ -155,5 +160,6 @@ fn register(
         connections,
         adoption,
         verify,
+        prefill,
     })
 }

@@ -275,7 +275,8 @@ async fn a_released_svm_is_not_taken_over_from_another_namespace() {
 #[tokio::test]
 async fn another_namespaces_default_svm_name_cannot_be_taken_in_advance() {
     let (world, attacker) = world(true).await;
-    let default_name = ontap_operator::ontap::svm::default_svm_name(&world.env.namespace, "db");
+    let default_name =
+        ontap_operator::api::seed_secret::default_svm_name(&world.env.namespace, "db");
     attack(
         &attacker,
         &world,

@@ -11,13 +11,13 @@ use reconcile_engine::{Outcome, StepError, StepFlow};
 use secrecy::SecretString;
 use serde_json::Value;
 
+use crate::api::seed_secret::SeedFields;
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine};
 use crate::extension::api::Extension;
 use crate::extension::config::ExtensionConfig;
 use crate::extension::naming;
-use crate::ontap::svm::SeedFields;
 
-use super::credentials::{prefill_seed_secret, secret_credentials};
+use super::credentials::secret_credentials;
 use super::plan::Plan;
 use super::reasons::{Failed, OntapRequest, Waiting, kube_error, ontap_failure, rejected};
 use super::svm_object::set_adoption;
@@ -97,7 +97,7 @@ impl ExtensionReconciler {
             // A password ONTAP holds already, not one that might still be in flight.
             password_set_at: None,
         };
-        Ok(prefill_seed_secret(&seed_secrets, &svm, &fields).await?)
+        Ok(self.prefill_seed_secret(&svm, &fields).await?)
     }
 
     /// Whether the shoot's seed Secret exists: cached, or (written just now) in the API server.

@@ -1,17 +1,17 @@
 //! The seed Secret as the Extension uses it: its credentials read, verified against ONTAP before
-//! they reach the shoot, and pre-filled where ONTAP already holds the password.
+//! they reach the shoot, and pre-filled where ONTAP already holds the password (written by the
+//! SVM controller's [`crate::ontap::svm::SeedSecretPrefill`], the seed Secrets' one writer).
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
-use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
+use crate::api::seed_secret::{PASSWORD_KEY, SeedFields, USERNAME_KEY, seed_value};
 use crate::extension::shoot::ShootCredentials;
-use crate::ontap::svm::{SeedFields, build_seed_secret};
+use crate::ontap::svm::{PrefillError, Prefilled};
 
 use super::ExtensionReconciler;
 use super::plan::Plan;
@@ -20,37 +20,23 @@ use super::reasons::{Failed, OntapRequest, Transient, Waiting, kube_error, ontap
 /// The username and password a seed Secret (ours or metal-stack's) holds, both non-empty.
 pub(super) fn secret_credentials(secret: &Secret) -> Option<(String, String)> {
     Some((
-        secret_text(secret, USERNAME_KEY)?,
-        secret_text(secret, PASSWORD_KEY)?,
+        seed_value(secret, USERNAME_KEY)?.to_owned(),
+        seed_value(secret, PASSWORD_KEY)?.to_owned(),
     ))
 }
 
-fn secret_text(secret: &Secret, key: &str) -> Option<String> {
-    let bytes = secret.data.as_ref()?.get(key)?;
-    String::from_utf8(bytes.0.clone())
-        .ok()
-        .filter(|s| !s.is_empty())
-}
-
-/// Creates `svm`'s seed Secret with credentials ONTAP already holds (a restore, an import), so
-/// its controller verifies and keeps them instead of setting a new password. One that exists
-/// already is left as it is: its controller judges it.
-pub(super) async fn prefill_seed_secret(
-    secrets: &Api<Secret>,
-    svm: &StorageVirtualMachine,
-    fields: &SeedFields,
-) -> Result<Outcome, StepError> {
-    let seed = build_seed_secret(svm, fields)
-        .map_err(|e| Transient::SecretBuildFailed.error(e.to_string()))?;
-    match secrets.create(&PostParams::default(), &seed).await {
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(Outcome::unchanged()),
-        other => other
-            .map(|_| Outcome::changed())
-            .map_err(kube_error(Failed::SecretWrite)),
-    }
-}
-
 impl ExtensionReconciler {
+    /// Creates `svm`'s seed Secret with credentials ONTAP already holds (a restore, an import),
+    /// so its controller verifies and keeps them instead of setting a new password. One that
+    /// exists already is left as it is: its controller judges it.
+    pub(super) async fn prefill_seed_secret(
+        &self,
+        svm: &StorageVirtualMachine,
+        fields: &SeedFields,
+    ) -> Result<Outcome, StepError> {
+        prefilled(self.prefill.prefill(svm, fields).await)
+    }
+
     /// Step `CredentialsVerified`: the seed Secret's credentials authenticate against ONTAP.
     pub(super) async fn verify_credentials(
         &self,
@@ -106,5 +92,54 @@ impl ExtensionReconciler {
             ));
         }
         Ok(Outcome::Unchanged(ShootCredentials { username, password }))
+    }
+}
+
+/// A pre-fill's result as the step's outcome, its failures in the Extension's reasons.
+fn prefilled(result: Result<Prefilled, PrefillError>) -> Result<Outcome, StepError> {
+    match result {
+        Ok(Prefilled::Created) => Ok(Outcome::changed()),
+        Ok(Prefilled::Existed) => Ok(Outcome::unchanged()),
+        Err(PrefillError::Build(e)) => Err(Transient::SecretBuildFailed.error(e.to_string())),
+        Err(PrefillError::Create(e)) => Err(kube_error(Failed::SecretWrite)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reconcile_engine::ErrorCategory;
+
+    use super::*;
+    use crate::api::seed_secret::SeedSecretError;
+
+    /// What the pre-fill did or why it failed reaches the step in the reasons the Extension
+    /// reported when it wrote the Secret itself.
+    #[test]
+    fn prefills_become_outcomes_and_reasons() {
+        assert!(matches!(
+            prefilled(Ok(Prefilled::Created)),
+            Ok(Outcome::Changed(()))
+        ));
+        assert!(matches!(
+            prefilled(Ok(Prefilled::Existed)),
+            Ok(Outcome::Unchanged(()))
+        ));
+        let Err(build) = prefilled(Err(PrefillError::Build(SeedSecretError::MissingMetadata(
+            "uid",
+        )))) else {
+            panic!("a failed build is an error");
+        };
+        assert_eq!(build.reason(), "SecretBuildFailed");
+        assert_eq!(build.category(), ErrorCategory::Transient);
+        assert_eq!(
+            build.message(),
+            SeedSecretError::MissingMetadata("uid").to_string()
+        );
+        let Err(write) = prefilled(Err(PrefillError::Create(kube::Error::Api(Box::new(
+            kube::core::Status::failure("refused", "Forbidden").with_code(403),
+        ))))) else {
+            panic!("a failed create is an error");
+        };
+        assert_eq!(write.reason(), "SecretWriteFailed");
     }
 }

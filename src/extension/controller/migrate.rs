@@ -12,14 +12,12 @@ use kube::{Api, ResourceExt};
 use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
 
 use crate::api::StorageVirtualMachine;
-use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY};
+use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY, seed_secret_name};
 use crate::extension::api::Extension;
 use crate::extension::state::{ExtensionState, migration_status_patch};
 use serde_json::json;
 
 use super::credentials::secret_credentials;
-use crate::ontap::svm::seed_secret_name;
-
 use super::reasons::{Failed, Waiting, kube_error};
 use super::{CONTROLLER, ExtensionReconciler, ExtensionStep, namespace_of};
 

@@ -5,11 +5,11 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError};
 
+use crate::api::seed_secret::{default_account_name, default_secret_name, default_svm_name};
 use crate::extension::api::{Extension, ShootView};
 use crate::extension::config::{ExtensionConfig, SvmSharing, parse_provider_config};
 use crate::extension::state::ExtensionState;
 use crate::extension::{naming, shoot_rules};
-use crate::ontap::svm::{default_account_name, default_svm_name};
 
 use super::reasons::{Coded, Waiting};
 use super::{ExtensionReconciler, namespace_of};
@@ -102,7 +102,7 @@ impl ExtensionReconciler {
             SvmSharing::PerProject => naming::credentials_secret_name(&svm_name, &namespace),
             SvmSharing::PerShoot => None,
         }
-        .unwrap_or_else(|| format!("{object}-svm-credentials"));
+        .unwrap_or_else(|| default_secret_name(&object));
         Ok(Plan {
             object,
             cluster,

@@ -15,7 +15,7 @@ use super::namespace_of;
 use super::reasons::{Failed, kube_error};
 use super::report::PassReport;
 use super::shoot_health::HealthRechecks;
-use crate::api::seed_secret::seed_secret_selector;
+use crate::api::seed_secret::{seed_secret_selector, without_data};
 use crate::api::{OntapCluster, StorageVirtualMachine};
 use crate::extension::api::{
     Cluster, Extension, ExtensionStatus, LastOperationType, ManagedResource, ShootView,
@@ -27,7 +27,7 @@ use crate::extension::shoot_access::ShootClients;
 use crate::extension::status::{compute_operation, should_skip_operation};
 use crate::extension::{EXTENSION_TYPE, FINALIZER};
 use crate::ontap::connections::ClusterConnections;
-use crate::ontap::svm::VerifyRequests;
+use crate::ontap::svm::{SeedSecretPrefill, VerifyRequests};
 use reconcile_engine::manager::resource_rule;
 use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
@@ -125,6 +125,7 @@ pub fn register(
     manager: &mut Manager,
     connections: ClusterConnections,
     verify: VerifyRequests,
+    prefill: SeedSecretPrefill,
     settings: ExtensionSettings,
 ) -> Result<(), ManagerError> {
     let managed_resources = manager.cache_with::<ManagedResource>(
@@ -140,12 +141,13 @@ pub fn register(
             let secrets = manager
                 .cache_with::<Secret>(watcher::Config::default().labels(&seed_secret_selector()))?;
             // Cached by their metadata: the data is read by name where it is needed.
-            secrets.trim_objects(crate::ontap::svm::without_data);
+            secrets.trim_objects(without_data);
             secrets
         },
         managed_resources,
         connections,
         verify,
+        prefill,
         shoot_clients: ShootClients::default(),
         rechecks,
         settings,
@@ -166,8 +168,8 @@ pub fn register(
                 "managedresources",
                 &write(&["create", "patch", "delete"]),
             ))
-            // The ManagedResources' Secrets and the migration's state Secret; the seed Secret
-            // of a restored SVM.
+            // The ManagedResources' Secrets and the migration's state Secret; the seed Secrets
+            // it reads by name.
             .rule(resource_rule(
                 "",
                 "secrets",
@@ -208,6 +210,9 @@ pub struct ExtensionReconciler {
     pub(super) connections: ClusterConnections,
     /// Asks the SVM controller for a pass now when the published credentials fail.
     pub(super) verify: VerifyRequests,
+    /// Creates a seed Secret with credentials ONTAP already holds (a restore, an import): the
+    /// SVM controller's, the seed Secrets' one writer.
+    pub(super) prefill: SeedSecretPrefill,
     /// Reads what Trident reports on the delivered backends.
     pub(super) shoot_clients: ShootClients,
     /// Passes asked for while Trident's backends are not healthy.
@@ -338,8 +343,8 @@ impl ExtensionReconciler {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::ontap::cluster::ClusterProbes;
     use crate::ontap::connections::ClientSettings;
-    use crate::ontap::svm::AdoptionGrant;
     use reconcile_engine::Identity;
     use reconcile_engine::feature::Offline;
 
@@ -361,29 +366,32 @@ mod tests {
         assert!(!new_generation(&ext(1, None)));
     }
 
-    /// The Extension and the StorageVirtualMachine controller share the seed Secrets' cache
-    /// whichever registers first: the manager refuses a second cache of one kind with other
-    /// selectors.
+    /// The Extension and the ONTAP feature's StorageVirtualMachine controller share the seed
+    /// Secrets' cache whichever registers first: the manager refuses a second cache of one kind
+    /// with other selectors.
     #[test]
     fn registers_before_or_after_the_svm_controller() {
         let offline = Offline::new(Identity::new("test"));
         for extension_first in [true, false] {
             let declared = offline.read(None, |manager, client| {
+                let prefill = SeedSecretPrefill::new(client.clone());
                 let connections = ClusterConnections::new(client, ClientSettings::default());
                 let verify = VerifyRequests::default();
                 let svm = |manager: &mut Manager| {
-                    crate::ontap::svm::reconcile::register(
+                    crate::ontap::register(
                         manager,
                         connections.clone(),
-                        AdoptionGrant::default(),
-                        verify.clone(),
+                        ClusterProbes::new(Default::default()),
+                        watcher::Config::default(),
                     )
+                    .map(|_| ())
                 };
                 let extension = |manager: &mut Manager| {
                     register(
                         manager,
                         connections.clone(),
                         verify.clone(),
+                        prefill.clone(),
                         ExtensionSettings::new(ShootImages::embedded().unwrap()),
                     )
                 };

@@ -9,12 +9,12 @@ use reconcile_engine::{Outcome, StepError};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::SeedFields;
 use crate::extension::api::Extension;
 use crate::extension::config::ExtensionConfig;
 use crate::extension::state::ExtensionState;
-use crate::ontap::svm::SeedFields;
 
-use super::credentials::{prefill_seed_secret, secret_credentials};
+use super::credentials::secret_credentials;
 use super::plan::Plan;
 use super::reasons::{Coded, Failed, Transient, kube_error, rejected};
 use super::{ExtensionReconciler, namespace_of};
@@ -63,7 +63,7 @@ impl ExtensionReconciler {
             // still be in flight.
             password_set_at: None,
         };
-        prefill_seed_secret(&secrets, &svm, &fields).await
+        self.prefill_seed_secret(&svm, &fields).await
     }
 
     /// The shoot's object, created to adopt the restored SVM once the restored credentials are

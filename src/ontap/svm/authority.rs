@@ -16,7 +16,7 @@
 //! Every function here is pure; the steps gather the facts and act on the verdict.
 
 use super::errors::{Conflict, Invalid};
-use crate::api::ADOPT_SVM_UUID_ANNOTATION;
+use crate::api::{ADOPT_SVM_UUID_ANNOTATION, is_metal_stack_svm_name};
 use reconcile_engine::StepError;
 
 /// Start of the mark the operator writes into the comment of every SVM it creates or takes
@@ -245,17 +245,6 @@ impl Actor<'_> {
             Standing::Shoot { .. } | Standing::Tenant => true,
         }
     }
-}
-
-/// Whether `name` has the shape of a metal-stack project's SVM: `p` and a project UUID's 32
-/// lowercase hex digits.
-pub fn is_metal_stack_svm_name(name: &str) -> bool {
-    name.strip_prefix('p').is_some_and(|hex| {
-        hex.len() == 32
-            && hex
-                .chars()
-                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
-    })
 }
 
 /// Whether an object annotated to adopt `annotated` asks to take over the SVM `found` now, having

@@ -3,30 +3,84 @@
 //! a crash between the two then leaves a Secret that can be checked and, if ONTAP never got
 //! the password, rotated, never an account whose password nobody knows. A rejection must be
 //! confirmed before it mints a new password, and a password counts only once no older password
-//! request can land after it.
+//! request can land after it. A password ONTAP already holds enters the Secret here too, by
+//! [`SeedSecretPrefill`], the service through which the Gardener Extension pre-fills one.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
 use secrecy::SecretString;
 
 use super::authority::marked_for;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::naming::Names;
 use super::reconcile::SvmReconciler;
-use super::{
-    ExpectedSeed, SeedFields, SeedSecretState, build_seed_secret, generate_password,
-    inspect_seed_secret, password_set_at,
-};
+use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secret};
 use crate::api::StorageVirtualMachine;
+use crate::api::seed_secret::{SeedFields, SeedSecretError, build_seed_secret, password_set_at};
 use ontap_client::{AccountCheck, OntapClient, Svm};
 use reconcile_engine::{Outcome, StepError};
 
 /// The field manager of the operator's writes to seed Secrets.
 const FIELD_MANAGER: &str = "ontap-operator";
+
+/// Pre-fills seed Secrets for whoever declares a StorageVirtualMachine that is to keep a
+/// password ONTAP already holds (the Gardener Extension, on a restore or an import from
+/// metal-stack): the Secret exists with it before the object's controller would mint one, so
+/// the controller verifies and keeps it. Made once by the ONTAP feature and handed to the
+/// features built on it, so that no other module writes a seed Secret.
+#[derive(Clone)]
+pub struct SeedSecretPrefill {
+    kube: Client,
+}
+
+/// What a pre-fill did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefilled {
+    /// The Secret was created with the fields given.
+    Created,
+    /// A Secret of that name exists already and is left as it is: its object's controller
+    /// judges it, and a stranger's Secret is never taken over.
+    Existed,
+}
+
+/// Why a pre-fill failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PrefillError {
+    #[error(transparent)]
+    Build(#[from] SeedSecretError),
+    #[error("creating the seed Secret failed: {0}")]
+    Create(#[source] kube::Error),
+}
+
+impl SeedSecretPrefill {
+    pub fn new(kube: Client) -> Self {
+        Self { kube }
+    }
+
+    /// Creates `svm`'s seed Secret holding `fields`, unless a Secret of its name exists.
+    pub async fn prefill(
+        &self,
+        svm: &StorageVirtualMachine,
+        fields: &SeedFields,
+    ) -> Result<Prefilled, PrefillError> {
+        let secret = build_seed_secret(svm, fields)?;
+        let namespace = svm
+            .namespace()
+            .ok_or(SeedSecretError::MissingMetadata("namespace"))?;
+        match Api::<Secret>::namespaced(self.kube.clone(), &namespace)
+            .create(&PostParams::default(), &secret)
+            .await
+        {
+            Ok(_) => Ok(Prefilled::Created),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Prefilled::Existed),
+            Err(e) => Err(PrefillError::Create(e)),
+        }
+    }
+}
 
 /// The seed Secret as read, and when its password was set.
 pub(super) struct Seed {
@@ -298,4 +352,104 @@ async fn retire_renamed_account(
         .await
         .map_err(|e| ontap_error(Failed::AccountDelete, e))?;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::seed_secret::fixtures::{built, fields, svm};
+
+    /// A pre-fill against an API server that answers every request with `code`, and the
+    /// requests it received (method, path, body).
+    async fn prefill_answered(
+        svm: &StorageVirtualMachine,
+        code: u16,
+    ) -> (
+        Result<Prefilled, PrefillError>,
+        Vec<(String, String, Secret)>,
+    ) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let recorded = seen.clone();
+        let service = tower::service_fn(move |request: Request<Body>| {
+            let recorded = recorded.clone();
+            async move {
+                let method = request.method().to_string();
+                let path = request.uri().path().to_owned();
+                let body = request.into_body().collect_bytes().await?;
+                let secret: Secret = serde_json::from_slice(&body)?;
+                recorded
+                    .lock()
+                    .unwrap()
+                    .push((method, path, secret.clone()));
+                let answer = if code == 201 {
+                    serde_json::to_vec(&secret)?
+                } else {
+                    serde_json::to_vec(&json!({
+                        "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "message": "refused", "reason": "Refused", "code": code,
+                    }))?
+                };
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
+                    Response::builder()
+                        .status(code)
+                        .header("content-type", "application/json")
+                        .body(Body::from(answer))?,
+                )
+            }
+        });
+        let prefill = SeedSecretPrefill::new(Client::new(service, "default"));
+        let result = prefill.prefill(svm, &fields()).await;
+        let seen = seen.lock().unwrap().clone();
+        (result, seen)
+    }
+
+    #[tokio::test]
+    async fn creates_the_contracts_secret_in_the_objects_namespace() {
+        let (result, seen) = prefill_answered(&svm(), 201).await;
+        assert_eq!(result.unwrap(), Prefilled::Created);
+        let [(method, path, secret)] = seen.as_slice() else {
+            panic!("{seen:?}");
+        };
+        assert_eq!(method, "POST");
+        assert_eq!(path, "/api/v1/namespaces/team-a/secrets");
+        assert_eq!(
+            serde_json::to_value(secret).unwrap(),
+            serde_json::to_value(built()).unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_existing_secret_is_left_alone() {
+        let (result, seen) = prefill_answered(&svm(), 409).await;
+        assert_eq!(result.unwrap(), Prefilled::Existed);
+        assert_eq!(seen.len(), 1, "one create, nothing overwritten");
+    }
+
+    #[tokio::test]
+    async fn a_refused_create_is_an_error() {
+        let (result, _) = prefill_answered(&svm(), 403).await;
+        match result {
+            Err(PrefillError::Create(kube::Error::Api(status))) => assert_eq!(status.code, 403),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unstored_object_sends_nothing() {
+        let mut svm = svm();
+        svm.metadata.uid = None;
+        let (result, seen) = prefill_answered(&svm, 201).await;
+        assert!(matches!(
+            result,
+            Err(PrefillError::Build(SeedSecretError::MissingMetadata("uid")))
+        ));
+        assert!(seen.is_empty());
+    }
 }

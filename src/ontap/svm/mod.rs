@@ -6,9 +6,11 @@
 //! of the seed Secret and the only place a password is minted: the Secret-first handoff both
 //! `account` and `secret` use. `steady` decides when a pass over a Ready object may take its SVM
 //! and LIFs from the cluster's inventory, and runs the refresher that re-reads it. `standing`
-//! reads who an object is. The rest is pure logic: default names, passwords, netmasks, the seed
-//! Secret contract, and the SVM requests a spec calls for. Nothing in those talks to Kubernetes
+//! reads who an object is. The rest is pure logic: the names an object may ask for, passwords,
+//! netmasks, the seed Secret's judgement, and the SVM requests a spec calls for. Nothing in those talks to Kubernetes
 //! or ONTAP, so all of it is unit-tested without either.
+//! The seed Secret's shape and the default names are the published contract
+//! (`crate::api::seed_secret`), which the Gardener Extension reads too.
 
 mod account;
 pub mod authority;
@@ -32,16 +34,15 @@ mod svm;
 pub mod tenancy;
 mod verify;
 
-pub use naming::{default_account_name, default_secret_name, default_svm_name, seed_secret_name};
+pub use credentials::{PrefillError, Prefilled, SeedSecretPrefill};
 pub use password::generate_password;
 pub use plan::{
     DesiredError, DesiredLif, DesiredSvm, LifPlan, LifRemoval, LifRole, Mismatch, RemovalReason,
     StateAction, SvmPlan, data_service_policy, desired_lifs, desired_svm, plan_lifs, plan_svm,
     protocol_changes,
 };
-pub use seed_secret::{
-    ExpectedSeed, SeedField, SeedFields, SeedSecretError, SeedSecretState, build_seed_secret,
-    inspect_seed_secret, password_set_at, without_data,
-};
+pub use seed_secret::{ExpectedSeed, SeedField, SeedSecretState, inspect_seed_secret};
 pub use standing::{Adopters, AdoptionGrant};
+// The steps name it through `super::`, as they did when it was this module's.
+use crate::api::seed_secret::without_data;
 pub use verify::VerifyRequests;

@@ -18,9 +18,9 @@ use super::authority::Creator;
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::naming::{Names, names_of};
-use super::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
+use crate::api::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };

@@ -1,127 +1,23 @@
-//! The seed Secret: the contract between the operator and whoever consumes an SVM's credentials.
-//!
-//! An `Opaque` Secret in the StorageVirtualMachine's namespace with the keys `username`,
-//! `password`, `managementLIF`, `svm` and `svmUUID`, labelled
-//! `app.kubernetes.io/managed-by=ontap-operator`, and controlled by the StorageVirtualMachine
-//! (ownerReference with `controller` and `blockOwnerDeletion`), so it goes away with it.
+//! The seed Secret as the controller judges it. What the Secret is (its name, keys, label,
+//! owner, and how it is built) is the published contract, `crate::api::seed_secret`; what it
+//! holds against what ONTAP and the object say is decided here.
 //!
 //! The controller never assumes the Secret exists because the SVM does (a failed write leaves an
 //! SVM without one): it reads the Secret on every reconcile and acts on [`SeedSecretState`].
 //! A Secret of that name that the operator does not control is reported, never overwritten.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use k8s_openapi::jiff::Timestamp;
-use kube::api::ObjectMeta;
-use kube::{Resource, ResourceExt};
-use secrecy::{ExposeSecret, SecretString};
+use kube::ResourceExt;
+use secrecy::SecretString;
 
-use super::naming::seed_secret_name;
 use crate::api::StorageVirtualMachine;
-
-// The contract's keys and label are what other controllers read: they live in the API.
-pub use crate::api::seed_secret::{
-    MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGEMENT_LIF_KEY, PASSWORD_KEY, SEED_KEYS, SVM_KEY,
-    SVM_UUID_KEY, USERNAME_KEY,
+use crate::api::seed_secret::{
+    MANAGED_BY_LABEL, MANAGED_BY_VALUE, MANAGEMENT_LIF_KEY, PASSWORD_KEY, SECRET_TYPE, SEED_KEYS,
+    SVM_KEY, SVM_UUID_KEY, USERNAME_KEY, seed_value,
 };
-
-/// When the operator last set a new password (RFC 3339). A password request sent earlier whose
-/// answer was lost may still land for a while; until that window has passed, the credentials
-/// are verified again before they count as working.
-pub const PASSWORD_SET_AT_ANNOTATION: &str = "ontap.storage.dev/password-set-at";
-/// The only Secret type the contract uses.
-pub const SECRET_TYPE: &str = "Opaque";
-
-/// A seed Secret as the operator caches it: without its data. Whoever may label a Secret
-/// could otherwise grow the cache without bound (and a memory dump would hold every password);
-/// a pass reads the Secret it needs by name.
-pub fn without_data(secret: &mut k8s_openapi::api::core::v1::Secret) {
-    secret.data = None;
-    secret.string_data = None;
-}
-
-/// What goes into a seed Secret. `Debug` shows the password as `[REDACTED]`.
-#[derive(Clone, Debug)]
-pub struct SeedFields {
-    pub username: String,
-    pub password: SecretString,
-    /// IP address of the SVM's management LIF.
-    pub management_lif: String,
-    /// SVM name in ONTAP.
-    pub svm_name: String,
-    pub svm_uuid: String,
-    /// Set when this password is new in ONTAP (see [`PASSWORD_SET_AT_ANNOTATION`]), or carried
-    /// over from the Secret when only descriptive fields change.
-    pub password_set_at: Option<Timestamp>,
-}
-
-/// When the password of `secret` was last set by the operator, if it says so.
-pub fn password_set_at(secret: &Secret) -> Option<Timestamp> {
-    secret
-        .annotations()
-        .get(PASSWORD_SET_AT_ANNOTATION)?
-        .parse()
-        .ok()
-}
-
-/// Why a seed Secret could not be built.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SeedSecretError {
-    /// An object that was never stored by the API server has no uid to own a Secret with.
-    #[error("the StorageVirtualMachine has no {0}: it must be read from the API server first")]
-    MissingMetadata(&'static str),
-}
-
-/// The seed Secret for `svm` holding `fields`, ready to be applied.
-pub fn build_seed_secret(
-    svm: &StorageVirtualMachine,
-    fields: &SeedFields,
-) -> Result<Secret, SeedSecretError> {
-    let namespace = svm
-        .namespace()
-        .ok_or(SeedSecretError::MissingMetadata("namespace"))?;
-    // None without a name or uid. kube sets `controller` only: blockOwnerDeletion keeps the
-    // StorageVirtualMachine from vanishing in a foreground deletion while its Secret remains.
-    let owner = OwnerReference {
-        block_owner_deletion: Some(true),
-        ..svm
-            .controller_owner_ref(&())
-            .ok_or(SeedSecretError::MissingMetadata("uid"))?
-    };
-    let data: BTreeMap<String, ByteString> = [
-        (USERNAME_KEY, fields.username.as_str()),
-        (PASSWORD_KEY, fields.password.expose_secret()),
-        (MANAGEMENT_LIF_KEY, fields.management_lif.as_str()),
-        (SVM_KEY, fields.svm_name.as_str()),
-        (SVM_UUID_KEY, fields.svm_uuid.as_str()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
-    .collect();
-    Ok(Secret {
-        metadata: ObjectMeta {
-            name: Some(seed_secret_name(svm)),
-            namespace: Some(namespace),
-            labels: Some(BTreeMap::from([(
-                MANAGED_BY_LABEL.to_string(),
-                MANAGED_BY_VALUE.to_string(),
-            )])),
-            owner_references: Some(vec![owner]),
-            annotations: fields.password_set_at.map(|at| {
-                BTreeMap::from([(PASSWORD_SET_AT_ANNOTATION.to_string(), at.to_string())])
-            }),
-            ..ObjectMeta::default()
-        },
-        type_: Some(SECRET_TYPE.to_string()),
-        data: Some(data),
-        ..Secret::default()
-    })
-}
 
 /// What the controller expects a seed Secret to say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -269,13 +165,7 @@ pub fn inspect_seed_secret(secret: Option<&Secret>, expected: &ExpectedSeed) -> 
         });
     }
 
-    let empty = BTreeMap::new();
-    let data = secret.data.as_ref().unwrap_or(&empty);
-    let value = |key: &str| {
-        data.get(key)
-            .and_then(|v| std::str::from_utf8(&v.0).ok())
-            .filter(|v| !v.is_empty())
-    };
+    let value = |key: &str| seed_value(secret, key);
     let missing_keys: Vec<&'static str> = SEED_KEYS
         .into_iter()
         .filter(|k| value(k).is_none())
@@ -333,37 +223,12 @@ fn same_address(a: &str, b: &str) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use secrecy::ExposeSecret;
+
     use super::*;
-
-    const UID: &str = "6f1c1f5e-0000-4000-8000-000000000001";
-    const PASSWORD: &str = "Sup3rSecretPassw0rdValue";
-
-    fn svm() -> StorageVirtualMachine {
-        let mut svm: StorageVirtualMachine = serde_json::from_value(serde_json::json!({
-            "apiVersion": "ontap.storage.dev/v1alpha1",
-            "kind": "StorageVirtualMachine",
-            "metadata": { "name": "db", "namespace": "team-a", "uid": UID },
-            "spec": {
-                "clusterRef": { "name": "lab" },
-                "managementLif": { "ip": "2001:db8::10", "prefixLength": 64 },
-                "dataLifs": [ { "ip": "2001:db8::11", "prefixLength": 64 } ]
-            }
-        }))
-        .unwrap();
-        svm.metadata.uid = Some(UID.into());
-        svm
-    }
-
-    fn fields() -> SeedFields {
-        SeedFields {
-            username: "vsadmin-1234abcd".into(),
-            password: SecretString::from(PASSWORD),
-            management_lif: "2001:db8::10".into(),
-            svm_name: "k8s_team-a_db".into(),
-            svm_uuid: "0d3c2f6e-1111-2222-3333-444455556666".into(),
-            password_set_at: None,
-        }
-    }
+    use crate::api::seed_secret::fixtures::{PASSWORD, built, fields, set, svm};
 
     fn expected() -> ExpectedSeed {
         ExpectedSeed::for_svm(
@@ -375,86 +240,11 @@ mod tests {
         .unwrap()
     }
 
-    fn built() -> Secret {
-        build_seed_secret(&svm(), &fields()).unwrap()
-    }
-
-    fn set(secret: &mut Secret, key: &str, value: &[u8]) {
-        secret
-            .data
-            .as_mut()
-            .unwrap()
-            .insert(key.into(), ByteString(value.to_vec()));
-    }
-
     #[test]
-    fn built_secret_follows_the_contract() {
-        let s = built();
-        assert_eq!(s.metadata.name.as_deref(), Some("db-svm-credentials"));
-        assert_eq!(s.metadata.namespace.as_deref(), Some("team-a"));
-        assert_eq!(s.type_.as_deref(), Some("Opaque"));
-        assert_eq!(
-            s.labels()
-                .get("app.kubernetes.io/managed-by")
-                .map(String::as_str),
-            Some("ontap-operator")
-        );
-        let owners = s.owner_references();
-        assert_eq!(owners.len(), 1);
-        let o: &OwnerReference = &owners[0];
-        assert_eq!(o.uid, UID);
-        assert_eq!(o.kind, "StorageVirtualMachine");
-        assert_eq!(o.api_version, "ontap.storage.dev/v1alpha1");
-        assert_eq!(o.name, "db");
-        assert_eq!(o.controller, Some(true));
-        assert_eq!(o.block_owner_deletion, Some(true));
-        let data = s.data.as_ref().unwrap();
-        let keys: Vec<_> = data.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            ["managementLIF", "password", "svm", "svmUUID", "username"]
-        );
-        assert_eq!(data["password"].0, PASSWORD.as_bytes());
-        assert_eq!(data["managementLIF"].0, b"2001:db8::10");
-        assert!(s.string_data.is_none());
-        assert!(s.metadata.annotations.is_none());
-        assert_eq!(password_set_at(&s), None);
-    }
-
-    #[test]
-    fn the_time_a_password_was_set_round_trips() {
-        let at: Timestamp = "2025-01-02T03:04:05Z".parse().unwrap();
-        let s = build_seed_secret(
-            &svm(),
-            &SeedFields {
-                password_set_at: Some(at),
-                ..fields()
-            },
-        )
-        .unwrap();
-        assert_eq!(password_set_at(&s), Some(at));
-    }
-
-    #[test]
-    fn secret_name_comes_from_the_spec_when_set() {
-        let mut svm = svm();
-        svm.spec.secret_name = Some("custom".into());
-        let s = build_seed_secret(&svm, &fields()).unwrap();
-        assert_eq!(s.metadata.name.as_deref(), Some("custom"));
-    }
-
-    #[test]
-    fn an_unstored_object_cannot_own_a_secret() {
+    fn an_unstored_object_expects_no_secret() {
         let mut svm = svm();
         svm.metadata.uid = None;
-        assert_eq!(
-            build_seed_secret(&svm, &fields()).unwrap_err(),
-            SeedSecretError::MissingMetadata("uid")
-        );
         assert!(ExpectedSeed::for_svm(&svm, "u", "s", "x").is_none());
-        let mut svm = self::svm();
-        svm.metadata.namespace = None;
-        assert!(build_seed_secret(&svm, &fields()).is_err());
     }
 
     #[test]
