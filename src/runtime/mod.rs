@@ -89,6 +89,10 @@ struct LeaseLabels {
 /// Everything the process built before it serves and leads.
 struct Process {
     client: Client,
+    /// The Lease's own client, outside the controllers' rate limit and write slots: a renewal
+    /// queued behind a burst of the controllers' writes would arrive after the fence and end
+    /// leadership under exactly the load a leader exists to carry.
+    lease_client: Client,
     registry: Arc<Registry>,
     health: Health,
     leadership: LeadershipState,
@@ -103,6 +107,8 @@ async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<(Proc
     let mut registry = Registry::default();
     let engine_metrics = Metrics::new(&mut registry, METRIC_PREFIX);
     let config = load_config(args.kubeconfig.as_deref(), USER_AGENT).await?;
+    let lease_client =
+        Client::try_from(config.clone()).context("building the Lease's Kubernetes client")?;
     let client = build_client(
         config,
         ClientLimits::from(&args.engine),
@@ -152,6 +158,7 @@ async fn build(args: &RunArgs, flags: &clap::ArgMatches) -> anyhow::Result<(Proc
     manager.start_caches();
     let process = Process {
         client,
+        lease_client,
         registry: Arc::new(registry),
         health,
         leadership,
@@ -336,8 +343,12 @@ async fn elect(args: &RunArgs, process: &Process) -> anyhow::Result<Option<Leade
         lease_duration: args.lease_duration,
         renew_before: args.lease_renew_before,
     };
-    let election =
-        LeaderElection::start(process.client.clone(), config, process.leadership.clone()).await?;
+    let election = LeaderElection::start(
+        process.lease_client.clone(),
+        config,
+        process.leadership.clone(),
+    )
+    .await?;
     Ok(Some(election))
 }
 
