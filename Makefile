@@ -4,7 +4,8 @@ SHELL := /bin/bash
 CARGO ?= cargo
 LOCAL := $(CURDIR)/.local
 # Where cargo puts the binaries `make run` starts (cargo honours CARGO_TARGET_DIR too).
-BIN := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/debug
+TARGET := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+BIN := $(TARGET)/debug
 
 .PHONY: image run test up down crds manifests generate lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
 
@@ -103,10 +104,21 @@ test-rules:
 ## installs with the chart on a real node (root); the Rust test binaries side by side in LANES lanes
 ## (hack/test.sh, default 3; LANES=1 runs them one after another as cargo test does); then
 ## tests/conformance (pytest): mock-ontap driven by NetApp's netapp-ontap client. All run; any
-## failing fails `make test`.
-test: deps lint
-	@rc=0; $(MAKE) --no-print-directory test-rules || rc=$$?; \
-	hack/image.sh build --profile $(IMAGE_PROFILE) || rc=$$?; \
+## failing fails `make test`. On a fresh machine the Go-built tools build in the background
+## (hack/deps.sh tools, logged to target/deps.log) while cargo compiles; the tests wait for them
+## (a test build that fails there fails again, reported, in hack/test.sh).
+test:
+	@hack/deps.sh packages
+	@mkdir -p $(TARGET); hack/deps.sh tools >$(TARGET)/deps.log 2>&1 & tools=$$!; \
+	lint=0; $(MAKE) --no-print-directory lint || lint=$$?; rc=0; \
+	if [ $$lint = 0 ]; then \
+	  hack/image.sh build --profile $(IMAGE_PROFILE) || rc=$$?; \
+	  $(CARGO) test --workspace --no-run -q || true; \
+	fi; \
+	built=0; wait $$tools || built=$$?; cat $(TARGET)/deps.log; \
+	if [ $$built != 0 ]; then echo "make test: the tools did not build (above)" >&2; exit $$built; fi; \
+	if [ $$lint != 0 ]; then exit $$lint; fi; \
+	$(MAKE) --no-print-directory test-rules || rc=$$?; \
 	hack/test.sh || rc=$$?; \
 	source hack/lib.sh; source hack/versions.env; venv=$$(conformance_venv); \
 	PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \

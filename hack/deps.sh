@@ -2,8 +2,18 @@
 # Installs what `make run` / `make test` need on a fresh machine and is a no-op once it is there:
 # Debian packages for the scripts, then the Go-built binaries and the Python client of
 # tests/conformance (cached outside the repository).
+#
+#   hack/deps.sh [all|packages|tools]    (default all: packages, then tools)
+#
+# `make test` installs the packages first and builds the tools in the background while cargo
+# compiles: on a fresh machine each takes about a quarter of an hour, and a good part of the
+# tools' time is downloading Go modules, which leaves the CPU to cargo.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+part=${1:-all}
+case "$part" in all|packages|tools) ;; *) echo "usage: $0 [all|packages|tools]" >&2; exit 2 ;; esac
+
+if [ "$part" != tools ]; then
 
 missing=()
 need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
@@ -42,16 +52,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u)
 fi
 command -v cargo >/dev/null 2>&1 || { echo "hack/deps.sh: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
-"$here/tools.sh" kube >/dev/null
-"$here/tools.sh" jaeger >/dev/null
-"$here/tools.sh" helm >/dev/null
-"$here/tools.sh" gardener >/dev/null
-"$here/tools.sh" gardener-crds >/dev/null
-"$here/tools.sh" kube-node >/dev/null
-"$here/tools.sh" pause >/dev/null
-"$here/tools.sh" toolbox >/dev/null
-# shellcheck source=hack/lib.sh
-source "$here/lib.sh"
-# shellcheck source=hack/versions.env
-source "$here/versions.env"
-conformance_venv >/dev/null
+fi
+[ "$part" != packages ] || exit 0
+
+# Two chains side by side, so that one downloads modules while the other compiles. helm comes
+# first: the image needs it. kube-node reuses kube-apiserver's Go build cache (the same module),
+# so it follows it. Every tool build holds its own lock: a second caller waits, never builds twice.
+tool() { "$here/tools.sh" "$1" >/dev/null; }
+conformance() {
+  # shellcheck source=hack/lib.sh
+  source "$here/lib.sh"
+  # shellcheck source=hack/versions.env
+  source "$here/versions.env"
+  conformance_venv >/dev/null
+}
+( tool helm && tool kube && tool kube-node && tool pause && tool toolbox ) & first=$!
+( tool jaeger && tool gardener && tool gardener-crds && conformance ) & second=$!
+rc=0
+wait "$first" || rc=$?
+wait "$second" || rc=$?
+exit "$rc"
