@@ -73,6 +73,18 @@ pub mod codes {
     pub const EXPORT_POLICY_IN_USE: &str = INVALID_FIELD;
     pub const BLOCK_MAPPED: &str = INVALID_FIELD;
     pub const GROUP_MAPPED: &str = INVALID_FIELD;
+    /// A volume beyond the SVM's `max_volumes` or `storage.limit`: the code ONTAP gave both
+    /// refusals through ZAPI (13001) in a NetApp lab; no REST code is documented (README).
+    pub const VOLUME_LIMIT_REACHED: &str = "13001";
+    /// QoS policies: NetApp's REST reference (`POST`/`PATCH /storage/qos/policies`).
+    pub const QOS_POLICY_LIMIT: &str = "8454147";
+    pub const QOS_POLICY_NAME_IN_USE: &str = "8454154";
+    pub const QOS_THROUGHPUT_RATIO: &str = "8454260";
+    /// REST roles: NetApp's REST reference (`POST /security/roles`).
+    pub const ROLE_INVALID_ACCESS: &str = "5636144";
+    pub const ROLE_URI_INVALID_CHARACTER: &str = "5636169";
+    pub const ROLE_URI_UNKNOWN: &str = "5636170";
+    pub const ROLE_PRIVILEGES_REQUIRED: &str = "13434892";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -418,6 +418,7 @@ mod tests {
         let schema = crate::schema::Schema {
             path: "/api/x",
             modelled: &["uuid", "name", "aggregates.name", "nfs.enabled"],
+            absent: &[],
             ontap: &["missing"],
         };
         ListQuery::parse(pairs, &schema).unwrap()
@@ -428,6 +429,7 @@ mod tests {
         let schema = crate::schema::Schema {
             path: "/api/x",
             modelled: &["uuid", "name"],
+            absent: &[],
             ontap: &[],
         };
         let pairs = |s: &str| form_urlencoded::parse(s.as_bytes()).into_owned().collect();

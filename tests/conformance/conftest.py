@@ -6,6 +6,7 @@ take a CA file through `HostConnection(verify=path)` here, and the contract unde
 API, not TLS); every test starts from `POST /_mock/reset`.
 """
 
+import contextlib
 import os
 import sys
 import pathlib
@@ -62,23 +63,24 @@ class Mock:
         )
 
 
-@pytest.fixture(scope="session")
-def mock_server():
-    binary = _binary()
+@contextlib.contextmanager
+def _running_mock(binary: pathlib.Path, config_yaml: str = None):
+    """A mock-ontap process on an ephemeral port, with `config_yaml` as its --config."""
     with tempfile.TemporaryDirectory() as tmp:
         ready = pathlib.Path(tmp, "addr")
+        args = [
+            str(binary),
+            "--listen", "127.0.0.1:0",
+            "--ready-file", str(ready),
+            "--insecure-http",
+            "--job-duration-ms", "50",
+        ]
+        if config_yaml is not None:
+            path = pathlib.Path(tmp, "config.yaml")
+            path.write_text(config_yaml)
+            args += ["--config", str(path)]
         log = open(pathlib.Path(tmp, "mock.log"), "w")
-        proc = subprocess.Popen(
-            [
-                str(binary),
-                "--listen", "127.0.0.1:0",
-                "--ready-file", str(ready),
-                "--insecure-http",
-                "--job-duration-ms", "50",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 30
             while not ready.exists():
@@ -94,6 +96,26 @@ def mock_server():
             except subprocess.TimeoutExpired:
                 proc.kill()
             log.close()
+
+
+@pytest.fixture(scope="session")
+def mock_binary():
+    return _binary()
+
+
+@pytest.fixture(scope="session")
+def mock_server(mock_binary):
+    with _running_mock(mock_binary) as server:
+        yield server
+
+
+@pytest.fixture
+def mock_at_version(mock_binary):
+    """Starts another mock claiming the given ONTAP release: `with mock_at_version("9.12.1") as m`."""
+    def start(version: str):
+        return _running_mock(mock_binary, f'cluster:\n  version: "{version}"\n')
+    config.RAISE_API_ERRORS = True
+    return start
 
 
 @pytest.fixture

@@ -42,3 +42,9 @@ def rest_path(segments: list) -> str:
     """`["api", "svm", "svms", uuid]` → `/api/svm/svms/{}` (a variable segment is `{}`)."""
     parts = [s.strip('"') if s.startswith('"') else "{}" for s in segments]
     return "/" + "/".join(parts)
+
+
+def job_poll_fields() -> str:
+    """The `fields=` of the client's job poll."""
+    text = (SRC / "jobs.rs").read_text()
+    return re.findall(r'\[\("fields", "([^"]+)"\)\]', text)[0]

@@ -2,6 +2,8 @@
 mock, with the operator's own `fields=` lists. Where the operator's request shape differs from
 what ONTAP accepts, the test asserts ONTAP's answer (see the report)."""
 
+import time
+
 import pytest
 from netapp_ontap import HostConnection
 from netapp_ontap.error import NetAppRestError
@@ -15,7 +17,9 @@ from netapp_ontap.resources import (
     Job,
     NfsService,
     Node,
+    QosPolicy,
     Svm,
+    Volume,
 )
 
 import operator_client
@@ -166,3 +170,131 @@ def test_wrong_credentials_are_a_401(mock):
         with pytest.raises(NetAppRestError) as failure:
             Cluster().get()
         assert failure.value.status_code == 401
+
+
+MIB = 1 << 20
+
+
+def _job_of(mock, answer, timeout=20):
+    """The finished job of a 202 answer, polled with the client's own `fields=`."""
+    assert answer.status_code == 202, answer.text
+    uuid = answer.json()["job"]["uuid"]
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job(uuid=uuid)
+        job.get(fields=operator_client.job_poll_fields())
+        if job.state in ("success", "failure"):
+            return job.to_dict()
+        assert time.monotonic() < deadline, f"job {uuid} did not end"
+        time.sleep(0.02)
+
+
+def _volume(mock, svm_uuid, name, size):
+    return _job_of(mock, mock.raw("POST", "/api/storage/volumes", json={
+        "name": name, "svm": {"uuid": svm_uuid}, "size": size,
+        "aggregates": [{"name": "aggr1_node01"}]}))
+
+
+def test_svm_limits_and_the_cluster_wide_usage_listing(mock, admin):
+    svm = create_svm("lim1", max_volumes="10")
+    change = Svm(uuid=svm.uuid)
+    change.max_volumes = "3"
+    change.storage = {"limit": "1GB", "limit_threshold_alert": 80}
+    assert change.patch().http_response.json()["state"] == "success"
+    assert _volume(mock, svm.uuid, "v1", 100 * MIB)["state"] == "success"
+
+    [limits] = list(Svm.get_collection(name="lim1", fields=F["SVM_LIMIT_FIELDS"]))
+    assert limits.max_volumes == "3"
+    storage = limits.storage
+    assert (storage.limit, storage.limit_threshold_alert) == (1 << 30, 80)
+    assert (storage.allocated, storage.available) == (100 * MIB, (1 << 30) - 100 * MIB)
+    assert (storage.used_percentage, storage.limit_threshold_exceeded) == (9, False)
+    one = Svm(uuid=svm.uuid)
+    one.get(fields=F["SVM_LIMIT_FIELDS"])
+    assert one.storage.allocated == 100 * MIB
+
+    usage = list(Volume.get_collection(fields=F["VOLUME_USAGE_FIELDS"]))
+    assert [(v.name, v.svm.uuid, v.size) for v in usage] == [("v1", svm.uuid, 100 * MIB)]
+
+    # Without a limit ONTAP reports no allocation: the volume listing is the operator's count.
+    unlimited = create_svm("lim2")
+    bare = Svm(uuid=unlimited.uuid)
+    bare.get(fields=F["SVM_LIMIT_FIELDS"])
+    assert bare.max_volumes == "unlimited"
+    assert not hasattr(bare.storage, "allocated") and bare.storage.limit_threshold_alert == 90
+
+
+def test_volumes_beyond_the_svm_limits_fail_in_their_job(mock, admin):
+    svm = create_svm("lim3", max_volumes="1")
+    assert _volume(mock, svm.uuid, "first", 100 * MIB)["state"] == "success"
+    refused = _volume(mock, svm.uuid, "second", 100 * MIB)
+    assert (refused["state"], refused["code"]) == ("failure", 13001)
+    assert "Maximum volume count for Vserver lim3 reached." in refused["message"]
+    assert [v.name for v in Volume.get_collection(**{"svm.uuid": svm.uuid})] == ["first"]
+
+    raise_count = Svm(uuid=svm.uuid)
+    raise_count.max_volumes = "unlimited"
+    raise_count.storage = {"limit": 300 * MIB}
+    raise_count.patch()
+    too_big = _volume(mock, svm.uuid, "big", 250 * MIB)
+    assert too_big["state"] == "failure"
+    assert "insufficient storage available in the Vserver" in too_big["message"]
+    assert _volume(mock, svm.uuid, "fits", 200 * MIB)["state"] == "success"
+    [first] = list(Volume.get_collection(name="first", **{"svm.uuid": svm.uuid}))
+    grow = _job_of(mock, mock.raw("PATCH", f"/api/storage/volumes/{first.uuid}",
+                                  json={"size": 101 * MIB}))
+    assert (grow["state"], grow["code"]) == ("failure", 13001)
+
+
+def test_qos_policies_and_the_svm_qos_policy(mock, admin):
+    svm = create_svm("qos1")
+    policy = QosPolicy(name="qos1_gold", svm={"uuid": svm.uuid},
+                       fixed={"max_throughput_iops": 5000, "min_throughput_iops": 100})
+    assert policy.post(return_records=True).http_response.json()["state"] == "success"
+    assert policy.uuid
+    fields = F["QOS_POLICY_FIELDS"]
+    [listed] = list(QosPolicy.get_collection(fields=fields, **{"svm.uuid": svm.uuid}))
+    assert (listed.name, listed.fixed.max_throughput_iops, listed.object_count) == ("qos1_gold", 5000, 0)
+    assert [p.uuid for p in QosPolicy.get_collection(name="qos1_gold", fields=fields)] == [policy.uuid]
+
+    apply = Svm(uuid=svm.uuid)
+    apply.qos_policy = {"name": "qos1_gold"}
+    apply.patch()
+    applied = Svm(uuid=svm.uuid)
+    applied.get(fields=F["SVM_LIMIT_FIELDS"])
+    assert applied.qos_policy.uuid == policy.uuid
+
+    change = QosPolicy(uuid=policy.uuid)
+    change.fixed = {"max_throughput_iops": 8000}
+    change.patch()
+    one = QosPolicy(uuid=policy.uuid)
+    one.get(fields=fields)
+    assert (one.fixed.max_throughput_iops, one.object_count) == (8000, 1)
+
+    # Names are unique across the cluster: another SVM cannot take it.
+    other = create_svm("qos2")
+    with pytest.raises(NetAppRestError) as failure:
+        QosPolicy(name="qos1_gold", svm={"uuid": other.uuid}, fixed={"max_throughput_iops": 1}).post()
+    assert (ontap_error(failure.value)["status"], ontap_error(failure.value)["code"]) == (409, "8454154")
+
+    QosPolicy(uuid=policy.uuid).delete()
+    assert list(QosPolicy.get_collection(**{"svm.uuid": svm.uuid})) == []
+    cleared = Svm(uuid=svm.uuid)
+    cleared.get(fields="qos_policy")
+    assert not hasattr(cleared, "qos_policy"), "deleting a policy removes it from the SVM"
+
+
+def test_svm_storage_limit_is_unknown_before_9_13_1(mock_at_version):
+    with mock_at_version("9.12.1") as old:
+        with old.connection():
+            svm = create_svm("old1", max_volumes="5")
+            asked = old.raw("GET", "/api/svm/svms", params={"fields": F["SVM_LIMIT_FIELDS"]})
+            error = asked.json()["error"]
+            assert (asked.status_code, error["code"]) == (400, "262197")
+            refused = old.raw("PATCH", f"/api/svm/svms/{svm.uuid}", json={"storage": {"limit": 1 << 30}})
+            error = refused.json()["error"]
+            assert (refused.status_code, error["code"], error["target"]) == (400, "262179", "storage")
+            [limits] = list(Svm.get_collection(fields=F["SVM_LIMIT_FIELDS_BEFORE_9_13_1"]))
+            assert limits.max_volumes == "5"
+            everything = old.raw("GET", f"/api/svm/svms/{svm.uuid}", params={"fields": "**"}).json()
+            assert "storage" not in everything and everything["max_volumes"] == "5"

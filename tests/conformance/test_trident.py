@@ -50,7 +50,7 @@ def backend_svm(mock, admin):
     return svm
 
 
-def initialize_backend(svm_uuid, cluster_admin):
+def initialize_backend(svm_uuid, cluster_admin, nvme_service=True):
     cluster = Cluster()
     cluster.get(fields="version")
     assert (cluster.version.generation, cluster.version.major) >= (9, 12)
@@ -73,8 +73,9 @@ def initialize_backend(svm_uuid, cluster_admin):
 
     iscsi = list(IscsiService.get_collection(fields="target.name,enabled", **{"svm.uuid": svm_uuid}))
     assert iscsi[0].enabled is True and iscsi[0].target.name.startswith("iqn.")
-    nvme = list(NvmeService.get_collection(fields="enabled", **{"svm.uuid": svm_uuid}))
-    assert nvme[0].enabled is True
+    if nvme_service:
+        nvme = list(NvmeService.get_collection(fields="enabled", **{"svm.uuid": svm_uuid}))
+        assert nvme[0].enabled is True
 
     if cluster_admin:
         aggregates = list(Aggregate.get_collection(

@@ -43,6 +43,13 @@ pub(crate) mod endpoints {
     pub const ISCSI_SERVICE: &str = "/api/protocols/san/iscsi/services/{svm.uuid}";
     pub const NVME_SERVICES: &str = "/api/protocols/nvme/services";
     pub const NVME_SERVICE: &str = "/api/protocols/nvme/services/{svm.uuid}";
+    pub const VOLUMES: &str = "/api/storage/volumes";
+    pub const QOS_POLICIES: &str = "/api/storage/qos/policies";
+    pub const QOS_POLICY: &str = "/api/storage/qos/policies/{uuid}";
+    pub const ROLES: &str = "/api/security/roles";
+    pub const ROLE: &str = "/api/security/roles/{owner.uuid}/{name}";
+    pub const ROLE_PRIVILEGES: &str = "/api/security/roles/{owner.uuid}/{name}/privileges";
+    pub const ROLE_PRIVILEGE: &str = "/api/security/roles/{owner.uuid}/{name}/privileges/{path}";
 }
 
 const HAL_JSON: &str = "application/hal+json";

@@ -96,6 +96,8 @@ pub mod codes {
     pub const SVM_BEING_CREATED: &str = "13434916";
     pub const DUPLICATE_IP: &str = "1376963";
     pub const LIF_NAME_EXISTS: &str = "1966140";
+    /// `POST`/`PATCH /storage/qos/policies`: the name is taken (NetApp's REST reference).
+    pub const QOS_POLICY_NAME_IN_USE: &str = "8454154";
 }
 
 /// Whether an ONTAP message says a resource ran out: space in an aggregate, a limit of objects.
@@ -124,7 +126,8 @@ pub fn classify_code(code: &str) -> Option<ErrorClass> {
         codes::DUPLICATE_ENTRY
         | codes::SVM_NAME_IN_USE
         | codes::DUPLICATE_IP
-        | codes::LIF_NAME_EXISTS => Some(ErrorClass::Conflict),
+        | codes::LIF_NAME_EXISTS
+        | codes::QOS_POLICY_NAME_IN_USE => Some(ErrorClass::Conflict),
         codes::ENTRY_NOT_FOUND => Some(ErrorClass::NotFound),
         _ => None,
     }

@@ -30,8 +30,10 @@ pub use metrics::OntapMetrics;
 pub use model::{
     Account, AccountApplication, AccountCreate, AccountPatch, Aggregate, AggregateSpace,
     BgpPeerGroup, BlockStorage, ClusterInfo, ClusterVersion, InterfaceLocation, IpInfo,
-    IpInterface, IpInterfaceCreate, Job, JobState, Node, ObjectRef, ProtocolState, Svm, SvmCreate,
-    SvmPatch, SvmState, SvmTargetState,
+    IpInterface, IpInterfaceCreate, Job, JobState, MaxVolumes, Node, ObjectRef, ProtocolState,
+    QosFixed, QosPolicy, QosPolicyCreate, QosPolicyPatch, Role, RoleAccess, RoleCreate,
+    RolePrivilege, Svm, SvmCreate, SvmLimits, SvmLimitsPatch, SvmPatch, SvmState, SvmStorage,
+    SvmStorageLimit, SvmTargetState, VolumeUsage,
 };
 pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome, Protocol};
 pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

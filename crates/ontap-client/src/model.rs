@@ -187,6 +187,174 @@ pub struct SvmPatch {
 }
 
 // ---------------------------------------------------------------------------------------------
+// SVM limits, usage and QoS
+
+/// An SVM's `max_volumes`: ONTAP reports the string `"unlimited"` or a count, as a string
+/// (netapp-ontap `Svm.max_volumes`); a count sent as a JSON number is read too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaxVolumes {
+    Unlimited,
+    Limit(u64),
+}
+
+impl Serialize for MaxVolumes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MaxVolumes::Unlimited => s.serialize_str("unlimited"),
+            MaxVolumes::Limit(n) => s.serialize_str(&n.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MaxVolumes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "unlimited" => Ok(MaxVolumes::Unlimited),
+            serde_json::Value::String(s) => s
+                .parse()
+                .map(MaxVolumes::Limit)
+                .map_err(|_| D::Error::custom("max_volumes is neither \"unlimited\" nor a count")),
+            serde_json::Value::Number(n) => n
+                .as_u64()
+                .map(MaxVolumes::Limit)
+                .ok_or_else(|| D::Error::custom("max_volumes is not a count")),
+            _ => Err(D::Error::custom(
+                "max_volumes is neither \"unlimited\" nor a count",
+            )),
+        }
+    }
+}
+
+/// An SVM's capacity limit and what its volumes take of it (ONTAP 9.13.1+). ONTAP reports
+/// `allocated`, `available` and `used_percentage` only while a `limit` is set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct SvmStorage {
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[serde(default)]
+    pub limit_threshold_alert: Option<u64>,
+    /// The total size of the SVM's volumes, in bytes.
+    #[serde(default)]
+    pub allocated: Option<u64>,
+    #[serde(default)]
+    pub available: Option<u64>,
+    #[serde(default)]
+    pub used_percentage: Option<u64>,
+    #[serde(default)]
+    pub limit_threshold_exceeded: Option<bool>,
+}
+
+/// An SVM's limits and usage, as the cluster-wide inventory reads them.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct SvmLimits {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub max_volumes: Option<MaxVolumes>,
+    /// Absent on ONTAP before 9.13.1, which has no capacity limit.
+    #[serde(default)]
+    pub storage: Option<SvmStorage>,
+    #[serde(default)]
+    pub qos_policy: Option<ObjectRef>,
+}
+
+/// `fields=` for [`SvmLimits`] on ONTAP 9.13.1 and later.
+pub(crate) const SVM_LIMIT_FIELDS: &str = "uuid,name,max_volumes,qos_policy.name,qos_policy.uuid,storage.limit,storage.limit_threshold_alert,storage.allocated,storage.available,storage.used_percentage,storage.limit_threshold_exceeded";
+/// `fields=` for [`SvmLimits`] before ONTAP 9.13.1, which refuses `storage` as unknown.
+pub(crate) const SVM_LIMIT_FIELDS_BEFORE_9_13_1: &str =
+    "uuid,name,max_volumes,qos_policy.name,qos_policy.uuid";
+
+/// The release that brought an SVM's capacity limit (`storage.limit`).
+pub(crate) const SVM_STORAGE_LIMIT_SINCE: (u32, u32, u32) = (9, 13, 1);
+
+/// The capacity limit part of an SVM PATCH. A `limit` of 0 removes the limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SvmStorageLimit {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_threshold_alert: Option<u64>,
+}
+
+/// Body of `PATCH /api/svm/svms/{uuid}` for an SVM's limits; unset fields are left alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SvmLimitsPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_volumes: Option<MaxVolumes>,
+    /// ONTAP 9.13.1+; an older ONTAP refuses the PATCH as invalid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<SvmStorageLimit>,
+    /// A QoS policy of the same SVM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qos_policy: Option<ObjectRef>,
+}
+
+/// What one volume takes of its SVM, as the cluster-wide usage listing reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct VolumeUsage {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub svm: Option<ObjectRef>,
+    /// Bytes.
+    #[serde(default)]
+    pub size: Option<u64>,
+}
+
+pub(crate) const VOLUME_USAGE_FIELDS: &str = "uuid,name,svm.name,svm.uuid,size";
+
+/// A fixed QoS policy's limits; 0 or absent means no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct QosFixed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_throughput_iops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_throughput_mbps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_throughput_iops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_throughput_mbps: Option<u64>,
+    /// Whether the limits hold for all objects of the policy together; set at creation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_shared: Option<bool>,
+}
+
+/// A QoS policy (`/api/storage/qos/policies`), owned by an SVM.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct QosPolicy {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub svm: Option<ObjectRef>,
+    #[serde(default)]
+    pub fixed: Option<QosFixed>,
+    /// How many storage objects (the SVM, volumes) the policy applies to.
+    #[serde(default)]
+    pub object_count: Option<u64>,
+}
+
+pub(crate) const QOS_POLICY_FIELDS: &str = "uuid,name,svm.name,svm.uuid,fixed.max_throughput_iops,fixed.max_throughput_mbps,fixed.min_throughput_iops,fixed.min_throughput_mbps,fixed.capacity_shared,object_count";
+
+/// Body of `POST /api/storage/qos/policies`. ONTAP keys policies by name across the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct QosPolicyCreate {
+    pub name: String,
+    pub svm: ObjectRef,
+    pub fixed: QosFixed,
+}
+
+/// Body of `PATCH /api/storage/qos/policies/{uuid}`; unset fields are left alone.
+/// `fixed.capacity_shared` cannot change.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QosPolicyPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<QosFixed>,
+}
+
+// ---------------------------------------------------------------------------------------------
 // IP interfaces
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -345,6 +513,63 @@ impl AccountPatch {
             body.insert("applications".into(), serde_json::json!(a));
         }
         serde_json::Value::Object(body)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// REST roles
+
+/// What a privilege lets an account do on its API path: `readonly` GET, `read_create` also
+/// POST, `read_modify` also PATCH, `read_create_modify` both, `all` also DELETE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleAccess {
+    None,
+    Readonly,
+    ReadCreate,
+    ReadModify,
+    ReadCreateModify,
+    All,
+    /// An access level this client does not know (a newer ONTAP).
+    #[serde(other)]
+    Unknown,
+}
+
+/// One privilege of a REST role: an API path (`/api/storage/volumes`; key segments left out,
+/// `/api/storage/volumes/snapshots`) and its access. The longest matching path decides.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct RolePrivilege {
+    pub path: String,
+    pub access: RoleAccess,
+}
+
+/// An SVM-scoped REST role (`/api/security/roles`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Role {
+    pub name: String,
+    #[serde(default)]
+    pub owner: Option<ObjectRef>,
+    #[serde(default)]
+    pub privileges: Vec<RolePrivilege>,
+}
+
+pub(crate) const ROLE_FIELDS: &str = "owner.uuid,owner.name,name,privileges.path,privileges.access";
+
+/// Body of `POST /api/security/roles` for a role of the SVM `owner_uuid`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleCreate {
+    pub name: String,
+    pub owner_uuid: String,
+    pub privileges: Vec<RolePrivilege>,
+}
+
+impl RoleCreate {
+    pub(crate) fn body(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "owner": { "uuid": self.owner_uuid },
+            "privileges": self.privileges,
+        })
     }
 }
 
@@ -738,6 +963,39 @@ mod tests {
             serde_json::to_value(&p).unwrap(),
             serde_json::json!({"state":"stopped"})
         );
+    }
+
+    #[test]
+    fn max_volumes_reads_and_writes_as_ontap_spells_it() {
+        let read = |json: &str| serde_json::from_str::<MaxVolumes>(json).ok();
+        assert_eq!(read(r#""unlimited""#), Some(MaxVolumes::Unlimited));
+        assert_eq!(read(r#""200""#), Some(MaxVolumes::Limit(200)));
+        assert_eq!(read("7"), Some(MaxVolumes::Limit(7)));
+        assert_eq!(read(r#""lots""#), None);
+        let patch = SvmLimitsPatch {
+            max_volumes: Some(MaxVolumes::Limit(200)),
+            storage: Some(SvmStorageLimit {
+                limit: Some(40 << 30),
+                limit_threshold_alert: None,
+            }),
+            qos_policy: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&patch).unwrap(),
+            serde_json::json!({"max_volumes": "200", "storage": {"limit": 42949672960_u64}})
+        );
+    }
+
+    #[test]
+    fn svm_limits_without_storage_parse() {
+        let old: SvmLimits =
+            serde_json::from_str(r#"{"uuid":"u","name":"n","max_volumes":"unlimited"}"#).unwrap();
+        assert_eq!(old.storage, None);
+        let new: SvmLimits = serde_json::from_str(
+            r#"{"uuid":"u","name":"n","storage":{"limit":100,"allocated":40,"used_percentage":40}}"#,
+        )
+        .unwrap();
+        assert_eq!(new.storage.and_then(|s| s.allocated), Some(40));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod cluster;
 mod interfaces;
 mod jobs;
 mod protocols;
+mod roles;
 mod storage;
 mod support;
 mod svms;
@@ -73,6 +74,21 @@ pub fn routes(state: MockState) -> Router<MockState> {
             get(accounts::get)
                 .patch(accounts::patch)
                 .delete(accounts::delete),
+        )
+        .route("/api/security/roles", get(roles::list).post(roles::create))
+        .route(
+            "/api/security/roles/{owner}/{name}",
+            get(roles::get).delete(roles::delete),
+        )
+        .route(
+            "/api/security/roles/{owner}/{name}/privileges",
+            get(roles::privileges).post(roles::privilege_add),
+        )
+        .route(
+            "/api/security/roles/{owner}/{name}/privileges/{path}",
+            get(roles::privilege)
+                .patch(roles::privilege_patch)
+                .delete(roles::privilege_delete),
         )
         .route("/api/svm/peers", get(support::svm_peers))
         .route(
@@ -157,6 +173,22 @@ fn refuse_unsettable(body: &Bytes, unsettable: &[&str]) -> ApiResult<()> {
             .is_some()
     }) {
         Some(path) => Err(ApiError::cannot_set(path)),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a body that sets a field the configured ONTAP release does not have yet, as ONTAP
+/// refuses any field it does not know: 400 `262179` `Unexpected argument "x".`
+fn refuse_absent(body: &Bytes, schema: &crate::schema::Schema) -> ApiResult<()> {
+    let Ok(Value::Object(value)) = serde_json::from_slice::<Value>(body) else {
+        return Ok(()); // parse_body reports the malformed JSON
+    };
+    match schema
+        .absent
+        .iter()
+        .find(|field| value.contains_key(**field))
+    {
+        Some(field) => Err(ApiError::unexpected_argument(field)),
         None => Ok(()),
     }
 }

@@ -7,8 +7,8 @@ use axum::{
 use serde_json::Value;
 
 use super::{
-    Pairs, job_answer, parse_body, refuse_unsettable, require_admin, return_timeout, wants_records,
-    with_location,
+    Pairs, job_answer, parse_body, refuse_absent, refuse_unsettable, require_admin, return_timeout,
+    wants_records, with_location,
 };
 use crate::{
     error::ApiResult,
@@ -19,6 +19,11 @@ use crate::{
 };
 
 const KEYS: &[&str] = &["uuid"];
+
+/// The SVM fields of the release the mock claims to be.
+fn release_schema(state: &MockState) -> &'static schema::Schema {
+    schema::svms_at(state.model().0.cluster.version.triple())
+}
 const DEFAULT_FIELDS: &[&str] = &["uuid", "name"];
 
 pub async fn list(
@@ -26,7 +31,7 @@ pub async fn list(
     Extension(who): Extension<Principal>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    let q = ListQuery::parse(query, &schema::SVMS)?;
+    let q = ListQuery::parse(query, release_schema(&state))?;
     let rows = {
         let (model, now) = state.model();
         model.svm_rows(&who, &q, now)
@@ -45,7 +50,7 @@ pub async fn get(
     Path(uuid): Path<String>,
     Query(query): Query<Pairs>,
 ) -> ApiResult<Json<Value>> {
-    check_single(&query, &schema::SVMS)?;
+    check_single(&query, release_schema(&state))?;
     let (model, now) = state.model();
     let svm = model.svm_json(&who, &uuid, now)?;
     Ok(Json(project_single(&query, &svm, DEFAULT_FIELDS)))
@@ -60,6 +65,8 @@ pub async fn create(
 ) -> ApiResult<Response> {
     require_admin(&who)?;
     let wait = return_timeout(&query)?;
+    refuse_absent(&body, release_schema(&state))?;
+    refuse_unsettable(&body, SvmCreate::NOT_POSTABLE)?;
     let req: SvmCreate = parse_body(&body, SvmCreate::FIELDS)?;
     let (job, uuid) = {
         let (mut model, now) = state.model();
@@ -83,6 +90,7 @@ pub async fn patch(
 ) -> ApiResult<Response> {
     require_admin(&who)?;
     let wait = return_timeout(&query)?;
+    refuse_absent(&body, release_schema(&state))?;
     refuse_unsettable(&body, SvmPatch::NOT_PATCHABLE)?;
     let patch: SvmPatch = parse_body(&body, SvmPatch::FIELDS)?;
     let job = {

@@ -1,5 +1,7 @@
 //! HTTP Basic authentication on `/api`: the cluster admin, or an unlocked SVM account whose
-//! applications include `http` with `password`.
+//! applications include `http` with `password`; then the account's REST role, if it holds one:
+//! a request its privileges do not grant answers 403 code `6` "not authorized for that
+//! command", as ONTAP answers it.
 
 use axum::{
     extract::{Request, State},
@@ -23,11 +25,17 @@ pub async fn authenticate(
     } else {
         state.model().0.authenticate(&user, &password)
     };
-    match principal {
-        Some(principal) => {
-            req.extensions_mut().insert(principal);
-            next.run(req).await
-        }
-        None => ApiError::unauthorized().into_response(),
+    let Some(principal) = principal else {
+        return ApiError::unauthorized().into_response();
+    };
+    if matches!(principal, Principal::Svm { .. })
+        && state
+            .model()
+            .0
+            .role_denies(&principal, req.method(), req.uri().path())
+    {
+        return ApiError::forbidden().into_response();
     }
+    req.extensions_mut().insert(principal);
+    next.run(req).await
 }

@@ -211,6 +211,11 @@ impl Model {
             })
     }
 
+    /// The role of the account `name` of the SVM `owner`.
+    pub(super) fn account_role(&self, owner: &str, name: &str) -> Option<&str> {
+        self.accounts.get(owner, name).map(|a| a.role.as_str())
+    }
+
     fn account_row(&self, account: &Account) -> AccountRow {
         AccountRow {
             owner_uuid: account.owner_uuid.clone(),
@@ -288,7 +293,7 @@ impl Model {
             .role
             .and_then(|r| r.name)
             .unwrap_or_else(|| "vsadmin".into());
-        validate_role(&role)?;
+        self.validate_role(&owner_uuid, &role)?;
         let applications = req.applications.unwrap_or_else(|| {
             vec![Application {
                 application: "http".into(),
@@ -343,14 +348,21 @@ impl Model {
             )
             .with_target("name")
         };
+        if !self
+            .accounts
+            .get(owner, name)
+            .is_some_and(|a| who.may_see(&a.owner_uuid))
+        {
+            return Err(not_found());
+        }
+        if let Some(role) = patch.role.as_ref().and_then(|r| r.name.as_ref()) {
+            self.validate_role(owner, role)?;
+        }
         let account = self
             .accounts
             .get_mut(owner, name)
             .filter(|a| who.may_see(&a.owner_uuid))
             .ok_or_else(not_found)?;
-        if let Some(role) = patch.role.as_ref().and_then(|r| r.name.as_ref()) {
-            validate_role(role)?;
-        }
         if let Some(applications) = &patch.applications {
             validate_applications(applications)?;
         }
@@ -452,14 +464,17 @@ fn validate_username(name: &str) -> ApiResult<()> {
     Ok(())
 }
 
-fn validate_role(role: &str) -> ApiResult<()> {
-    if role.starts_with("vsadmin") {
-        Ok(())
-    } else {
-        Err(ApiError::invalid_value(
-            "role.name",
-            format!("role \"{role}\" is not an SVM role"),
-        ))
+impl Model {
+    /// An SVM account's role: a built-in `vsadmin*` role or a REST role of the same SVM.
+    fn validate_role(&self, owner: &str, role: &str) -> ApiResult<()> {
+        if self.role_exists(owner, role) {
+            Ok(())
+        } else {
+            Err(ApiError::invalid_value(
+                "role.name",
+                format!("role \"{role}\" is not a role of this SVM"),
+            ))
+        }
     }
 }
 

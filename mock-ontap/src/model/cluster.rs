@@ -24,6 +24,17 @@ pub struct Version {
     pub minor: u32,
 }
 
+impl Version {
+    /// Whether this release is `since` (generation, major, minor) or later.
+    pub fn at_least(self, since: (u32, u32, u32)) -> bool {
+        self.triple() >= since
+    }
+
+    pub fn triple(self) -> (u32, u32, u32) {
+        (self.generation, self.major, self.minor)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Node {
     pub uuid: String,

@@ -40,6 +40,9 @@ pub enum StorageEffect {
     VolumeDelete(String),
     SnapshotCreate(String, String),
     SnapshotDelete(String, String),
+    QosCreate(String),
+    QosModify(String, Value),
+    QosDelete(String),
 }
 
 impl Effect {

@@ -15,6 +15,7 @@ pub mod cluster;
 mod interface;
 mod job;
 mod protocol;
+mod role;
 mod service;
 mod storage;
 mod svm;
@@ -124,6 +125,7 @@ pub struct Model {
     accounts: account::Accounts,
     interfaces: interface::Interfaces,
     peer_groups: bgp::PeerGroups,
+    roles: role::Roles,
     jobs: job::Jobs,
     storage: storage::Storage,
     /// `POST /api/support/ems/application-logs` bodies, newest last (at most [`EMS_LOGS`]).
@@ -143,6 +145,7 @@ impl Model {
             accounts: account::Accounts::default(),
             interfaces: interface::Interfaces::default(),
             peer_groups: bgp::PeerGroups::default(),
+            roles: role::Roles::default(),
             jobs: job::Jobs::default(),
             storage: storage::Storage::default(),
             ems_logs: std::collections::VecDeque::new(),

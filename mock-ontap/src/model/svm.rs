@@ -12,10 +12,17 @@ use uuid::Uuid;
 
 use super::job::{Effect, InjectedFailure, Job};
 use super::protocol::{Protocol, ProtocolState};
-use super::svm_request::{DnsSpec, NameRef, SvmCreate, SvmPatch, Toggle};
+use super::svm_request::{
+    DnsSpec, MaxVolumes, NameRef, StorageLimitSpec, SvmCreate, SvmPatch, Toggle,
+};
 use super::{Model, Principal, Row, cluster::Cluster, narrowest, single};
 use crate::error::{ApiError, ApiResult, codes};
 use crate::query::ListQuery;
+use crate::schema;
+
+/// ONTAP's alert threshold of an SVM's capacity limit when none is given (netapp-ontap
+/// `SvmStorage.limit_threshold_alert`: "The default value is 90").
+const DEFAULT_LIMIT_THRESHOLD_ALERT: u64 = 90;
 
 pub const MAX_SVM_NAME: usize = 47;
 
@@ -38,6 +45,12 @@ pub struct Svm {
     /// `dns` as given at creation; ONTAP's DNS configuration (`/api/name-services/dns`) is not
     /// modelled beyond it.
     pub dns: Option<DnsSpec>,
+    pub max_volumes: MaxVolumes,
+    /// `storage.limit` in bytes (ONTAP 9.13.1+); `None`: no capacity limit.
+    pub storage_limit: Option<u64>,
+    pub limit_threshold_alert: u64,
+    /// The uuid of the QoS policy applied to the SVM.
+    pub qos_policy: Option<String>,
     pub creating: Option<Pending>,
     pub deleting: Option<Pending>,
 }
@@ -121,21 +134,63 @@ impl Svms {
     }
 }
 
+/// What an SVM's volumes take: how many there are and the sum of their sizes. A volume counts
+/// from the moment its POST is accepted, as its name is taken from then on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SvmUsage {
+    pub volumes: u64,
+    pub allocated: u64,
+}
+
 /// A copy of an SVM with what its JSON needs.
 pub struct SvmRow {
     svm: Svm,
     cluster: Arc<Cluster>,
     now: Instant,
+    usage: SvmUsage,
+    /// The applied QoS policy's (uuid, name).
+    qos_policy: Option<(String, String)>,
 }
 
 impl Row for SvmRow {
     fn to_json(&self) -> Value {
-        let SvmRow { svm, cluster, now } = self;
-        svm.to_json(cluster, *now)
+        let mut svm = self.svm.to_json(&self.cluster, self.now);
+        if let Some(obj) = svm.as_object_mut() {
+            if self.cluster.version.at_least(schema::SVM_STORAGE_SINCE) {
+                obj.insert("storage".into(), self.svm.storage_json(self.usage));
+            }
+            if let Some((uuid, name)) = &self.qos_policy {
+                obj.insert(
+                    "qos_policy".into(),
+                    json!({ "name": name, "uuid": uuid,
+                        "_links": { "self": { "href": format!("/api/storage/qos/policies/{uuid}") } } }),
+                );
+            }
+        }
+        svm
     }
 }
 
 impl Svm {
+    /// `storage`: `allocated`, `available` and `used_percentage` only while a limit is set, as
+    /// netapp-ontap's `SvmStorage` says of each ("only available if storage.limit is set").
+    fn storage_json(&self, usage: SvmUsage) -> Value {
+        let Some(limit) = self.storage_limit else {
+            return json!({ "limit_threshold_alert": self.limit_threshold_alert });
+        };
+        let used_percentage = (usage.allocated.saturating_mul(100))
+            .checked_div(limit)
+            .unwrap_or(100);
+        json!({
+            "limit": limit,
+            "limit_threshold_alert": self.limit_threshold_alert,
+            "allocated": usage.allocated,
+            "available": limit.saturating_sub(usage.allocated),
+            "used_percentage": used_percentage,
+            "limit_threshold_exceeded": used_percentage > self.limit_threshold_alert,
+        })
+    }
+
     fn to_json(&self, cluster: &Cluster, now: Instant) -> Value {
         // `enabled` is the protocol's service as `/api/protocols/...` shows it: false while no
         // service exists.
@@ -159,6 +214,10 @@ impl Svm {
             "nvme": protocol(&self.nvme),
             "cifs": { "enabled": false, "allowed": true },
             "fcp": { "enabled": false, "allowed": true },
+            "max_volumes": match self.max_volumes {
+                MaxVolumes::Unlimited => "unlimited".to_owned(),
+                MaxVolumes::Limit(n) => n.to_string(),
+            },
             "_links": { "self": { "href": format!("/api/svm/svms/{}", self.uuid) } },
         });
         if let (Some(dns), Some(obj)) = (&self.dns, svm.as_object_mut()) {
@@ -204,11 +263,18 @@ impl Model {
         Ok(svm)
     }
 
-    fn svm_row(&self, svm: &Svm, now: Instant) -> SvmRow {
+    fn svm_row(&self, svm: &Svm, now: Instant, usage: SvmUsage) -> SvmRow {
+        let qos_policy = svm
+            .qos_policy
+            .as_deref()
+            .and_then(|uuid| self.storage.qos_policy_name(uuid))
+            .map(|(uuid, name)| (uuid.to_owned(), name.to_owned()));
         SvmRow {
             svm: svm.clone(),
             cluster: self.cluster.clone(),
             now,
+            usage,
+            qos_policy,
         }
     }
 
@@ -227,10 +293,21 @@ impl Model {
                 .starting_at(q.cursor("uuid").unwrap_or_default())
                 .collect(),
         };
-        candidates
+        let visible: Vec<&Svm> = candidates
             .into_iter()
             .filter(|s| who.may_see(&s.uuid))
-            .map(|s| self.svm_row(s, now))
+            .collect();
+        // One pass over the volumes for a listing, one SVM's volumes for a single record.
+        let usage = match visible.as_slice() {
+            [one] => std::collections::HashMap::from([(
+                one.uuid.clone(),
+                self.storage.usage_of(&one.uuid),
+            )]),
+            _ => self.storage.usage_by_svm(),
+        };
+        visible
+            .into_iter()
+            .map(|s| self.svm_row(s, now, usage.get(&s.uuid).copied().unwrap_or_default()))
             .collect()
     }
 
@@ -238,7 +315,10 @@ impl Model {
         self.svms
             .get(uuid)
             .filter(|s| who.may_see(&s.uuid))
-            .map(|s| self.svm_row(s, now).to_json())
+            .map(|s| {
+                self.svm_row(s, now, self.storage.usage_of(&s.uuid))
+                    .to_json()
+            })
             .ok_or_else(|| ApiError::not_found("uuid"))
     }
 
@@ -296,6 +376,10 @@ impl Model {
             }
         }
         let aggregates = self.aggregates_of(req.aggregates.as_deref().unwrap_or_default())?;
+        let (storage_limit, limit_threshold_alert) = match &req.storage {
+            Some(spec) => storage_limit_of(spec, (None, DEFAULT_LIMIT_THRESHOLD_ALERT))?,
+            None => (None, DEFAULT_LIMIT_THRESHOLD_ALERT),
+        };
         if self.svm_name_taken(&name, None) {
             return Err(name_in_use(&name));
         }
@@ -320,6 +404,10 @@ impl Model {
             iscsi: protocol(&req.iscsi),
             nvme: protocol(&req.nvme),
             dns: req.dns,
+            max_volumes: req.max_volumes.unwrap_or(MaxVolumes::Unlimited),
+            storage_limit,
+            limit_threshold_alert,
+            qos_policy: None,
             creating: Some(Pending {
                 start_at: job.start_at,
             }),
@@ -357,7 +445,14 @@ impl Model {
         failure: Option<InjectedFailure>,
         now: Instant,
     ) -> ApiResult<Job> {
-        let name = self.mutable_svm(uuid)?.name.clone();
+        let svm = self.mutable_svm(uuid)?;
+        let name = svm.name.clone();
+        if let Some(spec) = &patch.storage {
+            storage_limit_of(spec, (svm.storage_limit, svm.limit_threshold_alert))?;
+        }
+        if let Some(policy) = &patch.qos_policy {
+            self.svm_qos_policy(uuid, policy)?;
+        }
         if let Some(state) = &patch.state
             && !matches!(state.as_str(), "running" | "stopped")
         {
@@ -424,12 +519,88 @@ impl Model {
         }
     }
 
+    /// The QoS policy an SVM PATCH names: it must exist and belong to the SVM, since ONTAP
+    /// applies a policy only to storage objects of the policy's own SVM.
+    fn svm_qos_policy(&self, svm: &str, policy: &NameRef) -> ApiResult<String> {
+        self.storage
+            .qos_policy_by(svm, policy.uuid.as_deref(), policy.name.as_deref())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    codes::INVALID_FIELD,
+                    format!(
+                        "QoS policy \"{}\" does not exist in this SVM.",
+                        policy
+                            .name
+                            .as_deref()
+                            .or(policy.uuid.as_deref())
+                            .unwrap_or_default()
+                    ),
+                )
+                .with_target("qos_policy")
+            })
+    }
+
     pub(super) fn apply_svm_patch(&mut self, uuid: &str, patch: &SvmPatch) {
         let aggregates = patch
             .aggregates
             .as_ref()
             .and_then(|a| self.aggregates_of(a).ok());
-        self.svms.update(uuid, |svm| svm.apply(patch, aggregates));
+        // A policy deleted while the PATCH's job ran is not applied.
+        let qos_policy = patch
+            .qos_policy
+            .as_ref()
+            .and_then(|p| self.svm_qos_policy(uuid, p).ok());
+        self.svms
+            .update(uuid, |svm| svm.apply(patch, aggregates, qos_policy));
+    }
+
+    /// Forgets a deleted QoS policy wherever an SVM applies it.
+    pub(super) fn drop_svm_qos_policy(&mut self, svm_uuid: &str, policy_uuid: &str) {
+        self.svms.update(svm_uuid, |svm| {
+            if svm.qos_policy.as_deref() == Some(policy_uuid) {
+                svm.qos_policy = None;
+            }
+        });
+    }
+
+    /// What the SVM allows a new volume of `size` bytes, checked when its POST is accepted:
+    /// the refusal ONTAP gives once `max_volumes` volumes exist or the volume would take the
+    /// SVM past `storage.limit`. ONTAP's messages as observed through ZAPI (see the README).
+    pub(super) fn volume_allowance(
+        &self,
+        svm: &str,
+        added_volumes: u64,
+        added_bytes: u64,
+    ) -> Option<InjectedFailure> {
+        let svm = self.svms.get(svm)?;
+        let usage = self.storage.usage_of(&svm.uuid);
+        if let Some(max) = svm.max_volumes.limit()
+            && added_volumes > 0
+            && usage.volumes + added_volumes > max
+        {
+            return Some(InjectedFailure {
+                code: codes::VOLUME_LIMIT_REACHED.into(),
+                message: format!(
+                    "Cannot create volume. Reason: Maximum volume count for Vserver {} reached.  Maximum volume count is {max}. ",
+                    svm.name
+                ),
+            });
+        }
+        match svm.storage_limit {
+            Some(limit)
+                if added_bytes > 0 && usage.allocated.saturating_add(added_bytes) > limit =>
+            {
+                Some(InjectedFailure {
+                    code: codes::VOLUME_LIMIT_REACHED.into(),
+                    message: format!(
+                        "Request to perform volume operation failed because there is insufficient storage available in the Vserver \"{}\". To increase the available storage in the Vserver, you can, for example, delete volumes, Snapshot copies, or files. Other options include raising the storage limit.",
+                        svm.name
+                    ),
+                })
+            }
+            _ => None,
+        }
     }
 
     pub(super) fn cancel_svm_deletion(&mut self, uuid: &str) {
@@ -440,14 +611,33 @@ impl Model {
     pub(super) fn remove_svm(&mut self, uuid: &str) {
         self.svms.remove(uuid);
         self.accounts.remove_owner(uuid);
+        self.roles.remove_owner(uuid);
         self.interfaces.remove_svm(uuid);
         self.storage.remove_svm(uuid);
     }
 }
 
 impl Svm {
-    fn apply(&mut self, patch: &SvmPatch, aggregates: Option<Vec<(String, String)>>) {
+    fn apply(
+        &mut self,
+        patch: &SvmPatch,
+        aggregates: Option<Vec<(String, String)>>,
+        qos_policy: Option<String>,
+    ) {
         let svm = self;
+        if let Some(max_volumes) = patch.max_volumes {
+            svm.max_volumes = max_volumes;
+        }
+        if let Some(spec) = &patch.storage
+            && let Ok((limit, alert)) =
+                storage_limit_of(spec, (svm.storage_limit, svm.limit_threshold_alert))
+        {
+            svm.storage_limit = limit;
+            svm.limit_threshold_alert = alert;
+        }
+        if qos_policy.is_some() {
+            svm.qos_policy = qos_policy;
+        }
         // The new name moves in the name index through `Svms::update`.
         if let Some(name) = &patch.name {
             svm.name = name.clone();
@@ -473,6 +663,30 @@ impl Svm {
         set(&mut svm.iscsi, &patch.iscsi);
         set(&mut svm.nvme, &patch.nvme);
     }
+}
+
+/// The (limit, alert percentage) a `storage` body leaves, from the current ones. A limit of 0
+/// removes the limit (the mock's reading; see the README).
+fn storage_limit_of(
+    spec: &StorageLimitSpec,
+    (limit, alert): (Option<u64>, u64),
+) -> ApiResult<(Option<u64>, u64)> {
+    let alert = match spec.limit_threshold_alert {
+        Some(percent) if percent.0 > 100 => {
+            return Err(ApiError::invalid_value(
+                "storage.limit_threshold_alert",
+                format!("{} is not a percentage", percent.0),
+            ));
+        }
+        Some(percent) => percent.0,
+        None => alert,
+    };
+    let limit = match spec.limit {
+        Some(bytes) if bytes.0 == 0 => None,
+        Some(bytes) => Some(bytes.0),
+        None => limit,
+    };
+    Ok((limit, alert))
 }
 
 fn validate_name_length(name: &str) -> ApiResult<()> {

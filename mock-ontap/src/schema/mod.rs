@@ -20,6 +20,8 @@ pub struct Schema {
     pub modelled: &'static [&'static str],
     /// Top-level field names of ONTAP's schema for this collection.
     pub ontap: &'static [&'static str],
+    /// Top-level fields of `ontap` the configured ONTAP release does not have yet: unknown.
+    pub absent: &'static [&'static str],
 }
 
 impl Schema {
@@ -30,6 +32,9 @@ impl Schema {
             return true;
         }
         let first = path.split('.').next().unwrap_or(path);
+        if self.absent.contains(&first) {
+            return false;
+        }
         let modelled_top = self
             .modelled
             .iter()
@@ -63,6 +68,7 @@ pub const CLUSTER: Schema = Schema {
         "version.minor",
     ],
     ontap: ontap::CLUSTER,
+    absent: &[],
 };
 
 pub const NODES: Schema = Schema {
@@ -78,6 +84,7 @@ pub const NODES: Schema = Schema {
         "version.minor",
     ],
     ontap: ontap::NODES,
+    absent: &[],
 };
 
 pub const AGGREGATES: Schema = Schema {
@@ -94,6 +101,7 @@ pub const AGGREGATES: Schema = Schema {
         "space.block_storage.used",
     ],
     ontap: ontap::AGGREGATES,
+    absent: &[],
 };
 
 pub const PORTS: Schema = Schema {
@@ -112,6 +120,7 @@ pub const PORTS: Schema = Schema {
         "broadcast_domain.ipspace.name",
     ],
     ontap: ontap::PORTS,
+    absent: &[],
 };
 
 pub const JOBS: Schema = Schema {
@@ -130,6 +139,7 @@ pub const JOBS: Schema = Schema {
         "error.code",
     ],
     ontap: ontap::JOBS,
+    absent: &[],
 };
 
 pub const SVMS: Schema = Schema {
@@ -157,8 +167,58 @@ pub const SVMS: Schema = Schema {
         "fcp.allowed",
         "dns.domains",
         "dns.servers",
+        "max_volumes",
+        "storage.limit",
+        "storage.limit_threshold_alert",
+        "storage.allocated",
+        "storage.available",
+        "storage.used_percentage",
+        "storage.limit_threshold_exceeded",
+        "qos_policy.name",
+        "qos_policy.uuid",
     ],
     ontap: ontap::SVMS,
+    absent: &[],
+};
+
+/// The release that brought an SVM's `storage` (capacity limit and usage): 9.13.1 (NetApp,
+/// "Manage the maximum capacity limit of a storage VM").
+pub const SVM_STORAGE_SINCE: (u32, u32, u32) = (9, 13, 1);
+
+/// SVMs on a release before [`SVM_STORAGE_SINCE`]: `storage` is an unknown field there.
+pub const SVMS_BEFORE_STORAGE: Schema = Schema {
+    absent: &["storage"],
+    ..SVMS
+};
+
+/// The SVM fields of an ONTAP release.
+pub fn svms_at(release: (u32, u32, u32)) -> &'static Schema {
+    if release >= SVM_STORAGE_SINCE {
+        &SVMS
+    } else {
+        &SVMS_BEFORE_STORAGE
+    }
+}
+
+pub const QOS_POLICIES: Schema = Schema {
+    path: "/api/storage/qos/policies",
+    modelled: paths![
+        "uuid",
+        "name",
+        "svm.name",
+        "svm.uuid",
+        "scope",
+        "policy_class",
+        "pgid",
+        "object_count",
+        "fixed.max_throughput_iops",
+        "fixed.max_throughput_mbps",
+        "fixed.min_throughput_iops",
+        "fixed.min_throughput_mbps",
+        "fixed.capacity_shared",
+    ],
+    ontap: ontap::QOS_POLICIES,
+    absent: &[],
 };
 
 pub const INTERFACES: Schema = Schema {
@@ -193,6 +253,7 @@ pub const INTERFACES: Schema = Schema {
         "vip",
     ],
     ontap: ontap::INTERFACES,
+    absent: &[],
 };
 
 pub const BGP_PEER_GROUPS: Schema = Schema {
@@ -211,6 +272,7 @@ pub const BGP_PEER_GROUPS: Schema = Schema {
         "state",
     ],
     ontap: ontap::BGP_PEER_GROUPS,
+    absent: &[],
 };
 
 pub const ACCOUNTS: Schema = Schema {
@@ -228,12 +290,14 @@ pub const ACCOUNTS: Schema = Schema {
         "scope",
     ],
     ontap: ontap::ACCOUNTS,
+    absent: &[],
 };
 
 pub const NFS_SERVICES: Schema = Schema {
     path: "/api/protocols/nfs/services",
     modelled: paths!["svm.name", "svm.uuid", "enabled", "state"],
     ontap: ontap::NFS_SERVICES,
+    absent: &[],
 };
 
 pub const ISCSI_SERVICES: Schema = Schema {
@@ -246,12 +310,14 @@ pub const ISCSI_SERVICES: Schema = Schema {
         "target.alias",
     ],
     ontap: ontap::ISCSI_SERVICES,
+    absent: &[],
 };
 
 pub const NVME_SERVICES: Schema = Schema {
     path: "/api/protocols/nvme/services",
     modelled: paths!["svm.name", "svm.uuid", "enabled"],
     ontap: ontap::NVME_SERVICES,
+    absent: &[],
 };
 
 pub const SVM_PEERS: Schema = Schema {
@@ -268,6 +334,7 @@ pub const SVM_PEERS: Schema = Schema {
         "applications",
     ],
     ontap: ontap::SVM_PEERS,
+    absent: &[],
 };
 
 pub const VOLUMES: Schema = Schema {
@@ -307,6 +374,7 @@ pub const VOLUMES: Schema = Schema {
         "snapshot_count",
     ],
     ontap: ontap::VOLUMES,
+    absent: &[],
 };
 
 pub const SNAPSHOTS: Schema = Schema {
@@ -323,6 +391,7 @@ pub const SNAPSHOTS: Schema = Schema {
         "svm.uuid",
     ],
     ontap: ontap::SNAPSHOTS,
+    absent: &[],
 };
 
 pub const EXPORT_POLICIES: Schema = Schema {
@@ -345,6 +414,7 @@ pub const EXPORT_POLICIES: Schema = Schema {
         "rules.ntfs_unix_security",
     ],
     ontap: ontap::EXPORT_POLICIES,
+    absent: &[],
 };
 
 pub const EXPORT_RULES: Schema = Schema {
@@ -367,6 +437,7 @@ pub const EXPORT_RULES: Schema = Schema {
         "svm.uuid",
     ],
     ontap: ontap::EXPORT_RULES,
+    absent: &[],
 };
 
 pub const NAMESPACES: Schema = Schema {
@@ -394,6 +465,7 @@ pub const NAMESPACES: Schema = Schema {
         "subsystem_map.nsid",
     ],
     ontap: ontap::NAMESPACES,
+    absent: &[],
 };
 
 pub const NVME_SUBSYSTEMS: Schema = Schema {
@@ -413,12 +485,14 @@ pub const NVME_SUBSYSTEMS: Schema = Schema {
         "subsystem_maps.nsid",
     ],
     ontap: ontap::NVME_SUBSYSTEMS,
+    absent: &[],
 };
 
 pub const NVME_SUBSYSTEM_HOSTS: Schema = Schema {
     path: "/api/protocols/nvme/subsystems/{}/hosts",
     modelled: paths!["nqn", "subsystem.uuid", "subsystem.name",],
     ontap: ontap::NVME_SUBSYSTEM_HOSTS,
+    absent: &[],
 };
 
 pub const NVME_SUBSYSTEM_MAPS: Schema = Schema {
@@ -433,6 +507,7 @@ pub const NVME_SUBSYSTEM_MAPS: Schema = Schema {
         "nsid",
     ],
     ontap: ontap::NVME_SUBSYSTEM_MAPS,
+    absent: &[],
 };
 
 pub const LUNS: Schema = Schema {
@@ -466,18 +541,21 @@ pub const LUNS: Schema = Schema {
         "attributes.value",
     ],
     ontap: ontap::LUNS,
+    absent: &[],
 };
 
 pub const LUN_ATTRIBUTES: Schema = Schema {
     path: "/api/storage/luns/{}/attributes",
     modelled: paths!["name", "value"],
     ontap: ontap::LUN_ATTRIBUTES,
+    absent: &[],
 };
 
 pub const LUN_MAP_REPORTING_NODES: Schema = Schema {
     path: "/api/protocols/san/lun-maps/{}/{}/reporting-nodes",
     modelled: paths!["uuid", "name", "lun.uuid", "igroup.uuid"],
     ontap: ontap::LUN_MAP_REPORTING_NODES,
+    absent: &[],
 };
 
 /// No relationship is ever listed, so nothing is modelled: every top-level field of ONTAP's
@@ -486,6 +564,7 @@ pub const SNAPMIRROR_RELATIONSHIPS: Schema = Schema {
     path: "/api/snapmirror/relationships",
     modelled: paths![],
     ontap: ontap::SNAPMIRROR_RELATIONSHIPS,
+    absent: &[],
 };
 
 pub const IGROUPS: Schema = Schema {
@@ -504,12 +583,14 @@ pub const IGROUPS: Schema = Schema {
         "lun_maps.lun.uuid",
     ],
     ontap: ontap::IGROUPS,
+    absent: &[],
 };
 
 pub const IGROUP_INITIATORS: Schema = Schema {
     path: "/api/protocols/san/igroups/{}/initiators",
     modelled: paths!["name", "comment", "igroup.name", "igroup.uuid",],
     ontap: ontap::IGROUP_INITIATORS,
+    absent: &[],
 };
 
 pub const LUN_MAPS: Schema = Schema {
@@ -524,12 +605,36 @@ pub const LUN_MAPS: Schema = Schema {
         "logical_unit_number",
     ],
     ontap: ontap::LUN_MAPS,
+    absent: &[],
 };
 
 pub const ISCSI_CREDENTIALS: Schema = Schema {
     path: "/api/protocols/san/iscsi/credentials",
     modelled: paths!["svm.name", "svm.uuid", "initiator", "authentication_type",],
     ontap: ontap::ISCSI_CREDENTIALS,
+    absent: &[],
+};
+
+pub const ROLES: Schema = Schema {
+    path: "/api/security/roles",
+    modelled: paths![
+        "owner.uuid",
+        "owner.name",
+        "name",
+        "privileges.path",
+        "privileges.access",
+        "builtin",
+        "scope",
+    ],
+    ontap: ontap::ROLES,
+    absent: &[],
+};
+
+pub const ROLE_PRIVILEGES: Schema = Schema {
+    path: "/api/security/roles/{}/{}/privileges",
+    modelled: paths!["path", "access"],
+    ontap: ontap::ROLE_PRIVILEGES,
+    absent: &[],
 };
 
 /// Every collection, for `/_mock/schema`.
@@ -563,6 +668,9 @@ pub const ALL: &[Schema] = &[
     LUN_ATTRIBUTES,
     LUN_MAP_REPORTING_NODES,
     SNAPMIRROR_RELATIONSHIPS,
+    QOS_POLICIES,
+    ROLES,
+    ROLE_PRIVILEGES,
 ];
 
 #[cfg(test)]
@@ -584,5 +692,14 @@ mod tests {
         assert!(AGGREGATES.knows("volume-count"));
         assert!(!AGGREGATES.knows("volume_count"));
         assert!(AGGREGATES.knows("block_storage.primary.disk_type"));
+    }
+
+    #[test]
+    fn svm_storage_is_unknown_before_9_13_1() {
+        assert!(svms_at((9, 13, 1)).knows("storage.limit"));
+        assert!(svms_at((9, 16, 1)).knows("storage"));
+        assert!(!svms_at((9, 12, 1)).knows("storage.limit"));
+        assert!(!svms_at((9, 12, 1)).knows("storage"));
+        assert!(svms_at((9, 12, 1)).knows("max_volumes"));
     }
 }

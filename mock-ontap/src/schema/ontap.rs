@@ -575,3 +575,23 @@ pub const SNAPMIRROR_RELATIONSHIPS: &[&str] = &[
     "unhealthy_reason",
     "uuid",
 ];
+
+/// `netapp_ontap.resources.QosPolicy` (9.19.1.0): every top-level field.
+pub const QOS_POLICIES: &[&str] = &[
+    "adaptive",
+    "burst",
+    "fixed",
+    "name",
+    "object_count",
+    "pgid",
+    "policy_class",
+    "scope",
+    "svm",
+    "uuid",
+];
+
+/// `netapp_ontap.resources.Role` (9.19.1.0): every top-level field.
+pub const ROLES: &[&str] = &["builtin", "name", "owner", "privileges", "scope"];
+
+/// `netapp_ontap.resources.RolePrivilege` (9.19.1.0): every top-level field.
+pub const ROLE_PRIVILEGES: &[&str] = &["access", "path", "query"];

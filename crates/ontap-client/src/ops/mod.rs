@@ -1,6 +1,7 @@
 //! The typed operations the SVM controller uses.
 //!
-//! Accounts and credential checks are in [`accounts`].
+//! Accounts and credential checks are in [`accounts`]; SVM limits, usage and QoS policies in
+//! [`limits`]; REST roles in [`roles`].
 //!
 //! Conventions:
 //! - Lookups by name return `Ok(None)` only when ONTAP answered successfully with zero records.
@@ -12,6 +13,8 @@
 //!   retried DELETE whose first attempt was applied but whose answer was lost.
 
 mod accounts;
+mod limits;
+mod roles;
 
 use reqwest::Method;
 

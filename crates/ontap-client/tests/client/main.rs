@@ -5,3 +5,5 @@
 
 mod client;
 mod http_layer;
+mod limits;
+mod roles;

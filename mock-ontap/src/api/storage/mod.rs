@@ -8,8 +8,10 @@
 //! attributes).
 
 mod nas;
+mod qos;
 mod san;
 use nas::*;
+use qos::*;
 use san::*;
 
 use axum::{
@@ -240,6 +242,16 @@ pub fn routes() -> Router<MockState> {
         .route(
             "/api/protocols/san/lun-maps/{lun}/{igroup}/reporting-nodes/{uuid}",
             get(reporting_node),
+        )
+        .route(
+            "/api/storage/qos/policies",
+            get(qos_policies).post(qos_policy_create),
+        )
+        .route(
+            "/api/storage/qos/policies/{uuid}",
+            get(qos_policy)
+                .patch(qos_policy_patch)
+                .delete(qos_policy_delete),
         )
         .merge(san_routes(San::Iscsi))
         .merge(san_routes(San::Nvme))

@@ -15,10 +15,11 @@
 
 mod exports;
 mod groups;
+mod qos;
 mod san;
 mod volumes;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use axum::http::StatusCode;
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::job::{Effect, InjectedFailure, Job, StorageEffect};
-use super::{Model, Principal};
+use super::{Model, Principal, svm::SvmUsage};
 use crate::error::{ApiError, ApiResult, codes};
 
 /// ONTAP's default volume size when a POST names none ("size - 20MB", POST /storage/volumes).
@@ -134,6 +135,7 @@ pub struct Storage {
     igroups: BTreeMap<String, Group>,
     namespace_maps: Vec<Map>,
     lun_maps: Vec<Map>,
+    qos_policies: BTreeMap<String, qos::QosPolicy>,
 }
 
 /// Which kind of block object and group a request is about.
@@ -251,6 +253,24 @@ impl Storage {
         }
     }
 
+    /// The count and total size of one SVM's volumes.
+    pub fn usage_of(&self, svm: &str) -> SvmUsage {
+        self.volumes
+            .values()
+            .filter(|v| v.svm == svm)
+            .fold(SvmUsage::default(), SvmUsage::with)
+    }
+
+    /// The count and total size of every SVM's volumes, in one pass.
+    pub fn usage_by_svm(&self) -> HashMap<String, SvmUsage> {
+        let mut usage: HashMap<String, SvmUsage> = HashMap::new();
+        for v in self.volumes.values() {
+            let entry = usage.entry(v.svm.clone()).or_default();
+            *entry = entry.with(v);
+        }
+        usage
+    }
+
     /// Whether the SVM still holds volumes (ONTAP refuses to delete it then).
     pub fn svm_has_volumes(&self, svm: &str) -> bool {
         self.volumes.values().any(|v| v.svm == svm)
@@ -268,6 +288,7 @@ impl Storage {
             self.remove_volume(&uuid);
         }
         self.policies.retain(|_, p| p.svm != svm);
+        self.qos_policies.retain(|_, p| !p.owned_by(svm));
         for san in [San::Iscsi, San::Nvme] {
             let groups: Vec<String> = self
                 .groups(san)
@@ -486,6 +507,15 @@ fn rule_body(body: &Value) -> ApiResult<Value> {
         "chown_mode": str_at(body, "chown_mode").unwrap_or("restricted"),
         "ntfs_unix_security": str_at(body, "ntfs_unix_security").unwrap_or("fail"),
     }))
+}
+
+impl SvmUsage {
+    fn with(self, v: &Volume) -> SvmUsage {
+        SvmUsage {
+            volumes: self.volumes + 1,
+            allocated: self.allocated.saturating_add(v.size),
+        }
+    }
 }
 
 impl Volume {

@@ -158,19 +158,25 @@ impl Model {
             )
             .with_target("name"));
         }
+        let size = u64_at(body, "size")?.unwrap_or(DEFAULT_VOLUME_SIZE);
+        // Past the SVM's limits the job fails and no volume appears, as through a failed job.
+        let refusal = self.volume_allowance(&svm, 1, size);
         let uuid = new_uuid();
         let job = self.start_job(
             "POST /api/storage/volumes".into(),
             (&svm, &svm_name),
             Effect::Storage(StorageEffect::VolumeCreate(uuid.clone())),
-            failure,
+            refusal.clone().or(failure),
             now,
         );
+        if refusal.is_some() {
+            return Ok((job, json!({ "uuid": uuid, "name": name })));
+        }
         let volume = Volume {
             uuid: uuid.clone(),
             name: name.clone(),
             svm,
-            size: u64_at(body, "size")?.unwrap_or(DEFAULT_VOLUME_SIZE),
+            size,
             aggregates,
             guarantee: str_at(body, "guarantee.type").unwrap_or("volume").into(),
             snapshot_policy: str_at(body, "snapshot_policy.name")
@@ -206,7 +212,7 @@ impl Model {
         now: Instant,
     ) -> ApiResult<Job> {
         let volume = self.visible_volume(who, uuid)?;
-        let (svm, name) = (volume.svm.clone(), volume.name.clone());
+        let (svm, name, old_size) = (volume.svm.clone(), volume.name.clone(), volume.size);
         self.check_volume_fields(&svm, &body)?;
         if let Some(new_name) = str_at(&body, "name")
             && new_name != name
@@ -218,12 +224,14 @@ impl Model {
             )
             .with_target("name"));
         }
+        let growth = u64_at(&body, "size")?.map_or(0, |size| size.saturating_sub(old_size));
+        let refusal = self.volume_allowance(&svm, 0, growth);
         let svm_name = self.svm_name(&svm);
         Ok(self.start_job(
             format!("PATCH /api/storage/volumes/{uuid}"),
             (&svm, &svm_name),
             Effect::Storage(StorageEffect::VolumeModify(uuid.to_owned(), body)),
-            failure,
+            refusal.or(failure),
             now,
         ))
     }
@@ -261,6 +269,9 @@ impl Model {
     pub(in crate::model) fn finish_storage_job(&mut self, effect: &StorageEffect, failed: bool) {
         let volumes = &mut self.storage.volumes;
         match effect {
+            StorageEffect::QosCreate(_)
+            | StorageEffect::QosModify(..)
+            | StorageEffect::QosDelete(_) => self.finish_qos_job(effect, failed),
             StorageEffect::VolumeCreate(uuid) if failed => {
                 volumes.remove(uuid);
             }
