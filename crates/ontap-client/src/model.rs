@@ -3,6 +3,10 @@
 //! Readers are lenient where ONTAP versions differ (optional fields, unknown enum values) and
 //! strict where the client's decisions depend on a field (`uuid`, `name`, `records`, a job's
 //! `state`): a missing one is a decode error, never a silently empty default.
+//!
+//! One file because each record's `*_FIELDS` list must name exactly the fields its struct
+//! decodes, and the conformance suite reads them from here (`tests/conformance`): kept beside one
+//! another in one file, a field added to a struct and not to its list is seen in one review.
 
 use std::fmt;
 

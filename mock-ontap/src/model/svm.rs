@@ -2,6 +2,10 @@
 //! visible in state `initializing` (its name is taken from the moment the POST is accepted), and
 //! while its delete job runs it is in state `deleting`. A rename is a PATCH like any other: the
 //! new name is reserved when the PATCH is accepted and becomes the SVM's when its job succeeds.
+//!
+//! One file because an SVM's states (initializing, running, deleting, a pending rename) and the
+//! jobs that move it between them are one state machine: split by operation, each part would
+//! have to know the others' reservations to keep a name from being taken twice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -6,6 +6,10 @@
 //! implied), or when its first segment is a top-level field of ONTAP's schema that the mock does
 //! not model (`ontap`, from netapp-ontap). Below a modelled top-level field only modelled paths
 //! are known, so a typo such as `ip.adress` is caught.
+//!
+//! One file because it is one table, every collection's known names beside the rule that reads
+//! them; `GET /_mock/schema` serves it whole and `tests/conformance/test_schema.py` compares it
+//! with netapp-ontap's schemas as one list.
 
 mod ontap;
 
