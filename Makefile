@@ -7,7 +7,7 @@ LOCAL := $(CURDIR)/.local
 TARGET := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 BIN := $(TARGET)/debug
 
-.PHONY: image run test up down crds manifests generate lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
+.PHONY: image run test up down crds manifests deploy-manifests generate check-generated check-imports lint bench bench-svm bench-svm-slow bench-svm-lost deps build unit-test gardener-registration test-rules
 
 ## deps: install Debian packages and build kube-apiserver, etcd, Jaeger, helm, gardener-resource-manager (cached in ~/.cache/ontap-operator)
 deps:
@@ -66,21 +66,41 @@ else
 		$(if $(filter 1,$(GARDENER)),--extension-type ontap --heartbeat-namespace ontap-operator-system)
 endif
 
-## manifests: regenerate crds/, deploy/rbac.yaml and the chart's ClusterRole rules from the
-## controllers' registrations (tests/operations/crds_generated.rs fails when they drift)
+# The checkout the generating targets write into: this one, or the copy `check-generated` makes.
+GENERATE_ROOT ?= $(CURDIR)
+
+## manifests: regenerate crds/ and the chart's generated files (files/clusterrole-rules*.yaml,
+## files/features.yaml) from the features list, src/features.rs, and their registrations
 manifests:
-	$(CARGO) run -q --bin ontap-operator -- manifests --root .
+	$(CARGO) run -q --bin ontap-operator -- manifests --root $(GENERATE_ROOT)
 
 crds: manifests
 
+## deploy-manifests: render deploy/*.yaml from deploy/chart with its default values (hack/render-deploy.sh)
+deploy-manifests: manifests
+	@hack/render-deploy.sh --root $(GENERATE_ROOT)
+
 ## gardener-registration: regenerate deploy/gardener/ (ControllerDeployment with deploy/chart and crds/ as rawChart, ControllerRegistration, gardener-operator's Extension naming the chart in an OCI registry)
 gardener-registration: manifests
-	@hack/gardener-registration.sh
+	@hack/gardener-registration.sh --root $(GENERATE_ROOT)
 
 ## generate: everything generated, in the order each step reads the one before: manifests (crds/,
-## deploy/rbac.yaml, the chart's rule files), then deploy/gardener/ from the chart and crds/.
-## tests/operations/crds_generated.rs and tests/gardener/registration.rs fail when either is stale.
-generate: manifests gardener-registration
+## the chart's rule files and features list), deploy/*.yaml rendered from the chart, then
+## deploy/gardener/ from the chart and crds/. `make check-generated` fails when any is stale.
+generate: manifests deploy-manifests gardener-registration
+
+## check-generated: fails when a file `make generate` writes is stale or left over, naming it and
+## the command that fixes it (hack/check-generated.sh: generates into a copy of crds/ and
+## deploy/ and compares); a few seconds once the operator is built
+check-generated:
+	@hack/check-generated.sh
+
+## check-imports: fails on an import circle between the modules of any workspace crate, naming the
+## uses on each side (hack/check-imports.sh; UPWARD=1 also lists modules using what an ancestor
+## defines). Not part of `make test`: its tool, cargo-modules, takes 16 CPU-minutes to install once
+## (hack/tools.sh, cached; 32 min on a busy 2-core machine), and reading the 7 crates ~80 s
+check-imports:
+	@hack/check-imports.sh $(if $(filter 1,$(UPWARD)),--upward)
 
 ## unit-test: the tests that need no control plane, node or garden (every crate's unit tests), in
 ## about a minute once built
@@ -99,18 +119,19 @@ test-rules:
 	promtool check rules $(RULES)
 	promtool test rules tests/monitoring/alerts.test.yaml
 
-## test: lint, CRD drift check (tests/operations/crds_generated.rs) and every test, against real control
+## test: lint, the generated files' staleness (check-generated) and every test, against real control
 ## planes; the alerting rules' promtool tests; the image (hack/image.sh build), which tests/deployed
 ## installs with the chart on a real node (root); the Rust test binaries side by side in LANES lanes
 ## (hack/test.sh, default 3; LANES=1 runs them one after another as cargo test does); then
 ## tests/conformance (pytest): mock-ontap driven by NetApp's netapp-ontap client. All run; any
-## failing fails `make test`. On a fresh machine the Go-built tools build in the background
+## failing fails `make test`; lint and stale generated files (check-generated) stop it. On a fresh
+## machine the Go-built tools build in the background
 ## (hack/deps.sh tools, logged to target/deps.log) while cargo compiles; the tests wait for them
 ## (a test build that fails there fails again, reported, in hack/test.sh).
 test:
 	@hack/deps.sh packages
 	@mkdir -p $(TARGET); hack/deps.sh tools >$(TARGET)/deps.log 2>&1 & tools=$$!; \
-	lint=0; $(MAKE) --no-print-directory lint || lint=$$?; rc=0; \
+	lint=0; $(MAKE) --no-print-directory lint check-generated || lint=$$?; rc=0; \
 	if [ $$lint = 0 ]; then \
 	  hack/image.sh build --profile $(IMAGE_PROFILE) || rc=$$?; \
 	  $(CARGO) test --workspace --no-run -q || true; \

@@ -7,8 +7,11 @@
 #     names the chart in an OCI registry (gardener-operator takes no rawChart) and from which
 #     gardener-operator writes the same ControllerRegistration and ControllerDeployment.
 #
-#   hack/gardener-registration.sh [--out-dir DIR] [--oci-repository oci://HOST/PATH]
-#   hack/gardener-registration.sh --package-chart DIR
+#   hack/gardener-registration.sh [--root ROOT] [--out-dir DIR] [--oci-repository oci://HOST/PATH]
+#   hack/gardener-registration.sh [--root ROOT] --package-chart DIR
+#
+# ROOT is the checkout whose deploy/chart and crds/ are packaged (default: this one); DIR
+# defaults to ROOT/deploy/gardener.
 #
 # The chart is deploy/chart with the CRDs of crds/ in files/crds.yaml, named
 # gardener-extension-ontap. --package-chart writes it as DIR/gardener-extension-ontap-<version>.tgz, and the
@@ -35,17 +38,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 name=extension-ontap
 chart_name=gardener-extension-ontap
-out_dir=$root/deploy/gardener
+out_dir=""
 oci_repository=oci://registry.example.com/charts
 package_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --root) root=$2; shift 2 ;;
     --out-dir) out_dir=$2; shift 2 ;;
     --oci-repository) oci_repository=$2; shift 2 ;;
     --package-chart) package_dir=$2; shift 2 ;;
     *) die "unknown argument $1" ;;
   esac
 done
+out_dir=${out_dir:-$root/deploy/gardener}
 
 chart_field() {
   sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\}\$/\1/p" "$root/deploy/chart/Chart.yaml"

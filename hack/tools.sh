@@ -3,6 +3,7 @@
 # Usage: hack/tools.sh kube          -> prints a folder with kube-apiserver and etcd
 #        hack/tools.sh jaeger        -> prints the path of the jaeger binary
 #        hack/tools.sh helm          -> prints the path of the helm binary
+#        hack/tools.sh cargo-modules -> prints the path of the cargo-modules binary (make check-imports)
 #        hack/tools.sh gardener      -> prints the path of the gardener-resource-manager binary
 #        hack/tools.sh gardener-apiserver -> prints the path of the gardener-apiserver binary (a local
 #                                       garden: hack/garden.sh), built with gardener-resource-manager
@@ -18,7 +19,8 @@
 #        hack/tools.sh gardener-operator-crds -> prints a folder with gardener-operator's CRD for
 #                                       operator.gardener.cloud Extension, copied from the gardener module
 # Honors KUBEBUILDER_ASSETS: when set, that folder is used and nothing is built.
-# Everything is built from the Go module proxy with the machine's Go toolchain and cached under
+# Everything is built from the Go module proxy with the machine's Go toolchain (cargo-modules from
+# crates.io with cargo) and cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/ontap-operator, outside the repository, so fresh clones reuse it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,8 +35,9 @@ ensure_go() {
   apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >&2
 }
 
-# Module download must not depend on the caller's GOFLAGS (e.g. -mod=vendor).
-gobuild_env() { env -u GOFLAGS GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
+# Module download must not depend on the caller's GOFLAGS (e.g. -mod=vendor). Every Go build and
+# download goes through here, so Go is installed only where a Go tool is built.
+gobuild_env() { ensure_go; env -u GOFLAGS GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
 
 # gomod_of MODULE@VERSION: path of that module's go.mod in the module cache.
 gomod_of() {
@@ -225,6 +228,16 @@ build_helm() {
   mv "$out.tmp" "$out"
 }
 
+# The one Rust tool: cargo install from crates.io at the pinned version, its lock file deciding
+# every dependency, built in a target folder of its own that cargo removes afterwards.
+build_cargo_modules() {
+  local out=$1
+  log "installing cargo-modules $CARGO_MODULES_VERSION into $out (cargo install: 16 CPU-minutes, once)"
+  cargo install --quiet --locked --version "$CARGO_MODULES_VERSION" --root "$out.tmp" cargo-modules >&2
+  mv "$out.tmp/bin" "$out"
+  rm -rf "$out.tmp"
+}
+
 build_gardener() {
   local out=$1
   log "building gardener-resource-manager and gardener-apiserver $GARDENER_VERSION into $out (takes a few minutes once)"
@@ -319,7 +332,6 @@ built() {
 cached() {
   local name=$1 dir=$2 t=$3; shift 3
   built "$t" "$dir" "$@" && return 0
-  ensure_go
   locked "$name" built "$t" "$dir" "$@" && return 0
   rm -rf "$dir" "$dir.tmp"
   "build_${name//-/_}" "$dir"
@@ -344,6 +356,10 @@ case "${1:-kube}" in
     dir=$cache/bin/helm-$HELM_VERSION
     cached helm "$dir" -x helm
     echo "$dir/helm" ;;
+  cargo-modules)
+    dir=$cache/bin/cargo-modules-$CARGO_MODULES_VERSION
+    cached cargo-modules "$dir" -x cargo-modules
+    echo "$dir/cargo-modules" ;;
   gardener)
     dir=$cache/bin/gardener-$GARDENER_VERSION
     cached gardener "$dir" -x gardener-resource-manager gardener-apiserver
@@ -372,5 +388,5 @@ case "${1:-kube}" in
     dir=$cache/crds/gardener-operator-$GARDENER_VERSION
     cached gardener-operator-crds "$dir" -f 10-crd-operator.gardener.cloud_extensions.yaml
     echo "$dir" ;;
-  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|gardener|gardener-apiserver|gardener-crds|gardener-operator-crds"; exit 2 ;;
+  *) log "usage: $0 kube|kube-node|pause|toolbox|jaeger|helm|cargo-modules|gardener|gardener-apiserver|gardener-crds|gardener-operator-crds"; exit 2 ;;
 esac

@@ -35,18 +35,7 @@ async fn main() -> anyhow::Result<()> {
                 Ok(())
             }
         },
-        Command::Manifests(args) => {
-            for (path, contents) in ontap_operator::manifests::files()? {
-                let path = args.root.join(path);
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .with_context(|| format!("creating {}", dir.display()))?;
-                }
-                std::fs::write(&path, contents)
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
-            Ok(())
-        }
+        Command::Manifests(args) => Ok(ontap_operator::manifests::write(&args.root)?),
         Command::Admission(args) => ontap_operator::extension::admission::run(*args).await,
         Command::Version => {
             println!("ontap-operator {}", env!("CARGO_PKG_VERSION"));

@@ -5,7 +5,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mock_ontap::{FaultAction, FaultSpec};
 use rand::Rng;
@@ -277,10 +277,13 @@ async fn kill_while_busy(
         // Every third kill waits (bounded) for an ONTAP job in flight, so that some surely
         // land between a job's start and the operator learning its outcome.
         if tried % 3 == 2 {
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while !job_running(world) && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            // No job within the bound is an outcome too: this kill then lands without one.
+            let _ = support::try_poll_every(
+                Duration::from_secs(3),
+                Duration::from_millis(10),
+                async || job_running(world).then_some(()),
+            )
+            .await;
         }
         let working = busy(world).await;
         let jobs_running = job_running(world);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Mock, error_code};
+use common::{Mock, MockApi, error_code, fast_mock};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -19,7 +19,7 @@ fn account(svm_uuid: &str, name: &str, password: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn account_lifecycle_and_shapes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("acc").await;
     let resp = mock
         .admin(Method::POST, "/api/security/accounts")
@@ -104,7 +104,7 @@ async fn account_lifecycle_and_shapes() {
 
 #[tokio::test]
 async fn new_svms_have_a_locked_vsadmin_account() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("builtin").await;
     let (status, vsadmin) = mock
         .get(&format!("/api/security/accounts/{svm}/vsadmin"))
@@ -166,7 +166,7 @@ async fn new_svms_have_a_locked_vsadmin_account() {
 
 #[tokio::test]
 async fn password_rules() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("pw").await;
     let too_long = format!("a1{}", "b".repeat(127));
     let cases = [
@@ -222,7 +222,7 @@ async fn password_rules() {
 
 #[tokio::test]
 async fn svm_account_sees_only_its_own_svm() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let mine = mock.create_svm("mine").await;
     let other = mock.create_svm("other").await;
     mock.create_account(&mine, "tenant", "Mine12345abc").await;
@@ -279,7 +279,7 @@ async fn svm_account_sees_only_its_own_svm() {
     assert!(body["error"]["message"].is_string());
 
     let resp = mock
-        .client
+        .http
         .post(mock.url("/api/svm/svms"))
         .basic_auth("tenant", Some("Mine12345abc"))
         .json(&json!({ "name": "sneaky" }))
@@ -291,7 +291,7 @@ async fn svm_account_sees_only_its_own_svm() {
 
 #[tokio::test]
 async fn locked_accounts_cannot_log_in() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("lk").await;
     mock.create_account(&svm, "locky", "Locked12345").await;
     let path = format!("/api/security/accounts/{svm}/locky");
@@ -313,7 +313,7 @@ fn lif(svm: &str, name: &str, ip: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn interface_lifecycle_and_errors() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("net").await;
     let other = mock.create_svm("net2").await;
     let resp = mock
@@ -421,7 +421,7 @@ async fn interface_lifecycle_and_errors() {
 
 #[tokio::test]
 async fn deleting_an_svm_removes_its_accounts_and_interfaces() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("gone").await;
     mock.create_account(&svm, "ops", "Password123").await;
     mock.post("/api/network/ip/interfaces", lif(&svm, "lif1", "10.1.0.1"))
@@ -430,7 +430,7 @@ async fn deleting_an_svm_removes_its_accounts_and_interfaces() {
         .call(Method::DELETE, &format!("/api/svm/svms/{svm}"), None)
         .await;
     mock.wait_job(body["job"]["uuid"].as_str().unwrap()).await;
-    let state = mock.state().await;
+    let state = mock.snapshot();
     assert_eq!(state["svms"], json!([]));
     assert_eq!(state["accounts"], json!([]));
     assert_eq!(state["interfaces"], json!([]));
@@ -438,7 +438,7 @@ async fn deleting_an_svm_removes_its_accounts_and_interfaces() {
 
 #[tokio::test]
 async fn an_account_cannot_be_renamed() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("ren").await;
     mock.create_account(&svm, "ops", "Password123").await;
     let path = format!("/api/security/accounts/{svm}/ops");
@@ -455,7 +455,7 @@ async fn an_account_cannot_be_renamed() {
 #[tokio::test]
 async fn passwords_never_reach_the_request_log_or_the_state() {
     use base64::Engine;
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("sec").await;
     let (first, second) = ("Zq9first8Wx", "Zq9second8Wx");
     mock.create_account(&svm, "ops", first).await;
@@ -472,8 +472,8 @@ async fn passwords_never_reach_the_request_log_or_the_state() {
     let (status, _) = mock.as_user("ops", "wrong9Password", "/api/cluster").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
-    let log = serde_json::to_string(&mock.requests("").await).unwrap();
-    let state = mock.state().await.to_string();
+    let log = serde_json::to_string(&mock.requests(&[]).await).unwrap();
+    let state = mock.snapshot().to_string();
     let admin = mock.server.admin();
     let basic = |user: &str, pw: &str| {
         base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pw}"))
@@ -509,7 +509,7 @@ fn peer_group(name: &str, local_ip: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn bgp_peer_groups_are_listed_like_every_collection() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (status, empty) = mock.get("/api/network/ip/bgp/peer-groups").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(empty["num_records"], 0);
@@ -572,7 +572,7 @@ async fn bgp_peer_groups_are_listed_like_every_collection() {
 
 #[tokio::test]
 async fn vip_interfaces_need_bgp_a_host_mask_and_a_home_node() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("vips").await;
     let vip = |netmask: &str, location: serde_json::Value| {
         json!({

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Mock, eventually};
+use common::{Mock, MockApi, poll};
 use futures::future::join_all;
 use mock_ontap::MockConfig;
 use reqwest::{Method, StatusCode};
@@ -26,7 +26,7 @@ async fn populate(mock: &Mock) -> Vec<String> {
             .await;
         assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     }
-    let uuids: Vec<String> = eventually(Duration::from_secs(30), || async {
+    let uuids: Vec<String> = poll("every SVM running", Duration::from_secs(30), async || {
         let (_, body) = mock.get("/api/svm/svms?state=running").await;
         let records = body["records"].as_array().unwrap();
         (records.len() == SVMS).then(|| {
@@ -94,7 +94,7 @@ async fn filtered_gets_at_1000_svms() {
     let mut config = MockConfig::default();
     config.settings.job_duration_ms = 1;
     config.settings.max_concurrent_svm_jobs = 0;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let started = Instant::now();
     let uuids = populate(&mock).await;
     println!(
@@ -136,7 +136,7 @@ async fn filtered_gets_at_1000_svms() {
     .await;
     measure_as("GET cluster as an SVM account (authentication)", |i| {
         let i = (i * 7919) % SVMS;
-        mock.client
+        mock.http
             .get(mock.url("/api/cluster"))
             .basic_auth("ops", Some(password(i)))
     })

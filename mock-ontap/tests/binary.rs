@@ -5,8 +5,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::try_poll_every;
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -27,18 +28,19 @@ fn temp_dir(tag: &str) -> PathBuf {
 }
 
 async fn wait_for_file(path: &Path, child: &mut Running) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-        assert!(
-            child.0.try_wait().unwrap().is_none(),
-            "mock-ontap exited early"
-        );
-        assert!(Instant::now() < deadline, "no ready file");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    try_poll_every(
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        async || {
+            assert!(
+                child.0.try_wait().unwrap().is_none(),
+                "mock-ontap exited early"
+            );
+            std::fs::read_to_string(path).map_err(|e| format!("no ready file: {e}"))
+        },
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]

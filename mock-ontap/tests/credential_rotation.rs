@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use common::{Mock, error_code};
+use common::{Mock, MockApi, error_code, fast_mock, poll};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -42,7 +42,7 @@ async fn login(mock: &Mock, password: &str) -> Login {
 
 #[tokio::test]
 async fn logins_during_a_password_change_switch_once_from_old_to_new() {
-    let mock = Arc::new(Mock::start().await);
+    let mock = Arc::new(Mock::start(fast_mock()).await);
     let svm = mock.create_svm("rot").await;
     mock.create_account(&svm, "rotor", OLD).await;
 
@@ -61,9 +61,11 @@ async fn logins_during_a_password_change_switch_once_from_old_to_new() {
     };
     let (with_old, with_new) = (logins(OLD), logins(NEW));
     // Both loggers have run before the change.
-    common::eventually(std::time::Duration::from_secs(10), || async {
-        (count.load(Ordering::SeqCst) >= 6).then_some(())
-    })
+    poll(
+        "both loggers logged in",
+        std::time::Duration::from_secs(10),
+        async || (count.load(Ordering::SeqCst) >= 6).then_some(()),
+    )
     .await;
 
     let patch_sent = Instant::now();
@@ -123,7 +125,7 @@ async fn logins_during_a_password_change_switch_once_from_old_to_new() {
 
 #[tokio::test]
 async fn the_documented_password_rules_hold_on_rotation() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("rules").await;
     mock.create_account(&svm, "rotor", OLD).await;
     let path = format!("/api/security/accounts/{svm}/rotor");

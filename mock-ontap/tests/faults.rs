@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Mock, error_code, fast_config};
+use common::{Mock, MockApi, error_code, fast_mock, poll};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -18,7 +18,7 @@ async fn post_svm(mock: &Mock, name: &str) -> Result<reqwest::Response, reqwest:
 
 async fn svm_names(mock: &Mock) -> Vec<String> {
     // Jobs may still run; the state shows initializing SVMs too.
-    mock.state().await["svms"]
+    mock.snapshot()["svms"]
         .as_array()
         .unwrap()
         .iter()
@@ -47,7 +47,7 @@ fn assert_connection_dropped(err: &reqwest::Error, elapsed: Duration) {
 
 #[tokio::test]
 async fn error_action_answers_with_the_given_ontap_error_and_applies_nothing() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms", "times": 1,
         "action": { "type": "error", "status": 500, "code": "13434889", "message": "try again" },
@@ -70,7 +70,7 @@ async fn error_action_answers_with_the_given_ontap_error_and_applies_nothing() {
 
 #[tokio::test]
 async fn delay_action_waits_then_proceeds() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({ "path": "/api/cluster", "action": { "type": "delay", "ms": 400 } }))
         .await;
     let started = Instant::now();
@@ -82,7 +82,7 @@ async fn delay_action_waits_then_proceeds() {
 
 #[tokio::test]
 async fn a_delayed_request_is_applied_even_when_the_client_gave_up() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(
         json!({ "method": "POST", "path": "/api/svm/svms", "times": 1,
         "action": { "type": "delay", "ms": 400 } }),
@@ -96,16 +96,14 @@ async fn a_delayed_request_is_applied_even_when_the_client_gave_up() {
         .await
         .unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while svm_names(&mock).await.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the delayed POST was never applied"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll(
+        "the delayed POST applied",
+        Duration::from_secs(5),
+        async || (!svm_names(&mock).await.is_empty()).then_some(()),
+    )
+    .await;
     assert_eq!(svm_names(&mock).await, ["late"]);
-    let log = mock.requests("?method=POST").await;
+    let log = mock.requests(&[("method", "POST")]).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0]["fault"]["action"], "delay");
     assert_eq!(log[0]["status"], 202, "the answer nobody received");
@@ -113,7 +111,7 @@ async fn a_delayed_request_is_applied_even_when_the_client_gave_up() {
 
 #[tokio::test]
 async fn reset_closes_the_connection_and_does_not_apply() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({ "method": "POST", "path": "/api/svm/svms", "times": 1, "action": { "type": "reset" } }))
         .await;
     let started = Instant::now();
@@ -121,7 +119,7 @@ async fn reset_closes_the_connection_and_does_not_apply() {
     assert_connection_dropped(&err, started.elapsed());
     assert!(svm_names(&mock).await.is_empty(), "reset: not applied");
 
-    let log = mock.requests("?method=POST").await;
+    let log = mock.requests(&[("method", "POST")]).await;
     assert_eq!(log.len(), 1);
     assert_eq!(log[0]["fault"]["action"], "reset");
     assert!(log[0]["status"].is_null());
@@ -133,7 +131,7 @@ async fn reset_closes_the_connection_and_does_not_apply() {
 
 #[tokio::test]
 async fn apply_then_reset_applies_but_loses_the_answer() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({ "method": "POST", "path": "/api/svm/svms", "action": { "type": "apply_then_reset" } }))
         .await;
     let started = Instant::now();
@@ -144,7 +142,7 @@ async fn apply_then_reset_applies_but_loses_the_answer() {
         ["atr"],
         "applied although unanswered"
     );
-    let log = mock.requests("?path=/api/svm/svms").await;
+    let log = mock.requests(&[("path", "/api/svm/svms")]).await;
     assert_eq!(log[0]["status"], 202, "the log records the lost answer");
 
     // A retry sees what a real client would: the name is taken.
@@ -155,7 +153,7 @@ async fn apply_then_reset_applies_but_loses_the_answer() {
 
 #[tokio::test]
 async fn apply_then_reset_on_synchronous_creation() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("sync").await;
     mock.add_fault(json!({ "method": "POST", "path": "/api/security/accounts", "action": { "type": "apply_then_reset" } }))
         .await;
@@ -166,7 +164,7 @@ async fn apply_then_reset_on_synchronous_creation() {
         .await
         .unwrap_err();
     assert!(err.status().is_none());
-    let state = mock.state().await;
+    let state = mock.snapshot();
     assert!(
         state["accounts"]
             .as_array()
@@ -179,7 +177,7 @@ async fn apply_then_reset_on_synchronous_creation() {
 
 #[tokio::test]
 async fn job_failure_ends_the_job_in_failure_and_applies_nothing() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms",
         "action": { "type": "job_failure", "code": "13434889", "message": "injected" },
@@ -201,7 +199,7 @@ async fn job_failure_ends_the_job_in_failure_and_applies_nothing() {
 
 #[tokio::test]
 async fn job_failure_on_delete_keeps_the_svm() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let uuid = mock.create_svm("keep").await;
     mock.add_fault(json!({ "method": "DELETE", "path": "/api/svm/svms/*", "action": { "type": "job_failure" } }))
         .await;
@@ -218,13 +216,13 @@ async fn job_failure_on_delete_keeps_the_svm() {
 
 #[tokio::test]
 async fn hang_never_answers_so_the_client_timeout_fires() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({ "path": "/api/cluster", "times": 1, "action": { "type": "hang" } }))
         .await;
     let admin = mock.server.admin();
     let started = Instant::now();
     let err = mock
-        .client
+        .http
         .get(mock.url("/api/cluster"))
         .basic_auth(&admin.user, Some(&admin.password))
         .timeout(Duration::from_millis(300))
@@ -239,7 +237,7 @@ async fn hang_never_answers_so_the_client_timeout_fires() {
 
 #[tokio::test]
 async fn after_times_prefix_and_method_matching_with_hit_counts() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let id = mock
         .add_fault(json!({
             "method": "GET", "path": "/api/svm/*", "after": 2, "times": 2,
@@ -284,7 +282,7 @@ async fn after_times_prefix_and_method_matching_with_hit_counts() {
 
 #[tokio::test]
 async fn exact_path_does_not_match_longer_paths_and_probability_zero_never_fires() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({ "path": "/api/cluster", "action": { "type": "error", "status": 500 } }))
         .await;
     mock.add_fault(json!({ "path": "/api/svm/svms", "probability": 0.0, "action": { "type": "error", "status": 500 } }))
@@ -304,7 +302,7 @@ async fn exact_path_does_not_match_longer_paths_and_probability_zero_never_fires
 
 #[tokio::test]
 async fn invalid_faults_are_rejected() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     for bad in [
         json!({ "path": "/api/cluster", "action": { "type": "explode" } }),
         json!({ "path": "/api/cluster", "probability": 1.5, "action": { "type": "hang" } }),
@@ -327,27 +325,27 @@ async fn invalid_faults_are_rejected() {
 
 #[tokio::test]
 async fn request_log_counts_calls_with_user_and_status() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.get("/api/svm/svms?name=a").await;
     mock.get("/api/svm/svms?name=b").await;
     mock.as_user("nobody", "Nothing123", "/api/cluster").await;
-    let log = mock.requests("?path=/api/svm/svms").await;
+    let log = mock.requests(&[("path", "/api/svm/svms")]).await;
     assert_eq!(log.len(), 2);
     assert_eq!(log[0]["method"], "GET");
     assert_eq!(log[0]["query"], "name=a");
     assert_eq!(log[0]["status"], 200);
     assert_eq!(log[0]["user"], "admin");
     assert!(log[0]["at"].is_string());
-    let log = mock.requests("?user=nobody").await;
+    let log = mock.requests(&[("user", "nobody")]).await;
     assert_eq!(log[0]["status"], 401);
     let (status, _) = mock.control(Method::DELETE, "/_mock/requests", None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    assert!(mock.requests("").await.is_empty());
+    assert!(mock.requests(&[]).await.is_empty());
 }
 
 #[tokio::test]
 async fn faults_work_over_tls_with_the_generated_certificate() {
-    let mock = Mock::with_tls(fast_config()).await;
+    let mock = Mock::start_tls(fast_mock()).await;
     assert!(mock.server.base_url().starts_with("https://127.0.0.1:"));
     let (status, _) = mock.get("/api/cluster").await;
     assert_eq!(
@@ -382,7 +380,7 @@ async fn faults_work_over_tls_with_the_generated_certificate() {
 
 #[tokio::test]
 async fn faults_and_settings_can_be_set_through_the_rust_api() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let state = mock.server.state();
     state.update_settings(|s| s.max_concurrent_svm_jobs = 1);
     let spec: mock_ontap::FaultSpec = serde_json::from_value(json!({
@@ -405,7 +403,7 @@ async fn faults_and_settings_can_be_set_through_the_rust_api() {
 
 #[tokio::test]
 async fn error_action_produces_auth_failures_not_found_and_unknown_codes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let cases = [
         (401, "6", Some("Basic")),
         (403, "6", None),
@@ -442,7 +440,7 @@ async fn error_action_produces_auth_failures_not_found_and_unknown_codes() {
 
 #[tokio::test]
 async fn an_error_with_times_repeats_exactly_that_often() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms", "times": 3,
         "action": { "type": "error", "status": 503 },
@@ -468,7 +466,7 @@ async fn an_error_with_times_repeats_exactly_that_often() {
 
 #[tokio::test]
 async fn malformed_answers_html_and_applies_nothing_by_default() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms", "times": 1,
         "action": { "type": "malformed" },
@@ -486,14 +484,14 @@ async fn malformed_answers_html_and_applies_nothing_by_default() {
     assert!(text.contains("<html>"), "{text}");
     assert!(serde_json::from_str::<serde_json::Value>(&text).is_err());
     assert!(svm_names(&mock).await.is_empty());
-    let log = mock.requests("?method=POST").await;
+    let log = mock.requests(&[("method", "POST")]).await;
     assert_eq!(log[0]["fault"]["action"], "malformed");
     assert_eq!(log[0]["status"], 200);
 }
 
 #[tokio::test]
 async fn malformed_with_apply_mangles_the_answer_of_an_applied_request() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms", "times": 1,
         "action": { "type": "malformed", "apply": true, "status": 502,
@@ -509,7 +507,7 @@ async fn malformed_with_apply_mangles_the_answer_of_an_applied_request() {
 
 #[tokio::test]
 async fn huge_pads_the_real_answer_when_applied() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let bytes = 3 * 1024 * 1024 + 17;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms", "times": 1,
@@ -536,7 +534,7 @@ async fn huge_pads_the_real_answer_when_applied() {
 
 #[tokio::test]
 async fn huge_error_fills_the_body_with_its_message_and_applies_nothing() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.add_fault(json!({
         "method": "POST", "path": "/api/svm/svms", "times": 1,
         "action": { "type": "huge" },
@@ -553,7 +551,7 @@ async fn huge_error_fills_the_body_with_its_message_and_applies_nothing() {
 
 #[tokio::test]
 async fn request_log_keeps_trace_context_and_user_agent_and_reads_from_a_seq() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.get("/api/cluster").await;
     let (_, body) = mock.control(Method::GET, "/_mock/requests", None).await;
     let mark = body["next_seq"].as_u64().unwrap();
@@ -570,14 +568,16 @@ async fn request_log_keeps_trace_context_and_user_agent_and_reads_from_a_seq() {
     assert_eq!(status, StatusCode::OK);
     post_svm(&mock, "after").await.unwrap();
 
-    let log = mock.requests(&format!("?since={mark}")).await;
+    let log = mock.requests(&[("since", mark.to_string().as_str())]).await;
     assert_eq!(log.len(), 2, "{log:?}");
     assert_eq!(log[0]["seq"], mark);
     assert_eq!(log[0]["traceparent"], traceparent);
     assert_eq!(log[0]["user_agent"], "ontap-operator/test");
     assert_eq!(log[1]["method"], "POST");
     assert!(log[1]["traceparent"].is_null());
-    let log = mock.requests(&format!("?since={mark}&method=POST")).await;
+    let log = mock
+        .requests(&[("since", mark.to_string().as_str()), ("method", "POST")])
+        .await;
     assert_eq!(log.len(), 1);
     let (status, _) = mock
         .control(Method::GET, "/_mock/requests?since=soon", None)
@@ -587,7 +587,7 @@ async fn request_log_keeps_trace_context_and_user_agent_and_reads_from_a_seq() {
 
 #[tokio::test]
 async fn request_counts_per_method_and_path() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     for name in ["c1", "c2"] {
         post_svm(&mock, name).await.unwrap();
     }

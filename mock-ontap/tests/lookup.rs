@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::Mock;
+use common::{Mock, MockApi, fast_mock};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -63,7 +63,7 @@ async fn wait(mock: &Mock, answer: (StatusCode, Value)) {
 
 #[tokio::test]
 async fn indexed_filters_agree_with_scans_through_renames_and_deletes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let a1 = mock.create_svm("a1").await;
     let a2 = mock.create_svm("a2").await;
     let b1 = mock.create_svm("b1").await;
@@ -185,7 +185,7 @@ async fn indexed_filters_agree_with_scans_through_renames_and_deletes() {
 
 #[tokio::test]
 async fn an_svm_account_finds_only_its_own_records_through_the_indexes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let own = mock.create_svm("own").await;
     let other = mock.create_svm("other").await;
     mock.create_account(&own, "ops", "Secret111x").await;
@@ -209,7 +209,7 @@ async fn an_svm_account_finds_only_its_own_records_through_the_indexes() {
 
 #[tokio::test]
 async fn paging_a_scanned_collection_visits_every_record_once() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     for name in ["p1", "p2", "p3"] {
         let uuid = mock.create_svm(name).await;
         mock.create_account(&uuid, "ops", "Secret123x").await;

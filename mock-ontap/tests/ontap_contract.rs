@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Mock, error_code};
+use common::{Mock, MockApi, error_code, fast_mock};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -23,7 +23,7 @@ fn lif(svm: &str, name: &str, ip: &str, policy: &str) -> Value {
 /// generic code for such a field is 262196 "Field cannot be set in this operation".
 #[tokio::test]
 async fn svm_protocol_enabled_is_not_patchable() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let uuid = mock.create_svm("noproto").await;
     for protocol in ["nfs", "iscsi", "nvme"] {
         let (status, body) = mock
@@ -42,7 +42,7 @@ async fn svm_protocol_enabled_is_not_patchable() {
             format!("Field \"{target}\" cannot be set in this operation.")
         );
     }
-    let state = mock.state().await;
+    let state = mock.snapshot();
     assert!(state["jobs"].as_array().unwrap().len() == 1, "no PATCH job");
 }
 
@@ -50,7 +50,7 @@ async fn svm_protocol_enabled_is_not_patchable() {
 /// `{"enabled"}` (200), GET collection and instance; the SVM's `<protocol>.enabled` follows.
 #[tokio::test]
 async fn protocols_are_switched_on_their_services() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let uuid = mock.create_svm("proto").await;
     for (collection, svm_field) in [
         ("/api/protocols/nfs/services", "nfs"),
@@ -103,7 +103,7 @@ async fn protocols_are_switched_on_their_services() {
 /// An SVM created with `nfs.enabled: true` has its NFS service, enabled.
 #[tokio::test]
 async fn svm_create_with_a_protocol_creates_its_service() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (_, body) = mock
         .post(
             "/api/svm/svms?return_records=true",
@@ -136,7 +136,7 @@ async fn svm_create_with_a_protocol_creates_its_service() {
 /// lists `?services=data_nvme_tcp|data_nfs|data_iscsi&svm.uuid=…` and fails on an empty answer.
 #[tokio::test]
 async fn interfaces_report_and_filter_by_their_services() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("svc").await;
     for (name, ip, policy) in [
         ("nas", "10.9.0.1", "default-data-files"),
@@ -183,7 +183,7 @@ async fn interfaces_report_and_filter_by_their_services() {
 /// for an unknown query parameter. Real ONTAP fields the mock does not model are accepted.
 #[tokio::test]
 async fn unknown_fields_and_filters_are_refused() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.create_svm("q").await;
     let (status, body) = mock.get("/api/svm/svms?fields=name,bogus").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
@@ -219,7 +219,7 @@ async fn unknown_fields_and_filters_are_refused() {
 /// netapp-ontap `Aggregate.volume_count` has `data_key="volume-count"`.
 #[tokio::test]
 async fn aggregates_spell_volume_count_with_a_hyphen() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (status, body) = mock
         .get("/api/storage/aggregates?fields=volume-count")
         .await;
@@ -235,7 +235,7 @@ async fn aggregates_spell_volume_count_with_a_hyphen() {
 /// NetApp documents for them), 1966269 for a prefix length out of range.
 #[tokio::test]
 async fn interface_create_codes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("codes").await;
     let mut body = lif(&svm, "x", "10.8.0.1", "default-data-files");
     body["svm"] = json!({ "name": "nosuch" });
@@ -259,7 +259,7 @@ async fn interface_create_codes() {
 /// are readable, not patchable (262196).
 #[tokio::test]
 async fn interfaces_are_placed_by_broadcast_domain_and_patched() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("lifs").await;
     let (status, body) = mock
         .post(
@@ -341,7 +341,7 @@ async fn interfaces_are_placed_by_broadcast_domain_and_patched() {
 /// Setting the current password again is 7077925; one of the recent ones 7077924.
 #[tokio::test]
 async fn current_and_recent_passwords() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("pwd").await;
     mock.create_account(&svm, "ops", "First1234x").await;
     let path = format!("/api/security/accounts/{svm}/ops");
@@ -374,7 +374,7 @@ async fn current_and_recent_passwords() {
 /// (`IsSVMDRCapable`) and `POST /api/support/ems/application-logs` (its heartbeat).
 #[tokio::test]
 async fn svm_peers_and_ems_application_logs() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("peers").await;
     let (status, body) = mock
         .get(&format!(
@@ -394,7 +394,7 @@ async fn svm_peers_and_ems_application_logs() {
         .post("/api/support/ems/application-logs", log.clone())
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let state = mock.state().await;
+    let state = mock.snapshot();
     assert_eq!(state["ems_application_logs"], json!([log]));
     let (status, body) = mock
         .post(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Mock, error_code, read};
+use common::{Mock, MockApi, error_code, fast_mock, read};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -19,7 +19,7 @@ async fn as_user(
     body: Option<Value>,
 ) -> (StatusCode, Value) {
     let mut req = mock
-        .client
+        .http
         .request(method, mock.url(path))
         .basic_auth(user, Some(PW));
     if let Some(body) = body {
@@ -74,7 +74,7 @@ async fn two_tenants(mock: &Mock) -> (String, String, String, String) {
 
 #[tokio::test]
 async fn an_svm_account_cannot_see_or_touch_another_svms_storage() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (svm_a, svm_b, volume_b, lun_b) = two_tenants(&mock).await;
 
     for path in [
@@ -179,7 +179,7 @@ async fn an_svm_account_cannot_see_or_touch_another_svms_storage() {
 
 #[tokio::test]
 async fn error_codes_of_the_volume_path() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (_, svm_b, volume_b, lun_b) = two_tenants(&mock).await;
 
     let (status, body) = as_user(
@@ -271,7 +271,7 @@ async fn error_codes_of_the_volume_path() {
 
 #[tokio::test]
 async fn cluster_probe_with_ignore_unknown_fields_as_an_svm_account() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     two_tenants(&mock).await;
     let (status, body) = as_user(
         &mock,
@@ -326,7 +326,7 @@ async fn map_b(mock: &Mock, lun_b: &str) -> String {
 
 #[tokio::test]
 async fn lun_attributes_and_reporting_nodes_stop_at_the_svm_boundary() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (_, _, _, lun_b) = two_tenants(&mock).await;
     let igroup_b = map_b(&mock, &lun_b).await;
 
@@ -424,7 +424,7 @@ async fn lun_attributes_and_reporting_nodes_stop_at_the_svm_boundary() {
 
 #[tokio::test]
 async fn snapmirror_relationships_are_an_empty_list_for_every_account() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     two_tenants(&mock).await;
     for user in ["a-admin", "b-admin"] {
         for query in [

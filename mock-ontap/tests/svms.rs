@@ -5,13 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Mock, error_code, eventually, fast_config};
+use common::{Mock, MockApi, error_code, fast_mock, poll, try_poll_every};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn cluster_inventory_has_ontap_shapes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (status, cluster) = mock.get("/api/cluster").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(cluster["version"]["generation"], 9);
@@ -45,9 +45,9 @@ async fn cluster_inventory_has_ontap_shapes() {
 
 #[tokio::test]
 async fn missing_or_wrong_credentials_get_401_with_ontap_error() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let resp = mock
-        .client
+        .http
         .get(mock.url("/api/cluster"))
         .send()
         .await
@@ -62,7 +62,7 @@ async fn missing_or_wrong_credentials_get_401_with_ontap_error() {
 
 #[tokio::test]
 async fn unknown_api_path_and_method_use_the_error_body() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (status, body) = mock.get("/api/storage/qtrees").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(error_code(&body), "3");
@@ -73,7 +73,7 @@ async fn unknown_api_path_and_method_use_the_error_body() {
 
 #[tokio::test]
 async fn svm_create_is_a_job_that_ends_in_success() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (status, body) = mock
         .post(
             "/api/svm/svms",
@@ -125,9 +125,9 @@ async fn svm_create_is_a_job_that_ends_in_success() {
 
 #[tokio::test]
 async fn job_passes_through_queued_and_running_and_svm_is_initializing_meanwhile() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.job_duration_ms = 1_500;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let (_, body) = mock.post("/api/svm/svms", json!({ "name": "slow" })).await;
     let path = format!(
         "/api/cluster/jobs/{}",
@@ -141,16 +141,23 @@ async fn job_passes_through_queued_and_running_and_svm_is_initializing_meanwhile
     assert_eq!(list["records"][0]["state"], "initializing");
 
     let mut seen: Vec<String> = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while seen.last().map(String::as_str) != Some("success") {
-        assert!(std::time::Instant::now() < deadline, "{seen:?}");
-        let (_, job) = mock.get(&path).await;
-        let state = job["state"].as_str().unwrap().to_owned();
-        if seen.last() != Some(&state) {
-            seen.push(state);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Looks often enough to see each state of a 1.5 s job.
+    try_poll_every(
+        Duration::from_secs(5),
+        Duration::from_millis(20),
+        async || {
+            let (_, job) = mock.get(&path).await;
+            let state = job["state"].as_str().unwrap().to_owned();
+            if seen.last() != Some(&state) {
+                seen.push(state);
+            }
+            (seen.last().map(String::as_str) == Some("success"))
+                .then_some(())
+                .ok_or_else(|| format!("{seen:?}"))
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(seen, ["queued", "running", "success"]);
     let (_, list) = mock.get("/api/svm/svms?name=slow&fields=state").await;
     assert_eq!(list["records"][0]["state"], "running");
@@ -158,14 +165,14 @@ async fn job_passes_through_queued_and_running_and_svm_is_initializing_meanwhile
 
 #[tokio::test]
 async fn finished_jobs_expire_into_404() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.job_expiry_ms = 300;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let (_, body) = mock.post("/api/svm/svms", json!({ "name": "exp" })).await;
     let uuid = body["job"]["uuid"].as_str().unwrap();
     mock.wait_job(uuid).await;
     let path = format!("/api/cluster/jobs/{uuid}");
-    let body = eventually(Duration::from_secs(5), || async {
+    let body = poll("the expired job 404", Duration::from_secs(5), async || {
         let (status, body) = mock.get(&path).await;
         (status == StatusCode::NOT_FOUND).then_some(body)
     })
@@ -177,7 +184,7 @@ async fn finished_jobs_expire_into_404() {
 
 #[tokio::test]
 async fn job_duration_changes_at_runtime() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let (status, settings) = mock
         .control(
             Method::PUT,
@@ -188,8 +195,8 @@ async fn job_duration_changes_at_runtime() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(settings["job_duration_ms"], 60_000);
     let (_, body) = mock.post("/api/svm/svms", json!({ "name": "long" })).await;
-    // Absence of progress can only be shown by waiting: six default job durations.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Absence of progress can only be shown by waiting: six of the fast mock's job durations.
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let (_, job) = mock
         .get(&format!(
             "/api/cluster/jobs/{}",
@@ -212,7 +219,7 @@ async fn job_duration_changes_at_runtime() {
 
 #[tokio::test]
 async fn duplicate_long_and_unknown_fields_are_rejected() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.create_svm("dup").await;
     let (status, body) = mock.post("/api/svm/svms", json!({ "name": "dup" })).await;
     assert_eq!(status, StatusCode::CONFLICT);
@@ -255,9 +262,9 @@ async fn duplicate_long_and_unknown_fields_are_rejected() {
 
 #[tokio::test]
 async fn a_sixth_concurrent_svm_job_is_refused() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.job_duration_ms = 1_000;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     for i in 0..5 {
         let (status, body) = mock
             .post("/api/svm/svms", json!({ "name": format!("c{i}") }))
@@ -271,18 +278,22 @@ async fn a_sixth_concurrent_svm_job_is_refused() {
     assert_eq!(list["num_records"], 0, "the refused SVM does not exist");
 
     // Once the running jobs end, their slots are free again.
-    eventually(Duration::from_secs(5), || async {
-        let (status, _) = mock.post("/api/svm/svms", json!({ "name": "c5" })).await;
-        (status == StatusCode::ACCEPTED).then_some(())
-    })
+    poll(
+        "a job slot free again",
+        Duration::from_secs(5),
+        async || {
+            let (status, _) = mock.post("/api/svm/svms", json!({ "name": "c5" })).await;
+            (status == StatusCode::ACCEPTED).then_some(())
+        },
+    )
     .await;
 }
 
 #[tokio::test]
 async fn pagination_follows_next_links() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.max_concurrent_svm_jobs = 0;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let mut jobs = Vec::new();
     for i in 0..7 {
         let (_, body) = mock
@@ -315,7 +326,7 @@ async fn pagination_follows_next_links() {
 
 #[tokio::test]
 async fn fields_and_filters() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.create_svm("alpha1").await;
     mock.create_svm("alpha2").await;
     mock.create_svm("beta").await;
@@ -357,7 +368,7 @@ async fn fields_and_filters() {
 
 #[tokio::test]
 async fn patch_and_delete_are_jobs() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let uuid = mock.create_svm("pd").await;
     let path = format!("/api/svm/svms/{uuid}");
     let (status, body) = mock
@@ -392,9 +403,9 @@ async fn patch_and_delete_are_jobs() {
 
 #[tokio::test]
 async fn changing_an_svm_still_being_created_is_refused() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.job_duration_ms = 30_000;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let (_, body) = mock
         .post(
             "/api/svm/svms?return_records=true",
@@ -411,10 +422,10 @@ async fn changing_an_svm_still_being_created_is_refused() {
 
 #[tokio::test]
 async fn mock_state_shows_records_in_full_shape_and_reset_clears() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let uuid = mock.create_svm("st").await;
     mock.create_account(&uuid, "ops", "Secret123abc").await;
-    let state = mock.state().await;
+    let state = mock.snapshot();
     assert_eq!(state["svms"][0]["name"], "st");
     assert_eq!(state["svms"][0]["ipspace"]["name"], "Default");
     let accounts = state["accounts"].as_array().unwrap();
@@ -431,7 +442,7 @@ async fn mock_state_shows_records_in_full_shape_and_reset_clears() {
 
     let (status, _) = mock.control(Method::POST, "/_mock/reset", None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let state = mock.state().await;
+    let state = mock.snapshot();
     assert_eq!(
         state,
         json!({
@@ -439,19 +450,19 @@ async fn mock_state_shows_records_in_full_shape_and_reset_clears() {
             "job_stats": {"peak_in_flight": 0, "refused": 0}, "ems_application_logs": []
         })
     );
-    assert!(mock.requests("").await.is_empty());
+    assert!(mock.requests(&[]).await.is_empty());
 }
 
 #[tokio::test]
 async fn thousand_svms_created_at_once_are_served() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.max_concurrent_svm_jobs = 0;
     config.settings.job_duration_ms = 500;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let started = std::time::Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..1000 {
-        let client = mock.client.clone();
+        let client = mock.http.clone();
         let url = mock.url("/api/svm/svms");
         let admin = mock.server.admin().clone();
         tasks.spawn(async move {
@@ -468,7 +479,7 @@ async fn thousand_svms_created_at_once_are_served() {
     while let Some(status) = tasks.join_next().await {
         assert_eq!(status.unwrap(), StatusCode::ACCEPTED);
     }
-    let count = eventually(Duration::from_secs(20), || async {
+    let count = poll("every SVM running", Duration::from_secs(20), async || {
         let (_, list) = mock
             .get("/api/svm/svms?state=running&max_records=2000")
             .await;
@@ -480,15 +491,15 @@ async fn thousand_svms_created_at_once_are_served() {
     let (_, one) = mock.get("/api/svm/svms?name=bulk0500").await;
     assert_eq!(one["num_records"], 1);
     assert!(started.elapsed() < Duration::from_secs(20));
-    let state: Value = mock.state().await;
+    let state: Value = mock.snapshot();
     assert_eq!(state["svms"].as_array().unwrap().len(), 1000);
 }
 
 #[tokio::test]
 async fn rename_is_a_job_and_the_new_name_is_reserved_until_it_lands() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.job_duration_ms = 1_000;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     let uuid = mock.create_svm("before").await;
     mock.create_svm("taken").await;
     let path = format!("/api/svm/svms/{uuid}");
@@ -529,7 +540,7 @@ async fn rename_is_a_job_and_the_new_name_is_reserved_until_it_lands() {
 
 #[tokio::test]
 async fn a_failed_rename_keeps_the_old_name() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let uuid = mock.create_svm("keep").await;
     mock.add_fault(json!({
         "method": "PATCH", "path": "/api/svm/svms/*", "times": 1,
@@ -549,9 +560,9 @@ async fn a_failed_rename_keeps_the_old_name() {
 
 #[tokio::test]
 async fn changing_an_svm_being_deleted_is_a_conflict() {
-    let mut config = fast_config();
+    let mut config = fast_mock();
     config.settings.job_duration_ms = 30_000;
-    let mock = Mock::with(config).await;
+    let mock = Mock::start(config).await;
     mock.server
         .state()
         .update_settings(|s| s.job_duration_ms = 50);

@@ -38,8 +38,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Print every CRD this operator owns as multi-document YAML.
     Crds(CrdsArgs),
-    /// Write the generated manifests (crds/, deploy/rbac.yaml, the chart's ClusterRole rules)
-    /// from the controllers' registrations into a repository checkout.
+    /// Write the generated manifests (crds/, the chart's ClusterRole rules and features list)
+    /// from the features' registrations into a repository checkout.
     Manifests(ManifestsArgs),
     /// Serve the garden's validating webhook for Shoots that enable the extension: their
     /// providerConfig is refused where the shoot owner writes it (docs/gardener.md).

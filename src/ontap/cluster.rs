@@ -20,7 +20,8 @@ use crate::api::{OntapCluster, OntapClusterStatus, StorageVirtualMachine};
 use reconcile_engine::conditions::{FALSE, TRUE, transition};
 use reconcile_engine::health::{Health, Probe};
 use reconcile_engine::{
-    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepRunner,
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepFlow,
+    StepRunner, Unfinished, Wait,
 };
 
 reconcile_engine::steps! {
@@ -244,14 +245,15 @@ impl Reconciler for ClusterReconciler {
                 } else {
                     String::new()
                 };
-                Ok(Outcome::waiting(
+                Err(Wait::new(
                     "ClusterInUse",
                     format!(
                         "{} StorageVirtualMachine(s) use this cluster: {named}{more}; it is deleted once they are gone (delete them, or set their deletionPolicy: Retain to keep their SVMs in ONTAP)",
                         users.len()
                     ),
                     IN_USE_RECHECK,
-                ))
+                )
+                .into())
             })
             .await
     }
@@ -274,11 +276,8 @@ impl Reconciler for ClusterReconciler {
         let probe = self.probes.probe(&cluster.name_any());
         let info = steps
             .step(ClusterStep::Connected, || async {
-                let result = async {
-                    let client = match self.connections.connect(cluster).await {
-                        Ok(client) => client,
-                        Err(e) => return e.into_step_result(),
-                    };
+                let result: StepFlow<Outcome<_>> = async {
+                    let client = self.connections.connect(cluster).await?;
                     let info = client.cluster().await.map_err(|e| {
                         // Told apart for whoever maps this condition to an error code (the
                         // Gardener Extension: ERR_INFRA_UNAUTHENTICATED).
@@ -293,9 +292,9 @@ impl Reconciler for ClusterReconciler {
                 }
                 .await;
                 probe.record(match &result {
-                    Ok(Outcome::Unchanged(_) | Outcome::Changed(_)) => Ok(()),
-                    Ok(Outcome::Waiting(wait)) => Err(wait.message.clone()),
-                    Err(e) => Err(e.to_string()),
+                    Ok(_) => Ok(()),
+                    Err(Unfinished::Waiting(wait)) => Err(wait.message.clone()),
+                    Err(Unfinished::Failed(e)) => Err(e.to_string()),
                 });
                 result
             })

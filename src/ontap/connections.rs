@@ -10,16 +10,13 @@ use kube::{Api, Client, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::api::{OntapCluster, SecretReference};
-use tokio::sync::Semaphore;
-
-use super::fair_slots::{FairPermit, FairSlots};
 
 use ontap_client::{
     Aggregate, CertificateFingerprint, Credentials, OntapClient, OntapConfig, OntapError,
     OntapMetrics, TlsVerification,
 };
 use reconcile_engine::reasons;
-use reconcile_engine::{Outcome, StepError, Wait, Worker};
+use reconcile_engine::{RemoteSystem, StepError, StepFlow, Wait};
 
 /// How long to wait before looking again for something the user has to create (a Secret, an
 /// OntapCluster). Creating it does not trigger a reconcile, so this bounds the delay.
@@ -34,6 +31,9 @@ pub struct ClientSettings {
     pub credentials_namespace: String,
     /// The proxy ONTAP requests go through; `None`: none, whatever the environment says.
     pub proxy: Option<reqwest::Url>,
+    /// Requests one cluster's client sends at once, and so passes over its objects run at once:
+    /// a pass sends one request at a time.
+    pub requests_per_cluster: usize,
     /// ONTAP jobs (SVM create, change, delete) the operator runs at once per cluster.
     pub svm_jobs_per_cluster: usize,
     /// Of those, the most one namespace holds at once (`None`: all of them).
@@ -52,6 +52,10 @@ pub const DEFAULT_INVENTORY_MIN_SVMS: u32 = 8;
 /// ONTAP runs at most 5 SVM jobs at once and refuses a 6th (13434894).
 pub const DEFAULT_SVM_JOBS_PER_CLUSTER: usize = 5;
 
+/// Requests a cluster's client sends at once by default: enough to keep a cluster that answers in
+/// ~50 ms busy, few enough that one answering slowly holds no more of the controller's workers.
+pub const DEFAULT_REQUESTS_PER_CLUSTER: u16 = 20;
+
 impl Default for ClientSettings {
     fn default() -> Self {
         Self {
@@ -59,6 +63,7 @@ impl Default for ClientSettings {
             metrics: None,
             credentials_namespace: crate::deploy::NAMESPACE.to_owned(),
             proxy: None,
+            requests_per_cluster: usize::from(DEFAULT_REQUESTS_PER_CLUSTER),
             svm_jobs_per_cluster: DEFAULT_SVM_JOBS_PER_CLUSTER,
             svm_jobs_per_namespace: None,
             aggregates_max_age: AGGREGATES_MAX_AGE,
@@ -71,8 +76,7 @@ impl Default for ClientSettings {
 pub const SECRET_NAMESPACE_NOT_ALLOWED: &str = Connect::SecretNamespaceNotAllowed.as_str();
 
 reasons! {
-    /// Why a cluster's client cannot be built or a job slot not had: shared by every
-    /// controller that talks to ONTAP.
+    /// Why a cluster's client cannot be built: shared by every controller that talks to ONTAP.
     pub enum Connect {
         SecretNamespaceNotAllowed => "SecretNamespaceNotAllowed",
         SecretNotFound => "SecretNotFound",
@@ -82,13 +86,12 @@ reasons! {
         InvalidEndpoint => "InvalidEndpoint",
         InvalidFingerprint => "InvalidFingerprint",
         ClientConfigInvalid => "ClientConfigInvalid",
-        JobSlotBusy => "JobSlotBusy",
     }
 }
 
 reasons! {
     /// What ONTAP's answer says when it says more than which operation failed: it replaces
-    /// the operation's reason ([`ontap_error`]), or makes a refusal a wait ([`ontap_busy`]).
+    /// the operation's reason ([`ontap_error`]), or makes a refusal a wait ([`wait_if_busy`]).
     pub enum OntapAnswer {
         DuplicateRecords => "DuplicateRecords",
         AddressInUse => "AddressInUse",
@@ -106,20 +109,8 @@ pub struct ClusterConnections {
     kube: Client,
     settings: ClientSettings,
     clients: Arc<Mutex<HashMap<String, (u64, OntapClient)>>>,
-    /// Job and pass slots per cluster name; they outlive a client rebuilt for new credentials,
-    /// as the jobs and passes started through the old one still run.
-    slots: Arc<Mutex<HashMap<String, ClusterSlots>>>,
     /// Each cluster's aggregates as last listed, and when.
     aggregates: Arc<Mutex<HashMap<String, Listed>>>,
-}
-
-/// What one cluster lets the operator run on it at once.
-#[derive(Clone)]
-struct ClusterSlots {
-    /// ONTAP jobs ([`ClientSettings::svm_jobs_per_cluster`]), shared among namespaces in turn.
-    jobs: FairSlots,
-    /// Passes of objects on the cluster ([`ClusterConnections::pass_slots`]).
-    passes: Arc<Semaphore>,
 }
 
 /// A cluster's aggregates and when they were listed.
@@ -128,28 +119,6 @@ type Listed = (Instant, Vec<Aggregate>);
 /// How long a cluster's aggregate list is used for SVM creates before it is listed again, by
 /// default: aggregates come and go in hours, SVMs are created by the thousand in minutes.
 pub const AGGREGATES_MAX_AGE: Duration = Duration::from_secs(30);
-
-/// Why no client could be had: something the user has to create, or a step error.
-pub enum ConnectError {
-    Wait(Wait),
-    Error(StepError),
-}
-
-impl ConnectError {
-    /// What the step that needed the client reports.
-    pub fn into_step_result<T>(self) -> Result<Outcome<T>, StepError> {
-        match self {
-            Self::Wait(wait) => Ok(Outcome::Waiting(wait)),
-            Self::Error(error) => Err(error),
-        }
-    }
-}
-
-impl From<StepError> for ConnectError {
-    fn from(e: StepError) -> Self {
-        Self::Error(e)
-    }
-}
 
 /// Something the user has to create: look again after [`MISSING_REFERENCE_RECHECK`].
 pub fn missing(reason: &'static str, message: String) -> Wait {
@@ -175,7 +144,6 @@ impl ClusterConnections {
             kube,
             settings,
             clients: Arc::default(),
-            slots: Arc::default(),
             aggregates: Arc::default(),
         }
     }
@@ -208,54 +176,19 @@ impl ClusterConnections {
         self.aggregates.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// One of the cluster's job slots for an object of `namespace`, held while an ONTAP job the
-    /// operator starts runs: more jobs than ONTAP runs at once would only be refused ("too many
-    /// jobs"), each refusal a request and a pass spent for nothing. The wait does not hold a
-    /// worker ([`Worker::park`]); freed slots go to the waiting namespaces in turn
-    /// ([`FairSlots`]). A [`Wait`] when too many passes wait already: the object is looked at
-    /// again when one of them leaves, at the latest after [`JOB_SLOT_RECHECK`].
-    pub async fn job_slot(
-        &self,
-        cluster: &str,
-        namespace: &str,
-        worker: &Worker,
-    ) -> Result<FairPermit, Wait> {
-        let slots = self.cluster_slots(cluster).jobs;
-        let busy = || Wait {
-            reason: Connect::JobSlotBusy.as_str().into(),
-            message: format!(
-                "the operator runs as many ONTAP jobs on the cluster {cluster} as it allows ({}); waiting for one to end",
-                self.settings.svm_jobs_per_cluster
-            ),
-            after: JOB_SLOT_RECHECK,
-        };
-        match worker.park(slots.acquire(namespace)).await {
-            Some(Ok(permit)) => Ok(permit),
-            Some(Err(_)) | None => Err(busy()),
-        }
-    }
-
-    /// The slots bounding the passes that run at once over the objects on `cluster`: as many
-    /// as its client sends requests at once. A pass sends one request at a time, so more
-    /// passes would only wait for the client holding workers; a cluster that answers slowly
-    /// would then hold every worker of the controller, and the other clusters' objects none.
-    pub fn pass_slots(&self, cluster: &str) -> Arc<Semaphore> {
-        self.cluster_slots(cluster).passes
-    }
-
-    fn cluster_slots(&self, cluster: &str) -> ClusterSlots {
-        let mut all = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        all.entry(cluster.to_owned())
-            .or_insert_with(|| ClusterSlots {
-                jobs: FairSlots::new(
-                    self.settings.svm_jobs_per_cluster,
-                    self.settings
-                        .svm_jobs_per_namespace
-                        .unwrap_or(self.settings.svm_jobs_per_cluster),
-                ),
-                passes: Arc::new(Semaphore::new(OntapConfig::DEFAULT_MAX_CONCURRENT)),
-            })
-            .clone()
+    /// The OntapCluster `cluster` as the remote system its objects' passes talk to: as many
+    /// passes at once as its client sends requests at once (a pass sends one at a time, so more
+    /// would only wait for the client, holding workers), and as many ONTAP jobs at once as the
+    /// operator may run there (more would only be refused as "too many jobs", each refusal a
+    /// request and a pass spent for nothing).
+    pub fn remote_system(&self, cluster: &str) -> RemoteSystem {
+        let jobs = self.settings.svm_jobs_per_cluster;
+        RemoteSystem::new(
+            format!("the OntapCluster {cluster}"),
+            self.settings.requests_per_cluster,
+            jobs,
+        )
+        .jobs_per_namespace(self.settings.svm_jobs_per_namespace.unwrap_or(jobs))
     }
 
     /// Steady StorageVirtualMachines a cluster needs for its inventory to be read.
@@ -273,11 +206,7 @@ impl ClusterConnections {
         &self.settings.credentials_namespace
     }
 
-    async fn read_secret(
-        &self,
-        reference: &SecretReference,
-        what: &str,
-    ) -> Result<Secret, ConnectError> {
+    async fn read_secret(&self, reference: &SecretReference, what: &str) -> StepFlow<Secret> {
         // Checked before reading: otherwise whoever may create an OntapCluster could have any
         // Secret of the cluster sent, as Basic credentials, to an endpoint of their choosing.
         let allowed = &self.settings.credentials_namespace;
@@ -294,20 +223,22 @@ impl ClusterConnections {
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &reference.namespace);
         match api.get_opt(&reference.name).await {
             Ok(Some(secret)) => Ok(secret),
-            Ok(None) => Err(ConnectError::Wait(missing(
+            Ok(None) => Err(missing(
                 Connect::SecretNotFound.as_str(),
                 format!(
                     "the {what} Secret {}/{} does not exist",
                     reference.namespace, reference.name
                 ),
-            ))),
+            )
+            .into()),
             Err(e) => Err(StepError::from_kube(Connect::SecretReadFailed.as_str(), e).into()),
         }
     }
 
-    /// The client for `cluster`, built from its Secrets as they are now. The client (and its
-    /// connection pool) is reused while endpoint, credentials and CA stay the same.
-    pub async fn connect(&self, cluster: &OntapCluster) -> Result<OntapClient, ConnectError> {
+    /// The client for `cluster`, built from its Secrets as they are now; a wait while a Secret
+    /// it names does not exist. The client (and its connection pool) is reused while endpoint,
+    /// credentials and CA stay the same.
+    pub async fn connect(&self, cluster: &OntapCluster) -> StepFlow<OntapClient> {
         let spec = &cluster.spec;
         let (username, password) = self.credentials(cluster).await?;
         let ca = match &spec.ca_secret_ref {
@@ -362,6 +293,7 @@ impl ClusterConnections {
         let mut config = OntapConfig::new(endpoint, Credentials::new(username, password));
         config.tls = TlsVerification::from_spec(ca, pin, spec.insecure_skip_tls_verify);
         config.request_timeout = self.settings.request_timeout;
+        config.max_concurrent_requests = self.settings.requests_per_cluster;
         config.proxy = self.settings.proxy.clone();
         config.metrics = self.settings.metrics.as_ref().map(|m| m.for_cluster(&key));
         let client = OntapClient::new(config)
@@ -371,23 +303,21 @@ impl ClusterConnections {
     }
 
     /// The admin username and password of `cluster`, from its credentials Secret.
-    async fn credentials(
-        &self,
-        cluster: &OntapCluster,
-    ) -> Result<(String, SecretString), ConnectError> {
+    async fn credentials(&self, cluster: &OntapCluster) -> StepFlow<(String, SecretString)> {
         let reference = &cluster.spec.credentials_secret_ref;
         let credentials = self.read_secret(reference, "credentials").await?;
         let (Some(username), Some(password)) = (
             secret_key(&credentials, "username"),
             secret_key(&credentials, "password"),
         ) else {
-            return Err(ConnectError::Error(StepError::invalid(
+            return Err(StepError::invalid(
                 Connect::CredentialsIncomplete.as_str(),
                 format!(
                     "the credentials Secret {}/{} needs the keys username and password",
                     reference.namespace, reference.name
                 ),
-            )));
+            )
+            .into());
         };
         let username = String::from_utf8(username).map_err(|_| {
             StepError::invalid(
@@ -451,35 +381,33 @@ pub fn ontap_error(reason: &'static str, error: OntapError) -> StepError {
 /// How long to wait when ONTAP refuses a job because too many run (its back-pressure, not a
 /// failure): about one job's duration.
 pub const ONTAP_BUSY_RECHECK: Duration = Duration::from_secs(1);
-/// How long a pass that found no free job slot and no seat to wait in looks again at the latest:
-/// the engine queues it again as soon as a waiting pass leaves its seat, so this only bounds
-/// the wait should that never happen.
-pub const JOB_SLOT_RECHECK: Duration = Duration::from_secs(30);
 /// How long to wait when the SVM itself is busy with a create or delete job: those take longer.
 pub const SVM_BUSY_RECHECK: Duration = Duration::from_secs(5);
 
 /// ONTAP's "too many jobs" (13434894) or "the SVM is busy with another job" (13434916) as a
-/// wait: the request was refused, nothing happened, and it will work once the job ends.
-pub fn ontap_busy(error: &OntapError) -> Option<Wait> {
+/// wait: the request was refused, nothing happened, and it will work once the job ends. Any
+/// other error goes on (`Ok`) to be told apart by the caller.
+pub fn wait_if_busy(error: &OntapError) -> StepFlow<()> {
     use ontap_client::codes;
-    let (reason, message, after) = match error.ontap_code()? {
-        codes::TOO_MANY_JOBS => (
+    let (reason, message, after) = match error.ontap_code() {
+        Some(codes::TOO_MANY_JOBS) => (
             OntapAnswer::OntapBusy.as_str(),
             "ONTAP runs as many jobs as it allows",
             ONTAP_BUSY_RECHECK,
         ),
-        codes::SVM_BEING_CREATED => (
+        Some(codes::SVM_BEING_CREATED) => (
             OntapAnswer::SvmBusy.as_str(),
             "ONTAP is still creating or deleting the SVM",
             SVM_BUSY_RECHECK,
         ),
-        _ => return None,
+        _ => return Ok(()),
     };
-    Some(Wait {
-        reason: reason.into(),
-        message: format!("{message}; trying again when its job has ended"),
+    Err(Wait::new(
+        reason,
+        format!("{message}; trying again when its job has ended"),
         after,
-    })
+    )
+    .into())
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 pub mod cluster;
 pub mod connections;
-pub mod fair_slots;
 pub mod inventory;
 pub mod metrics;
 pub mod svm;
@@ -46,6 +45,12 @@ pub struct OntapArgs {
     /// Timeout of one request to ONTAP (a lost answer is noticed after this long).
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUEST_TIMEOUT", value_parser = humantime::parse_duration, default_value = "30s")]
     pub ontap_request_timeout: Duration,
+    /// Requests to one OntapCluster sent at once, and so passes over its StorageVirtualMachines
+    /// run at once (a pass sends one request at a time): a cluster that answers slowly holds no
+    /// more of the controller's workers than this.
+    #[arg(long, env = "ONTAP_OPERATOR_ONTAP_REQUESTS_PER_CLUSTER", default_value_t = connections::DEFAULT_REQUESTS_PER_CLUSTER,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub ontap_requests_per_cluster: u16,
     /// ONTAP jobs (SVM create, change, delete) the operator runs at once per OntapCluster; ONTAP
     /// itself runs 5 and refuses more.
     #[arg(long, env = "ONTAP_OPERATOR_ONTAP_SVM_JOBS_PER_CLUSTER", default_value_t = 5,
@@ -108,6 +113,7 @@ impl Feature for OntapFeature {
                 .credentials_namespace
                 .unwrap_or_else(|| setup.own_namespace.to_owned()),
             proxy: args.ontap_proxy,
+            requests_per_cluster: usize::from(args.ontap_requests_per_cluster),
             svm_jobs_per_cluster: usize::from(args.ontap_svm_jobs_per_cluster),
             svm_jobs_per_namespace: args.ontap_svm_jobs_per_namespace.map(usize::from),
             aggregates_max_age: args.ontap_aggregates_max_age,

@@ -4,8 +4,6 @@
 //! SVM nobody marked); each test asserts that the victim's credentials still authenticate and
 //! that nothing of theirs changed in ONTAP.
 
-use std::time::Duration;
-
 use crate::support::gardener::Gardener;
 use crate::support::svm::SvmWorld;
 use kube::ResourceExt;
@@ -145,14 +143,14 @@ async fn a_shoot_naming_another_projects_metal_project_gets_no_account_on_its_sv
         "says why, without naming the victim: {}",
         error.description
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    w.operator.quiesce(TIMEOUT).await;
     assert!(w.authenticates("victimweb", &password, &svm).await);
     assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
 
     let gc = garbage_collector_stand_in(g.shoot.clone());
     delete_as_gardenlet(&g, &w, &ns).await;
     gc.abort();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    w.operator.quiesce(TIMEOUT).await;
     let provider = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns)
         .get(&naming::project_object_name(project).unwrap())
         .await
@@ -221,7 +219,7 @@ async fn a_shoot_naming_rod_does_not_adopt_an_unmarked_svm_prod() {
     .await;
     // `rod` is no metal-stack project id: no project object is declared for it at all.
     wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    w.operator.quiesce(TIMEOUT).await;
     assert!(
         Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns)
             .get_opt("ontap-project-rod")
@@ -255,7 +253,7 @@ async fn a_shoot_whose_annotation_disagrees_with_its_infrastructure_project_is_r
     attacker_cluster(&g, project, Some("0f0f0f0f-1111-4222-8333-444455556666")).await;
     create_extension(&g, &ns, trident_config(lifs), "reconcile").await;
     wait_error_code(&g, &w, &ns, ErrorCode::ConfigurationProblem).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    w.operator.quiesce(TIMEOUT).await;
     assert!(w.authenticates("victimweb", &password, &svm).await);
     assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
     let provider = Api::<StorageVirtualMachine>::namespaced(g.seed.clone(), &ns)
@@ -330,7 +328,7 @@ async fn a_shoot_gets_no_account_on_another_seeds_svm_of_another_gardener_projec
             .then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    w.operator.quiesce(TIMEOUT).await;
     assert!(w.authenticates("victimweb", password, &svm).await);
     assert_eq!(w.holdings(&svm), before, "nothing of the victim's changed");
     let ext = extensions(&g, &ns).get("ontap").await.unwrap();

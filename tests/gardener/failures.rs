@@ -1,7 +1,5 @@
 //! ONTAP failing under an Extension: Gardener's error codes, and a forced deletion that lets go.
 
-use std::time::Duration;
-
 use crate::support::gardener::Gardener;
 use kube::api::{Api, Patch, PatchParams};
 use ontap_operator::api::StorageVirtualMachine;
@@ -32,7 +30,19 @@ async fn ontap_failures_carry_gardeners_codes_and_force_deletion_lets_go() {
     // The retries (backoff 1, 2, 4 s) fail the same way: one Warning per reason, published
     // once (a repeat would show as a series), as the engine does for every object. (Before the
     // OntapCluster reports the endpoint unreachable, the SVM's own failure may come first.)
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    let failed = async || {
+        crate::support::metrics::metric_sum(
+            &w.operator.metrics_text().await,
+            "controller_runtime_reconcile_errors_total",
+            &[],
+        )
+    };
+    let failed_before = failed().await;
+    wait_for(&w, "three more failing passes", async || {
+        (failed().await >= failed_before + 3.0).then_some(())
+    })
+    .await;
+    w.operator.quiesce(TIMEOUT).await;
     let warnings = extension_events(&g, &ns, "Warning").await;
     assert!(
         warnings.contains(&("OntapUnreachable".to_string(), 1))

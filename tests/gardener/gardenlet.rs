@@ -12,7 +12,7 @@ use crate::support::mock::fast_mock;
 use crate::support::operator::{OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, OperatorProcess};
 use crate::support::repo_root;
 use crate::support::svm::SvmWorld;
-use crate::support::tail;
+use crate::support::{tail, try_poll_every};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
 use kube::ResourceExt;
@@ -132,20 +132,17 @@ pub(crate) async fn wait_ready(
 pub(crate) async fn wait_for(
     w: &SvmWorld,
     what: &str,
-    mut check: impl AsyncFnMut() -> Option<()>,
+    check: impl AsyncFnMut() -> Option<()>,
 ) -> Duration {
     let start = Instant::now();
-    loop {
-        if check().await.is_some() {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < TIMEOUT,
-            "{what}: not within {TIMEOUT:?}\n--- operator log ---\n{}",
+    let outcome = try_poll_every(TIMEOUT, Duration::from_millis(200), check).await;
+    if let Err(why) = outcome {
+        panic!(
+            "{what}: {why}\n--- operator log ---\n{}",
             tail(&w.operator.logs(), 80)
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    start.elapsed()
 }
 
 /// The image of the Trident operator's Deployment in the shoot, if the resource manager put

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::support::poll;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -69,20 +70,18 @@ async fn run_renews_every_interval_until_stopped() {
     ));
     let leases: Api<Lease> = Api::namespaced(env.client.clone(), &env.namespace);
     let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while seen.len() < 3 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "renewals seen: {seen:?}"
-        );
+    poll("three renewals", Duration::from_secs(20), async || {
         if let Some(lease) = leases.get_opt(HEARTBEAT_LEASE).await.unwrap() {
             let t = renew_time(&lease);
             if seen.last() != Some(&t) {
                 seen.push(t);
             }
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        (seen.len() >= 3)
+            .then_some(())
+            .ok_or_else(|| format!("renewals seen: {seen:?}"))
+    })
+    .await;
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(5), task)
         .await

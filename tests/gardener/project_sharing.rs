@@ -1,9 +1,7 @@
 //! One project SVM serving the shoots of a project on two seeds.
 
-use std::time::{Duration, Instant};
-
 use crate::support::gardener::Gardener;
-use crate::support::tail;
+use crate::support::{tail, try_poll};
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -157,22 +155,26 @@ async fn a_project_svm_serves_shoots_of_two_seeds_and_goes_with_the_last() {
         after[0]["comment"]
     );
     let new_objects = Api::<StorageVirtualMachine>::namespaced(g2.seed.clone(), &ns2);
-    let start = Instant::now();
-    loop {
-        let p2 = new_objects.get(&project_object).await.unwrap();
-        let status = p2.status.clone().unwrap_or_default();
-        if status.phase == Some(ontap_operator::api::SvmPhase::ServedElsewhere) {
-            break;
-        }
-        assert!(
-            start.elapsed() < TIMEOUT,
-            "the new seed's project object does not serve from afar: {status:#?}\n--- new seed's operator log ---\n{}",
+    let served_elsewhere = try_poll(TIMEOUT, async || {
+        let p2 = new_objects
+            .get(&project_object)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = p2.status.unwrap_or_default();
+        (status.phase == Some(ontap_operator::api::SvmPhase::ServedElsewhere))
+            .then_some(())
+            .ok_or_else(|| format!("{status:#?}"))
+    })
+    .await;
+    if let Err(why) = served_elsewhere {
+        panic!(
+            "the new seed's project object does not serve from afar: {why}\n--- new seed's operator log ---\n{}",
             tail(&new_seed.logs(), 40)
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Both seeds settled: nothing reports a failure on either, and the mark has not moved.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    w.operator.quiesce(TIMEOUT).await;
+    new_seed.quiesce(TIMEOUT).await;
     let mut failing = failing_svms(&g.seed, &ns).await;
     failing.extend(failing_svms(&g2.seed, &ns2).await);
     assert!(failing.is_empty(), "failing objects: {failing:#?}");
@@ -197,7 +199,9 @@ async fn a_project_svm_serves_shoots_of_two_seeds_and_goes_with_the_last() {
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // What the passes after the deletion do is in ONTAP once both seeds' have ended.
+    w.operator.quiesce(TIMEOUT).await;
+    new_seed.quiesce(TIMEOUT).await;
     let kept = svms_in_ontap(&w);
     assert_eq!(kept.len(), 1, "the SVM stays while B uses it");
     assert_eq!(kept[0]["uuid"], uuid.as_str());

@@ -370,25 +370,19 @@ impl KeepFinalizer {
         // In force once a dry-run removal is refused.
         let extensions: Api<ontap_operator::extension::api::Extension> =
             Api::namespaced(client.clone(), namespace);
-        let start = Instant::now();
-        loop {
-            let refused = extensions
+        crate::support::poll("the admission policy in force", TIMEOUT, async || {
+            extensions
                 .patch(
                     "ontap",
                     &PatchParams::default().dry_run(),
                     &Patch::Merge(json!({"metadata": {"finalizers": null}})),
                 )
                 .await
-                .is_err();
-            if refused {
-                break;
-            }
-            assert!(
-                start.elapsed() < TIMEOUT,
-                "the admission policy never took effect"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+                .is_err()
+                .then_some(())
+                .ok_or_else(|| "a dry-run removal of the finalizers is still admitted".to_owned())
+        })
+        .await;
         Self {
             client: client.clone(),
             name,

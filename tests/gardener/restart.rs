@@ -52,9 +52,6 @@ async fn written(g: &Gardener, ns: &str) -> BTreeMap<String, Value> {
     seen
 }
 
-/// The controllers whose passes could write what [`written`] reads.
-const WRITERS: [&str; 2] = ["extension", "storagevirtualmachine"];
-
 /// How many passes the operator's Extension controller finished, from its metrics.
 async fn extension_passes(w: &crate::support::svm::SvmWorld) -> f64 {
     w.operator.passes("extension").await
@@ -75,7 +72,7 @@ async fn a_restart_with_everything_healthy_writes_nothing() {
     let ts = create_extension(&g, &ns, config, "reconcile").await;
     wait_ready(&g, &w, &ns, &ts).await;
     // Let the passes that our own writes and the resource manager's status updates cause end.
-    w.operator.wait_passes_ended(&WRITERS, TIMEOUT).await;
+    w.operator.quiesce(TIMEOUT).await;
     let before = written(&g, &ns).await;
 
     // The new process renders the shoot differently (the landscape relocated the Trident
@@ -103,7 +100,7 @@ async fn a_restart_with_everything_healthy_writes_nothing() {
     )
     .await;
     // Passes that follow (the SVM controller's, the resource manager's status writes).
-    w.operator.wait_passes_ended(&WRITERS, TIMEOUT).await;
+    w.operator.quiesce(TIMEOUT).await;
     let after = written(&g, &ns).await;
     println!(
         "restart: {} Extension passes in {:?}",

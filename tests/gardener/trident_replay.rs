@@ -12,9 +12,10 @@
 //! the name-based calls there. Below ONTAP 9.12.1 Trident speaks ZAPI after two REST calls: the
 //! replay sends those and no more (Part G of the table; mock ONTAP serves no ZAPI).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::gardener::Gardener;
+use crate::support::poll;
 use crate::support::svm::SvmWorld;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -184,20 +185,19 @@ impl<'a> Trident<'a> {
             .unwrap_or_else(|| panic!("a 202 without job.uuid: {answer}"))
             .to_owned();
         let path = format!("/api/cluster/jobs/{uuid}");
-        let started = Instant::now();
-        loop {
-            let job = self.ok(Method::GET, &path, &[("fields", "state")]).await;
-            match job["state"].as_str() {
-                Some("success" | "failure") => break,
-                Some("queued" | "running" | "paused") => {}
-                other => panic!("job state {other:?} is an error to Trident: {job}"),
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "job {uuid} runs past Trident's 2 min"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        poll(
+            &format!("job {uuid} ending within Trident's 2 min"),
+            Duration::from_secs(120),
+            async || {
+                let job = self.ok(Method::GET, &path, &[("fields", "state")]).await;
+                match job["state"].as_str() {
+                    Some("success" | "failure") => Ok(()),
+                    Some(state @ ("queued" | "running" | "paused")) => Err(state.to_owned()),
+                    other => panic!("job state {other:?} is an error to Trident: {job}"),
+                }
+            },
+        )
+        .await;
         let done = self.ok(Method::GET, &path, &[("fields", "**")]).await;
         assert_eq!(done["state"], "success", "{done}");
     }

@@ -10,7 +10,7 @@ use kube::api::ListParams;
 use kyma_inventory::component::CONTROLLER as COMPONENT_CONTROLLER;
 use kyma_inventory::kyma::CONTROLLER as KYMA_CONTROLLER;
 
-use crate::support::kyma::KymaWorld;
+use crate::support::kyma::{KymaWorld, SUCCESS_WITHIN};
 use crate::support::metrics::{kube_writes, metric_sum};
 use crate::support::{tail, try_poll};
 
@@ -78,8 +78,8 @@ async fn passes_that_find_nothing_to_do_write_nothing() {
         .await;
     world.wait_success("a").await;
     world.wait_success("b").await;
-    // Let the last status events settle before taking the baseline.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The passes that the last status writes cause end before the baseline is taken.
+    world.operator.quiesce(SUCCESS_WITHIN).await;
 
     let before = versions(&world).await;
     assert_eq!(before.len(), 2 + 5);
@@ -141,8 +141,9 @@ async fn a_kyma_is_woken_by_its_childs_success_not_by_each_state_before_it() {
         .create_kyma("quiet", &[("application-connector", None)])
         .await;
     world.wait_success("quiet").await;
-    // The Kyma's success write is its own: it wakes nothing, but let it land first.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The Kyma's success write is its own: it wakes nothing, but every pass is counted once
+    // they have all ended.
+    world.operator.quiesce(SUCCESS_WITHIN).await;
     let kyma_passes =
         passes(&world.metrics().await, KYMA_CONTROLLER) - passes(&fresh, KYMA_CONTROLLER);
     // Its creation, the child's creation, the child's success. Woken by each of the child's

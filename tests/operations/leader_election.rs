@@ -10,6 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::support::fixtures::ontap_cluster;
 use crate::support::metrics::metric_sum;
 use crate::support::operator::{OPERATOR_NAMESPACE, OperatorProcess, operator_identity};
+use crate::support::{poll, try_poll_every};
 
 const LEASE: Duration = Duration::from_secs(6);
 
@@ -39,8 +40,7 @@ async fn is_leader(operator: &OperatorProcess, id: &str) -> bool {
 
 /// Waits until exactly one of the operators leads, asserting on the way that never two do.
 async fn single_leader(operators: &[&OperatorProcess], id: &str, timeout: Duration) -> usize {
-    let start = Instant::now();
-    loop {
+    poll(&format!("one leader of {id}"), timeout, async || {
         let mut leaders = Vec::new();
         for (i, op) in operators.iter().enumerate() {
             if is_leader(op, id).await {
@@ -48,12 +48,12 @@ async fn single_leader(operators: &[&OperatorProcess], id: &str, timeout: Durati
             }
         }
         assert!(leaders.len() <= 1, "two leaders at once: {leaders:?}");
-        if let [leader] = leaders[..] {
-            return leader;
+        match leaders[..] {
+            [leader] => Ok(leader),
+            _ => Err("no leader".to_owned()),
         }
-        assert!(start.elapsed() < timeout, "no leader within {timeout:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }
 
 /// An OntapCluster whose Secret does not exist: every reconcile of it is visible in metrics.
@@ -173,15 +173,11 @@ async fn a_black_holed_leader_stops_before_a_standby_takes_over() {
     );
 
     hole.cut();
-    let start = Instant::now();
-    while !is_leader(&b, id).await {
-        assert!(
-            start.elapsed() < LEASE * 4,
-            "no takeover within {:?}",
-            LEASE * 4
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let outcome = try_poll_every(LEASE * 4, Duration::from_millis(50), async || {
+        is_leader(&b, id).await.then_some(())
+    })
+    .await;
+    assert!(outcome.is_ok(), "no takeover: {outcome:?}");
     // The two moments come from one clock, this machine's: the cut-off leader's own word that it
     // stopped, and the acquisition the standby wrote into the Lease. Polling both processes
     // instead raced with the fence's 1 s margin on a loaded machine: one slow metrics answer

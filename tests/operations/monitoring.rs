@@ -81,7 +81,9 @@ async fn alerts_fire_and_clear_in_a_real_prometheus_and_every_dashboard_query_fi
     let prometheus = Prometheus::with_shipped_rules(&world.operator.metrics.to_string());
     let cluster = world.cluster.as_str();
     prometheus.wait_scraped().await;
-    // A healthy world for a while: none of the alerts under test is active.
+    // A healthy world for a while: none of the alerts under test is active. The time passing
+    // is the point: the rules need several evaluations over scraped samples (their ranges are
+    // 20 s here, their `for:` 2 s) before an alert that should not be there would show.
     tokio::time::sleep(Duration::from_secs(8)).await;
     let quiet = prometheus.alerts().await.unwrap();
     for alert in [

@@ -5,6 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::support::operator::OperatorProcess;
+use crate::support::poll;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -65,9 +66,19 @@ async fn readyz_is_503_until_every_cache_has_synced() {
     ];
     let args: Vec<&str> = scope.iter().map(String::as_str).collect();
     let operator = OperatorProcess::spawn(&kubeconfig, &args, &[]);
-    // Give it time to list: a shallow probe would long be green by now.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let (status, body) = operator.readyz().await.expect("the probe server answers");
+    // Once the caches it may list have synced, the one it may not is what keeps it unready: a
+    // shallow probe would be green by then.
+    let (status, body) = poll(
+        "the permitted caches synced",
+        Duration::from_secs(60),
+        async || {
+            operator
+                .readyz()
+                .await
+                .filter(|(_, body)| body.contains("[+]cache/ontapclusters ok"))
+        },
+    )
+    .await;
     assert_eq!(status, 503, "{body}");
     assert!(
         body.contains("[-]cache/storagevirtualmachines failed"),

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::Client;
 use kube::api::PatchParams;
@@ -161,25 +161,18 @@ impl AdmissionProcess {
             .stderr(file)
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let (address, health) = loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let (Some(a), Some(h)) = (
-                bound_address(&text, "admission"),
-                bound_address(&text, "admission health"),
-            ) {
-                break (a, h);
-            }
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "the admission exited before it served:\n{text}"
-            );
-            assert!(
-                Instant::now() < deadline,
-                "the admission did not serve within 60 s:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let (address, health) =
+            super::try_poll_blocking(Duration::from_secs(60), Duration::from_millis(20), || {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "the admission exited before it served:\n{text}"
+                );
+                bound_address(&text, "admission")
+                    .zip(bound_address(&text, "admission health"))
+                    .ok_or_else(|| format!("not serving yet:\n{text}"))
+            })
+            .unwrap_or_else(|why| panic!("the admission serving: {why}"));
         Self {
             child,
             address,

@@ -202,19 +202,27 @@ pub async fn wait_ready_within(
     diagnostics: impl AsyncFn() -> String,
 ) -> Duration {
     let start = Instant::now();
-    loop {
-        let ext = extensions(g, namespace).get("ontap").await.unwrap();
-        match ready_for_gardenlet(&ext, Some(timestamp)) {
-            Ok(()) => return start.elapsed(),
-            Err(why) if start.elapsed() > timeout => panic!(
-                "Extension {namespace}/ontap not ready for gardenlet: {why}\nstatus: {}\n{}\n--- GRM log ---\n{}",
-                serde_json::to_string_pretty(&ext.status).unwrap(),
-                diagnostics().await,
-                tail(&g.grm_log(), 20),
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+    let outcome = super::try_poll_every(timeout, Duration::from_millis(200), async || {
+        let ext = extensions(g, namespace)
+            .get("ontap")
+            .await
+            .map_err(|e| e.to_string())?;
+        ready_for_gardenlet(&ext, Some(timestamp)).map_err(|why| {
+            format!(
+                "{why}\nstatus: {}",
+                serde_json::to_string_pretty(&ext.status).unwrap()
+            )
+        })
+    })
+    .await;
+    if let Err(why) = outcome {
+        panic!(
+            "Extension {namespace}/ontap not ready for gardenlet: {why}\n{}\n--- GRM log ---\n{}",
+            diagnostics().await,
+            tail(&g.grm_log(), 20),
+        );
     }
+    start.elapsed()
 }
 
 /// gardenlet's deletion of the Extension `ontap`: confirmed with the annotation, then deleted.

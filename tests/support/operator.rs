@@ -16,10 +16,11 @@ use super::{ControlPlane, control_plane, repo_root};
 pub const OPERATOR_NAMESPACE: &str = "ontap-operator-system";
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "ontap-operator";
 
-/// How long controllers stay idle before [`OperatorProcess::wait_passes_ended`] counts their
-/// passes as ended: far beyond the watch event of a pass's own write, which queues the pass it
-/// causes at once.
-pub const PASSES_QUIET: Duration = Duration::from_secs(2);
+/// How long the operator must stay settled — no controller has work queued, running, waiting
+/// for a slot or still to be swept in, and it writes nothing to Kubernetes — before
+/// [`OperatorProcess::quiesce`] calls it quiet: far beyond the watch event of a pass's own write,
+/// which queues the pass that write causes at once. Twenty scrapes at the poll's 100 ms.
+pub const SETTLED_FOR: Duration = Duration::from_secs(2);
 
 /// The address the operator's `what` server bound, from its start-up log line: `address=<a>`
 /// as text, `"address":"<a>"` as JSON.
@@ -42,25 +43,21 @@ pub fn bound_address(log: &str, what: &str) -> Option<SocketAddr> {
 /// picked free beforehand. A child that exits before binding gets the discard port, which
 /// nothing answers.
 fn bound_addresses(child: &mut Child, log: &Path) -> (SocketAddr, SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let nowhere = SocketAddr::from(([127, 0, 0, 1], 9));
+    super::try_poll_blocking(Duration::from_secs(60), Duration::from_millis(20), || {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if let (Some(metrics), Some(health)) = (
             bound_address(&text, "metrics"),
             bound_address(&text, "health probe"),
         ) {
-            return (metrics, health);
+            return Ok((metrics, health));
         }
         if child.try_wait().unwrap().is_some() {
-            let nowhere = SocketAddr::from(([127, 0, 0, 1], 9));
-            return (nowhere, nowhere);
+            return Ok((nowhere, nowhere));
         }
-        assert!(
-            Instant::now() < deadline,
-            "the operator did not bind its servers within 60 s:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        Err(format!("no servers bound yet:\n{text}"))
+    })
+    .unwrap_or_else(|why| panic!("the operator binding its servers: {why}"))
 }
 
 /// Server-side applies every object of the given files of `deploy/`.
@@ -310,64 +307,83 @@ impl OperatorProcess {
         )
     }
 
-    /// Waits until the passes of `controllers` have ended: none runs, is queued (or still to be
-    /// swept in) or waits for a slot, and none has finished for [`PASSES_QUIET`]. A requeue due
-    /// later is not waited for. Returns how long that took.
-    pub async fn wait_passes_ended(&self, controllers: &[&str], timeout: Duration) -> Duration {
-        use super::metrics::metric_sum;
+    /// Waits until the operator has settled: no controller has anything queued (or still to be
+    /// swept in), running or waiting for a slot, and no write of the operator's reached
+    /// Kubernetes, for [`SETTLED_FOR`] of scrapes in a row. Every write restarts the count, so
+    /// the passes that the events of the operator's own writes cause are waited for too; passes
+    /// that write nothing (a periodic resync with nothing to do) do not hold it up. A requeue due
+    /// later is not waited for. Returns how long that took; fails after `timeout` saying what was
+    /// still busy, with the operator's log.
+    pub async fn quiesce(&self, timeout: Duration) -> Duration {
+        self.quiesce_for(SETTLED_FOR, timeout).await
+    }
+
+    /// [`Self::quiesce`] with a settled time of its own: for a reading that must fall between
+    /// two periodic passes, which come sooner than [`SETTLED_FOR`] apart.
+    pub async fn quiesce_for(&self, settled_for: Duration, timeout: Duration) -> Duration {
+        use super::metrics::{kube_writes, metric_sums};
         let start = Instant::now();
-        // The pass count at which the controllers were last seen idle, and since when.
-        let mut idle: Option<(f64, Instant)> = None;
-        loop {
+        // The operator's write count when it was last seen settled, and since when.
+        let mut settled: Option<(f64, Instant)> = None;
+        let outcome = super::try_poll(timeout, async || {
             let text = self.metrics_text().await;
-            let sum = |name: &str, label: &str| -> f64 {
-                controllers
-                    .iter()
-                    .map(|c| metric_sum(&text, name, &[(label, c)]))
-                    .sum()
+            let busy: Vec<String> = [
+                "controller_runtime_active_workers",
+                "workqueue_depth",
+                "ontap_operator_reconciles_awaiting_slot",
+                "ontap_operator_workqueue_unswept",
+            ]
+            .iter()
+            .flat_map(|name| {
+                metric_sums(&text, name, "controller+name")
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0.0)
+                    .map(move |(controller, n)| format!("{name}{{{controller}}} {n}"))
+            })
+            .collect();
+            let writes = kube_writes(&text);
+            settled = match settled {
+                _ if !busy.is_empty() => None,
+                Some((seen, since)) if seen == writes => Some((seen, since)),
+                _ => Some((writes, Instant::now())),
             };
-            let passes = sum("controller_runtime_reconcile_total", "controller");
-            let busy = sum("controller_runtime_active_workers", "controller")
-                + sum("workqueue_depth", "name")
-                + sum("ontap_operator_reconciles_awaiting_slot", "controller")
-                + sum("ontap_operator_workqueue_unswept", "name");
-            idle = match idle {
-                _ if busy > 0.0 => None,
-                Some((seen, since)) if seen == passes => {
-                    if since.elapsed() >= PASSES_QUIET {
-                        return start.elapsed();
-                    }
-                    Some((seen, since))
-                }
-                _ => Some((passes, Instant::now())),
-            };
-            assert!(
-                start.elapsed() < timeout,
-                "the passes of {controllers:?} did not end within {timeout:?}\n--- operator log ---\n{}",
+            match settled {
+                Some((_, since)) if since.elapsed() >= settled_for => Ok(()),
+                Some((_, since)) => Err(format!(
+                    "settled for {:?} of {settled_for:?}, {writes} writes so far",
+                    since.elapsed()
+                )),
+                None => Err(format!("busy: {busy:?}")),
+            }
+        })
+        .await;
+        if let Err(why) = outcome {
+            panic!(
+                "the operator did not settle: {why}\n--- operator log ---\n{}",
                 super::tail(&self.logs(), 60)
             );
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        start.elapsed()
     }
 
     /// Polls `/readyz` until its status is `want`; returns how long that took.
     pub async fn wait_readyz(&self, want: u16, timeout: Duration) -> Duration {
         let start = Instant::now();
-        loop {
-            if let Some((status, _)) = self.readyz().await
-                && status == want
-            {
-                return start.elapsed();
-            }
-            if start.elapsed() > timeout {
-                panic!(
-                    "/readyz did not answer {want} within {timeout:?}; last: {:?}\n--- operator log ---\n{}",
-                    self.readyz().await,
-                    self.logs()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        let outcome =
+            super::try_poll_every(timeout, Duration::from_millis(200), async || {
+                match self.readyz().await {
+                    Some((status, _)) if status == want => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            })
+            .await;
+        if let Err(why) = outcome {
+            panic!(
+                "/readyz did not answer {want}: {why}\n--- operator log ---\n{}",
+                self.logs()
+            );
         }
+        start.elapsed()
     }
 
     fn signal(&self, signal: &str) {
@@ -380,17 +396,14 @@ impl OperatorProcess {
     /// SIGTERM, then waits for the process to exit.
     pub async fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
         self.signal("TERM");
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                start.elapsed() < timeout,
-                "operator did not exit within {timeout:?} of SIGTERM"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        super::try_poll(timeout, async || {
+            self.child
+                .try_wait()
+                .unwrap()
+                .ok_or_else(|| "still running".to_owned())
+        })
+        .await
+        .unwrap_or_else(|why| panic!("the operator exiting on SIGTERM: {why}"))
     }
 
     /// SIGKILL: the process gets no chance to clean up, like a crashed pod.

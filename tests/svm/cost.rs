@@ -28,13 +28,10 @@ async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
     names
 }
 
-/// Waits until the StorageVirtualMachine controller's passes have ended, those that the events
-/// of their own writes cause included.
+/// Waits until the operator's passes have ended, those that the events of their own writes
+/// cause included.
 async fn passes_ended(world: &SvmWorld) {
-    world
-        .operator
-        .wait_passes_ended(&["storagevirtualmachine"], READY_WITHIN)
-        .await;
+    world.operator.quiesce(READY_WITHIN).await;
 }
 
 /// The requests ONTAP saw from sequence number `from` on, without the OntapCluster's own probe
@@ -154,9 +151,10 @@ async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
     world.wait_cluster_ready(READY_WITHIN).await;
     create_all_ready(&world, SVMS).await;
     // Past the passes the seed Secrets' events and the first inventory read cause.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    passes_ended(&world).await;
     let from = world.next_seq().await;
-    // Two sync periods: every SVM is re-verified at least once.
+    // The window measured: two sync periods (with their jitter), in which every SVM is
+    // re-verified at least once; the time passing is the point.
     tokio::time::sleep(Duration::from_secs(9)).await;
     let log = requests_since(&world, from).await;
     let describe = |r: &Value| {

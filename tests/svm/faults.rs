@@ -483,14 +483,16 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
         match case.phase {
             Phase::Create => {
                 settle(world).await?;
+                let mark = last_seq(world).await;
                 world.mock.state().add_fault(case.fault())?;
                 sampler = Some(ReadySampler::start(world, name));
                 world.create_svm(name, index).await;
                 let converged = converged(world, name, index).await;
-                fired = world.mock.fault_hits().await > 0;
+                let hits = world.mock.fault_hits().await;
+                fired = hits > 0;
                 world.mock.state().clear_faults();
                 converged?;
-                outlast_a_late_request(case).await;
+                outlast_late_requests(world, case, mark, hits).await?;
                 delete_cleanly(world, name).await
             }
             Phase::Verify | Phase::Rotate => {
@@ -518,6 +520,7 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                             last_seq(world).await
                         }
                     };
+                let mark = last_seq(world).await;
                 world.mock.state().add_fault(case.fault())?;
                 let hit = try_poll(Duration::from_secs(20), async || {
                     if world.mock.fault_hits().await > 0 {
@@ -547,13 +550,14 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
                     world.converged(name, index).await
                 })
                 .await?;
+                let hits = world.mock.fault_hits().await;
                 world.mock.state().clear_faults();
                 // Until the operator saw the change made behind its back, Ready=True with
                 // rejected credentials is what it last knew; from its repair on it must hold.
                 if sampler.is_none() {
                     sampler = Some(ReadySampler::start(world, name));
                 }
-                outlast_a_late_request(case).await;
+                outlast_late_requests(world, case, mark, hits).await?;
                 delete_cleanly(world, name).await
             }
             Phase::Delete => {
@@ -590,12 +594,37 @@ async fn run_case(world: &SvmWorld, case: &Case, name: &str, index: u8) -> Outco
     }
 }
 
-/// A delayed request lands after its client gave up: the case goes on sampling until it
-/// surely has, so that a password it sets late is caught claiming Ready.
-async fn outlast_a_late_request(case: &Case) {
-    if case.action == Action::Delay {
-        tokio::time::sleep(Duration::from_millis(DELAY_MS + 1_000)).await;
+/// A delayed request lands after its client gave up: the case goes on sampling until each of
+/// the `hits` requests the fault delayed since `mark` has been carried out — the mock logs one
+/// once it has — so that a password it sets late is caught claiming Ready.
+async fn outlast_late_requests(
+    world: &SvmWorld,
+    case: &Case,
+    mark: u64,
+    hits: u64,
+) -> Result<(), String> {
+    if case.action != Action::Delay {
+        return Ok(());
     }
+    try_poll(
+        Duration::from_millis(DELAY_MS) + CONVERGE_WITHIN,
+        async || {
+            let carried_out = world
+                .requests()
+                .await
+                .iter()
+                .filter(|r| seq(r) > mark && r["fault"]["action"] == "delay")
+                .count() as u64;
+            if carried_out >= hits {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{carried_out} of {hits} delayed requests carried out"
+                ))
+            }
+        },
+    )
+    .await
 }
 
 /// Samples an SVM object all through a case: it must never say `Ready=True` while the

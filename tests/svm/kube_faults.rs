@@ -442,14 +442,20 @@ async fn a_resync_of_a_ready_svm_writes_nothing_to_kubernetes_and_few_requests_t
         )
         .await
     };
-    // Passes are a sync period (3 s) apart: a second after one ended, its status write is done
-    // and the next has not begun. These waits put the counter readings into those gaps.
-    let quiet = Duration::from_secs(1);
+    // Passes are a sync period (3 s) apart: once the operator has settled after one, its status
+    // write is done and the next has not begun. The counter readings fall into those gaps; the
+    // settled time is short of the gap, whose start the pass's write may take up.
+    let settled = async || {
+        world
+            .operator
+            .quiesce_for(Duration::from_millis(500), READY_WITHIN)
+            .await
+    };
     let first = pass_end(baseline).await;
-    tokio::time::sleep(quiet).await;
+    settled().await;
     let writes_before = kube_writes(&world.operator.metrics_text().await);
     let second = pass_end(first).await;
-    tokio::time::sleep(quiet).await;
+    settled().await;
     let writes_after = kube_writes(&world.operator.metrics_text().await);
     let log = entries(&world.requests().await);
     let pass: Vec<String> = log

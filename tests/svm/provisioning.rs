@@ -112,6 +112,7 @@ async fn an_aggregate_ontap_does_not_have_is_a_condition_not_a_retry_storm() {
         "status.svmName names an SVM ONTAP does not hold"
     );
     // Waiting, not failing: the next look is scheduled far out, so ONTAP sees few requests.
+    // The window measured is the point: a retry loop would fill it.
     let before = world.requests().await.len();
     tokio::time::sleep(Duration::from_secs(5)).await;
     let during = world.requests().await.len() - before;

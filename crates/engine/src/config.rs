@@ -22,9 +22,9 @@ pub struct EngineConfig {
     pub reconcile_rate: f64,
     /// Reconcile starts allowed at once.
     pub reconcile_burst: u32,
-    /// Passes per controller that may wait without holding a worker at once
-    /// ([`Worker::park`](crate::Worker::park)); beyond it, a pass that must wait requeues, and
-    /// its object is queued again when a parked pass leaves.
+    /// Passes per controller that may wait without holding a worker at once (for a remote
+    /// system's job slot, [`Jobs`](crate::Jobs)); beyond it, a pass that must wait requeues,
+    /// and its object is queued again when a parked pass leaves.
     pub max_parked_reconciles: u32,
 }
 

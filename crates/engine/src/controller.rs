@@ -20,10 +20,11 @@ use super::config::{EngineConfig, Identity};
 use super::inflight::InFlight;
 use super::metrics::Metrics;
 use super::own_writes::OwnWrites;
-use super::pass::{Memory, Shared, fingerprint};
+use super::pass::{ControllerState, Memory, fingerprint};
 use super::queue::{Next, QueueMetrics, WorkQueue};
+use super::remote::RemoteSystems;
 use super::requeue::{Backoff, TokenBucket};
-use super::worker::{Parking, PassSlotLines, Requeue, Worker};
+use super::worker::{Requeue, WaitingRoom, Worker};
 
 pub use super::object::{EngineResource, Object, StatusOf};
 pub use super::reconciler::{Lifecycle, Reconciler};
@@ -119,11 +120,11 @@ impl<R: Reconciler> Controller<R> {
     /// Runs until `shutdown` resolves, then lets running reconciles finish.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
         let Parts {
-            shared,
+            state,
             triggers,
             waits,
         } = self.into_parts();
-        let (name, config, metrics) = (shared.name, &shared.config, &shared.metrics);
+        let (name, config, metrics) = (state.name, &state.config, &state.metrics);
         let workers = usize::from(config.max_concurrent_reconciles.max(1));
         metrics
             .max_concurrent_reconciles(name)
@@ -136,7 +137,7 @@ impl<R: Reconciler> Controller<R> {
         // Weak: the metrics outlive a controller that stopped, and must not keep its queue.
         let weak = Arc::downgrade(&queue);
         metrics.watch_queue_age(name, move || weak.upgrade().map(|q| q.oldest_age()));
-        let (mut background, fed) = start_feeds(&shared, &queue, triggers);
+        let (mut background, fed) = start_feeds(&state, &queue, triggers);
 
         let mut shutdown = std::pin::pin!(shutdown);
         tokio::select! {
@@ -145,7 +146,7 @@ impl<R: Reconciler> Controller<R> {
         }
         tracing::info!(controller = name, workers, "controller started");
 
-        let mut running = dispatch(&shared, &queue, workers, shutdown).await;
+        let mut running = dispatch(&state, &queue, workers, shutdown).await;
 
         tracing::info!(
             controller = name,
@@ -176,7 +177,7 @@ impl<R: Reconciler> Controller<R> {
                 instance: identity.instance.clone(),
             },
         );
-        let shared = Shared {
+        let state = ControllerState {
             name,
             reconciler,
             cache,
@@ -187,10 +188,10 @@ impl<R: Reconciler> Controller<R> {
             recorder,
             in_flight,
             memory: Memory::default(),
-            slot_lines: PassSlotLines::default(),
+            remote_systems: RemoteSystems::default(),
         };
         Parts {
-            shared: Arc::new(shared),
+            state: Arc::new(state),
             triggers,
             waits,
         }
@@ -200,7 +201,7 @@ impl<R: Reconciler> Controller<R> {
 /// A controller taken apart to run.
 struct Parts<R: Reconciler> {
     /// What every pass shares.
-    shared: Arc<Shared<R>>,
+    state: Arc<ControllerState<R>>,
     /// What feeds the queue besides the controller's own cache.
     triggers: Vec<Trigger<R::Resource>>,
     /// What must be ready before the first pass.
@@ -212,7 +213,7 @@ struct Parts<R: Reconciler> {
 /// the initial list: workers start only then, because an object picked before a late feed
 /// queued it too would be passed over twice.
 fn start_feeds<R: Reconciler>(
-    shared: &Arc<Shared<R>>,
+    state: &Arc<ControllerState<R>>,
     queue: &Arc<WorkQueue<QueueKey<R::Resource>>>,
     triggers: Vec<Trigger<R::Resource>>,
 ) -> (JoinSet<()>, Ready) {
@@ -221,11 +222,11 @@ fn start_feeds<R: Reconciler>(
         let queue = queue.clone();
         async move { queue.run_timers().await }
     });
-    let (changes, fed) = until_listed(shared.cache.subscribe());
-    background.spawn(feed_from_cache(changes, queue.clone(), shared.clone()));
+    let (changes, fed) = until_listed(state.cache.subscribe());
+    background.spawn(feed_from_cache(changes, queue.clone(), state.clone()));
     for trigger in triggers {
         let queue = queue.clone();
-        let cache = shared.cache.clone();
+        let cache = state.cache.clone();
         background.spawn(trigger.for_each(move |r| {
             queue.add(queue_key(&cache, r));
             std::future::ready(())
@@ -239,12 +240,12 @@ fn start_feeds<R: Reconciler>(
 /// tasks of this set, so that stopping can abandon the ones still running past the shutdown
 /// bound instead of leaving them to act on the world.
 async fn dispatch<R: Reconciler>(
-    shared: &Arc<Shared<R>>,
+    state: &Arc<ControllerState<R>>,
     queue: &Arc<WorkQueue<QueueKey<R::Resource>>>,
     workers: usize,
     mut shutdown: Pin<&mut (impl Future<Output = ()> + Send)>,
 ) -> JoinSet<()> {
-    let config = &shared.config;
+    let config = &state.config;
     let bucket = TokenBucket::new(config.reconcile_rate, config.reconcile_burst);
     // The initial list is admitted as fast as the bucket lets passes start: no faster, so the
     // queue stays within the burst; no slower, so no pass waits for the sweep.
@@ -253,7 +254,7 @@ async fn dispatch<R: Reconciler>(
         None => usize::MAX,
     });
     let semaphore = Arc::new(Semaphore::new(workers));
-    let parking = Arc::new(Parking::new(
+    let room = Arc::new(WaitingRoom::new(
         usize::try_from(config.max_parked_reconciles).unwrap_or(usize::MAX),
     ));
     let mut running = JoinSet::new();
@@ -292,36 +293,36 @@ async fn dispatch<R: Reconciler>(
         };
         let worker = Worker::new(
             semaphore.clone(),
-            parking.clone(),
+            room.clone(),
             permit,
             obj_ref.namespace.clone(),
             requeue,
         );
-        running.spawn(run_pass(shared.clone(), queue.clone(), obj_ref, worker));
+        running.spawn(run_pass(state.clone(), queue.clone(), obj_ref, worker));
     }
     running
 }
 
 /// One pass over `obj_ref`, then its next schedule; a panicking pass counts as a failed one.
 async fn run_pass<R: Reconciler>(
-    shared: Arc<Shared<R>>,
+    state: Arc<ControllerState<R>>,
     queue: Arc<WorkQueue<QueueKey<R::Resource>>>,
     obj_ref: QueueKey<R::Resource>,
     worker: Worker,
 ) {
     // The worker is held until the pass is scheduled again, not only while it runs.
     let _held = worker.clone();
-    let next = AssertUnwindSafe(shared.reconcile(&obj_ref, worker))
+    let next = AssertUnwindSafe(state.reconcile(&obj_ref, worker))
         .catch_unwind()
         .await
         .unwrap_or_else(|_| {
-            tracing::error!(controller = shared.name, object = %obj_ref, "reconcile panicked");
-            shared.metrics.reconcile_total(shared.name, "error").inc();
-            shared.metrics.reconcile_errors_total(shared.name).inc();
+            tracing::error!(controller = state.name, object = %obj_ref, "reconcile panicked");
+            state.metrics.reconcile_total(state.name, "error").inc();
+            state.metrics.reconcile_errors_total(state.name).inc();
             Next::Backoff
         });
     let delay = queue.finish(obj_ref.clone(), next);
-    tracing::debug!(controller = shared.name, object = %obj_ref, ?next, ?delay, "scheduled");
+    tracing::debug!(controller = state.name, object = %obj_ref, ?next, ?delay, "scheduled");
 }
 
 /// An object's place in the work queue. Shared rather than cloned: an object sits in up to four
@@ -344,24 +345,24 @@ fn queue_key<K: Object>(cache: &SharedCache<K>, mut obj_ref: ObjectRef<K>) -> Qu
 async fn feed_from_cache<R: Reconciler>(
     changes: impl futures::Stream<Item = Change<R::Resource>>,
     queue: Arc<WorkQueue<QueueKey<R::Resource>>>,
-    shared: Arc<Shared<R>>,
+    state: Arc<ControllerState<R>>,
 ) {
     let mut changes = std::pin::pin!(changes);
     while let Some(change) = changes.next().await {
         match change {
             Change::Applied(_) | Change::Present(_) => {
-                let Some(obj) = change.object(&shared.cache) else {
+                let Some(obj) = change.object(&state.cache) else {
                     continue;
                 };
                 let r = lean_ref(&*obj);
-                shared
+                state
                     .memory
                     .observed(&r, obj.meta().resource_version.as_deref());
-                if shared.memory.saw(&r, fingerprint(&*obj)) {
+                if state.memory.saw(&r, fingerprint(&*obj)) {
                     tracing::debug!(object = %r, "the object changed");
                     match change {
                         Change::Present(key) => queue.sweep_in(key),
-                        _ => queue.add(queue_key(&shared.cache, r)),
+                        _ => queue.add(queue_key(&state.cache, r)),
                     }
                 }
             }
@@ -369,10 +370,10 @@ async fn feed_from_cache<R: Reconciler>(
             Change::Listed => {}
             Change::Deleted(obj) => {
                 let r = lean_ref(&*obj);
-                shared.memory.unsee(&r);
+                state.memory.unsee(&r);
                 queue.forget(&r);
-                shared.memory.forget(&r);
-                shared.reconciler.forget(&obj);
+                state.memory.forget(&r);
+                state.reconciler.forget(&obj);
             }
         }
     }

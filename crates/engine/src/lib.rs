@@ -2,13 +2,19 @@
 //!
 //! A reconcile is an ordered list of named **steps**. Each step observes the actual state, acts
 //! only where it differs from the desired state, and is safe to run again at any time — also
-//! after a crash half-way. A step reports [`Outcome::Unchanged`], [`Outcome::Changed`] or
-//! [`Outcome::Waiting`], or fails with a [`StepError`] that is *transient* (retry with backoff),
-//! *invalid* (the spec is wrong: surface it and wait for a change) or a *conflict* (retry soon,
-//! backing off while it persists). Step names are typed: an enum per controller ([`steps!`]).
-//! Steps are plain async closures composed with `?`; the first step that fails or waits ends the
-//! reconcile. Inside a step, a helper that may have to wait returns a [`StepFlow`], whose wait
-//! `?` carries out of the step as well as a failure ([`StepRunner::step_flow`], [`flow`]).
+//! after a crash half-way. A step body returns a [`StepFlow`]: what it found,
+//! [`Outcome::Unchanged`] or [`Outcome::Changed`], or why it is [`Unfinished`] — it has to
+//! [`Wait`], or it fails with a [`StepError`] that is *transient* (retry with backoff), *invalid*
+//! (the spec is wrong: surface it and wait for a change) or a *conflict* (retry soon, backing off
+//! while it persists). Step names are typed: an enum per controller ([`steps!`]). Steps are plain
+//! async closures composed with `?`; the first step that fails or waits ends the reconcile.
+//! Helpers a step calls return a [`StepFlow`] too, so `?` carries their waits out of the step as
+//! well as their failures ([`flow`]).
+//!
+//! A step that starts a job on a remote system (an ONTAP cluster, say) sends it through the
+//! pass's [`Jobs`]; the controller names each object's [`RemoteSystem`] with its limits — passes
+//! and jobs at once — and the engine keeps to them, without holding workers while passes wait
+//! ([`remote`]).
 //!
 //! Around the steps the engine provides what kube-runtime leaves out and operators at scale rely
 //! on in controller-runtime:
@@ -103,7 +109,8 @@
 //!         steps
 //!             .step(GreetingStep::SpecValid, || async {
 //!                 if greeting.spec.text.is_empty() {
-//!                     return Err(StepError::invalid("EmptyText", "spec.text must not be empty"));
+//!                     let empty = StepError::invalid("EmptyText", "spec.text must not be empty");
+//!                     return Err(empty.into());
 //!                 }
 //!                 Ok(Outcome::unchanged())
 //!             })
@@ -213,19 +220,20 @@ mod pass;
 mod queue;
 pub mod reasons;
 pub mod reconciler;
+pub mod remote;
 pub mod requeue;
 pub mod sparse;
 pub mod status;
 pub mod step;
 pub mod text;
-pub mod worker;
+mod worker;
 
 pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, lean_ref, strip_metadata};
 pub use client::{ApiRateLimitLayer, ClientLimits, ConfigLoadError, build_client, load_config};
 pub use config::{EngineConfig, Identity, TraceIdHook};
 pub use controller::Controller;
 pub use error::{BoxError, ErrorCategory, StepError};
-pub use flow::{StepFlow, Stop};
+pub use flow::{StepFlow, Unfinished, Wait};
 pub use inflight::InFlight;
 pub use manager::{
     Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration, offline_client,
@@ -234,7 +242,7 @@ pub use metrics::Metrics;
 pub use object::{EngineResource, Object, StatusOf};
 pub use own_writes::OwnWrites;
 pub use reconciler::{Lifecycle, Reconciler};
+pub use remote::{Jobs, RemoteSystem};
 pub use requeue::{Backoff, TokenBucket};
 pub use status::{ConditionedStatus, Halted, StatusWrite};
-pub use step::{Halt, Outcome, StepName, StepRecord, StepRunner, StepState, Summary, Wait};
-pub use worker::Worker;
+pub use step::{Halt, Outcome, StepName, StepRecord, StepRunner, StepState, Summary};

@@ -2,11 +2,9 @@
 //! [`Lifecycle`] stage a pass runs in.
 
 use std::future::Future;
-use std::sync::Arc;
-
-use tokio::sync::Semaphore;
 
 use super::object::{EngineResource, StatusOf};
+use super::remote::RemoteSystem;
 use super::step::{Halt, StepName, StepRunner, Summary};
 
 /// Where an object is in its life when a pass runs.
@@ -62,16 +60,11 @@ pub trait Reconciler: Send + Sync + 'static {
         true
     }
 
-    /// The slots bounding how many passes run at once over the objects `obj` shares a remote
-    /// system with, when their passes spend most of their time in its answers; `None` (the
-    /// default): no bound but the controller's workers. A pass takes a slot before it begins
-    /// and holds it to its end. As many passes as there are slots (the semaphore's permits when
-    /// the engine first meets it) wait for one without holding a worker; the objects of further
-    /// passes wait in the slots' own line, without a pass, and are queued again as waiting passes
-    /// get their slots. A slow system then holds no more workers than it has slots, and objects
-    /// of other systems keep the rest. Return the same semaphore for every object of a system.
-    /// Decided from the object and caches only (no requests).
-    fn pass_slots(&self, obj: &Self::Resource) -> Option<Arc<Semaphore>> {
+    /// The remote system `obj`'s passes talk to, with what it lets the controller run on it at
+    /// once; the engine keeps to that ([`remote`](crate::remote)). `None` (the default): the
+    /// passes talk to the API server only. Decided from the object and caches only (no
+    /// requests).
+    fn remote_system(&self, obj: &Self::Resource) -> Option<RemoteSystem> {
         let _ = obj;
         None
     }

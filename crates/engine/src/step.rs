@@ -6,7 +6,6 @@
 //! refuses to run further steps after that, so a reconcile that swallowed the [`Halt`] still
 //! cannot act on a precondition that does not hold.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -16,8 +15,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::error::{ErrorCategory, StepError};
+use super::flow::{StepFlow, Unfinished, Wait};
 use super::metrics::Metrics;
-use super::worker::Worker;
+use super::remote::Jobs;
 
 /// The name of a step: one variant of an enum per controller, declared with [`steps!`], so
 /// that a controller, its conditions and its tests share one spelling and a typo does not
@@ -61,19 +61,17 @@ macro_rules! steps {
     };
 }
 
-/// What a step found.
+/// What a step found, once it is done.
 ///
 /// `T` carries what later steps need (an id, a looked-up object); most steps return `()`, for
-/// which [`Outcome::unchanged`] and [`Outcome::changed`] are shorthands.
+/// which [`Outcome::unchanged`] and [`Outcome::changed`] are shorthands. A step that is not done
+/// says why through its [`StepFlow`]'s error ([`Unfinished`]).
 #[derive(Debug)]
 pub enum Outcome<T = ()> {
     /// The world already matched; nothing was written.
     Unchanged(T),
     /// The step changed the world to match.
     Changed(T),
-    /// The step cannot complete yet (something outside our control is still converging); later
-    /// steps must not run, and the object is looked at again after [`Wait::after`].
-    Waiting(Wait),
 }
 
 impl Outcome<()> {
@@ -89,29 +87,12 @@ impl Outcome<()> {
 }
 
 impl<T> Outcome<T> {
-    /// Not done yet; look again after `after`. `reason` is a `PascalCase` identifier.
-    pub fn waiting(
-        reason: impl Into<Cow<'static, str>>,
-        message: impl Into<String>,
-        after: Duration,
-    ) -> Self {
-        Outcome::Waiting(Wait {
-            reason: reason.into(),
-            message: message.into(),
-            after,
-        })
+    /// The value to go on with, whether the step (or sub-step) changed something or not.
+    pub fn into_value(self) -> T {
+        match self {
+            Outcome::Unchanged(value) | Outcome::Changed(value) => value,
+        }
     }
-}
-
-/// Why and for how long a step waits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Wait {
-    /// Condition reason, `PascalCase`.
-    pub reason: Cow<'static, str>,
-    /// Human-readable description; keep it stable between loops.
-    pub message: String,
-    /// When to look again.
-    pub after: Duration,
 }
 
 /// What happened to one step, as recorded by the [`StepRunner`].
@@ -157,8 +138,8 @@ pub struct StepRecord {
 
 /// The reconcile stopped at a step that failed or has to wait.
 ///
-/// Only the [`StepRunner`] creates it, after recording why; returning it with `?` is how a
-/// reconcile says "stop here".
+/// Only the [`StepRunner`] creates it, after recording why the step was [`Unfinished`];
+/// returning it with `?` is how a reconcile says "stop here".
 #[derive(Debug, PartialEq, Eq)]
 pub struct Halt {
     step: &'static str,
@@ -221,7 +202,7 @@ pub enum Summary<S> {
 /// let reconcile = async {
 ///     let id = steps.step(Demo::Lookup, || async { Ok(Outcome::Unchanged(42)) }).await?;
 ///     steps.step(Demo::Create, || async move {
-///         if id == 42 { Ok(Outcome::changed()) } else { Err(StepError::invalid("BadId", "no")) }
+///         if id == 42 { Ok(Outcome::changed()) } else { Err(StepError::invalid("BadId", "no").into()) }
 ///     }).await?;
 ///     Ok::<_, reconcile_engine::Halt>(())
 /// };
@@ -235,7 +216,7 @@ pub struct StepRunner<S> {
     records: Vec<StepRecord>,
     steps: Vec<S>,
     halted: Option<S>,
-    worker: Worker,
+    jobs: Jobs,
 }
 
 impl<S: StepName> fmt::Debug for StepRunner<S> {
@@ -257,20 +238,21 @@ impl<S: StepName> StepRunner<S> {
             records: Vec::new(),
             steps: Vec::new(),
             halted: None,
-            worker: Worker::default(),
+            jobs: Jobs::default(),
         }
     }
 
-    /// The runner of a pass on `worker`.
-    pub(crate) fn on_worker(mut self, worker: Worker) -> Self {
-        self.worker = worker;
+    /// The runner of a pass whose steps start their jobs through `jobs`.
+    pub(crate) fn for_pass(mut self, jobs: Jobs) -> Self {
+        self.jobs = jobs;
         self
     }
 
-    /// The worker this pass runs on, to [`park`](Worker::park) it while waiting for something
-    /// outside the engine. Take it before a step: the step's closure cannot borrow the runner.
-    pub fn worker(&self) -> Worker {
-        self.worker.clone()
+    /// What this pass's steps start jobs on its remote system through. Take it before a step:
+    /// the step's closure cannot borrow the runner. A step's job slot is held until the step
+    /// ends.
+    pub fn jobs(&self) -> Jobs {
+        self.jobs.clone()
     }
 
     /// A runner that records into `metrics`.
@@ -283,12 +265,12 @@ impl<S: StepName> StepRunner<S> {
 
     /// Runs step `name` unless an earlier step halted, records its outcome and returns its value.
     ///
-    /// Returns `Err(Halt)` when the step failed or waits — or when an earlier step did, in which
-    /// case `f` is not called at all.
+    /// Returns `Err(Halt)` when the step was [`Unfinished`] (it failed or waits) — or when an
+    /// earlier step was, in which case `f` is not called at all.
     pub async fn step<T, F, Fut>(&mut self, step: S, f: F) -> Result<T, Halt>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Outcome<T>, StepError>>,
+        Fut: Future<Output = StepFlow<Outcome<T>>>,
     {
         if let Some(halted) = self.halted {
             return Err(Halt {
@@ -304,12 +286,13 @@ impl<S: StepName> StepRunner<S> {
         );
         let start = Instant::now();
         let result = f().instrument(span.clone()).await;
+        self.jobs.step_ended();
         let duration = start.elapsed();
         let (state, value) = match result {
             Ok(Outcome::Unchanged(v)) => (StepState::Unchanged, Some(v)),
             Ok(Outcome::Changed(v)) => (StepState::Changed, Some(v)),
-            Ok(Outcome::Waiting(w)) => (StepState::Waiting(w), None),
-            Err(e) => (StepState::Failed(e), None),
+            Err(Unfinished::Waiting(w)) => (StepState::Waiting(w), None),
+            Err(Unfinished::Failed(e)) => (StepState::Failed(e), None),
         };
         span.record("outcome", state.as_str());
         span.record("duration_ms", duration.as_secs_f64() * 1000.0);
@@ -417,7 +400,7 @@ mod tests {
             .step(T::Second, || async {
                 ran.fetch_add(10, Ordering::SeqCst);
                 if fail_second {
-                    Err(StepError::transient_msg("Boom", "second failed"))
+                    Err(StepError::transient_msg("Boom", "second failed").into())
                 } else {
                     Ok(Outcome::changed())
                 }
@@ -469,7 +452,7 @@ mod tests {
         let mut steps = StepRunner::new("t");
         let _ = steps
             .step(T::Wait, || async {
-                Ok::<Outcome, _>(Outcome::waiting("NotYet", "later", Duration::from_secs(5)))
+                Err::<Outcome, _>(Wait::new("NotYet", "later", Duration::from_secs(5)).into())
             })
             .await;
         let mut called = false;
@@ -493,7 +476,7 @@ mod tests {
         let mut steps = StepRunner::with_metrics("ctl", metrics.clone());
         let _ = steps
             .step(T::Bad, || async {
-                Err::<Outcome, _>(StepError::invalid("Nope", "bad spec"))
+                Err::<Outcome, _>(StepError::invalid("Nope", "bad spec").into())
             })
             .await;
         assert_eq!(metrics.step_errors_total("ctl", "Bad", "invalid").get(), 1);

@@ -14,14 +14,15 @@
 //! slots, requeueing on a timer alone would cost a pass per object and second for nothing.
 //!
 //! Some waits need no seat, because something else bounds them already, and must not be declined:
-//! [`Worker::released_while`]. A request that starts an ONTAP job is answered when the job ends,
-//! seconds later; the pass sends it holding one of the cluster's few job slots, so the passes
-//! waiting that way are no more than the slots. Without this, ten clusters' 50 job slots would
-//! hold all 50 workers.
+//! [`Worker::released_while`]. A request that starts a job on a remote system (an ONTAP job) is
+//! answered when the job ends, seconds later; the pass sends it holding one of the system's few
+//! job slots ([`Jobs`](crate::remote::Jobs)), so the passes waiting that way are no more than the
+//! slots. Without this, ten clusters' 50 job slots would hold all 50 workers.
 //!
 //! A pass waiting for one of a remote system's pass slots
-//! ([`Reconciler::pass_slots`](crate::Reconciler::pass_slots)) parks in seats of that system's
-//! own, as many as it has slots, and a pass that finds none waits in that system's own line,
+//! ([`RemoteSystem::passes_at_once`](crate::RemoteSystem::passes_at_once)) parks in a waiting
+//! room of that system's own, with as many seats as it has slots, and a pass that finds none
+//! waits in that room's line,
 //! without a pass, queued again as a seat or a slot comes free: one slow system's objects then
 //! take neither the workers nor the seats that the objects of the others need, and ten thousand
 //! objects created at once are not ten thousand waiting tasks.
@@ -43,26 +44,26 @@ use super::inflight::{InFlight, Running};
 /// The worker of one pass; see the [module documentation](self). Cheap to clone. The default
 /// is a worker of no controller (a unit test's runner): `park` then simply waits.
 #[derive(Clone, Default)]
-pub struct Worker {
+pub(crate) struct Worker {
     inner: Option<Arc<Inner>>,
 }
 
 struct Inner {
     workers: Arc<Semaphore>,
-    parking: Arc<Parking>,
+    room: Arc<WaitingRoom>,
     /// The namespace of the pass's object: whose turn it waits for in a line.
     namespace: Option<String>,
     held: Mutex<Held>,
-    /// Queues this pass's object again; handed to `parking` when `park` declines.
+    /// Queues this pass's object again; handed to `room` when `park` declines.
     requeue: Mutex<Option<Requeue>>,
 }
 
 /// Queues one object again.
 pub(crate) type Requeue = Box<dyn FnOnce() + Send>;
 
-/// Seats for parked passes, and the objects whose passes found none: a controller's, or those
-/// of one set of pass slots.
-pub(crate) struct Parking {
+/// Seats for parked passes, and the line of objects whose passes found none: a controller's, or
+/// one remote system's for its pass slots.
+pub(crate) struct WaitingRoom {
     seats: Arc<Semaphore>,
     /// The pass slots the seats are for; `None` for a controller's own seats.
     slots: Option<Arc<Semaphore>>,
@@ -100,12 +101,21 @@ impl TakingTurns {
     }
 }
 
-impl Parking {
+impl WaitingRoom {
     pub(crate) fn new(seats: usize) -> Self {
         Self {
             seats: Arc::new(Semaphore::new(seats)),
             slots: None,
             declined: Mutex::default(),
+        }
+    }
+
+    /// The room of the pass slots `slots`: as many seats as it has free slots now, which is all
+    /// of them while none is taken.
+    pub(crate) fn for_slots(slots: &Arc<Semaphore>) -> Self {
+        Self {
+            slots: Some(slots.clone()),
+            ..Self::new(slots.available_permits().max(1))
         }
     }
 
@@ -143,41 +153,17 @@ impl Parking {
     }
 }
 
-/// The seats and lines of a controller's sets of pass slots, by set.
-#[derive(Default)]
-pub(crate) struct PassSlotLines(Mutex<HashMap<usize, Arc<Parking>>>);
-
-impl PassSlotLines {
-    /// The seats and line of the set `slots`: as many seats as it has free slots now, which is
-    /// all of them when a set is first met.
-    pub(crate) fn of(&self, slots: &Arc<Semaphore>) -> Arc<Parking> {
-        // The address identifies the set: the reconciler keeps each set for its system's life.
-        let key = Arc::as_ptr(slots) as usize;
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(Parking {
-                    slots: Some(slots.clone()),
-                    ..Parking::new(slots.available_permits().max(1))
-                })
-            })
-            .clone()
-    }
-}
-
 /// A pass slot a pass holds. Its line is woken when it is released to no waiting pass as well as
 /// when a seat comes free: otherwise a line whose seats had emptied (their passes got slots
 /// before the objects queued for those seats came) would wait for its timer while slots stood
 /// free.
 pub(crate) struct HeldSlot {
     permit: Option<OwnedSemaphorePermit>,
-    line: Arc<Parking>,
+    line: Arc<WaitingRoom>,
 }
 
 impl HeldSlot {
-    pub(crate) fn new(permit: OwnedSemaphorePermit, line: Arc<Parking>) -> Self {
+    pub(crate) fn new(permit: OwnedSemaphorePermit, line: Arc<WaitingRoom>) -> Self {
         Self {
             permit: Some(permit),
             line,
@@ -213,12 +199,12 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// The worker holding `permit` of `workers`; `parking` bounds the passes parked at once,
+    /// The worker holding `permit` of `workers`; `room` bounds the passes parked at once,
     /// and `requeue` queues the pass's object, of `namespace`, again once a seat is free (in
     /// the namespace's turn), should it find none.
     pub(crate) fn new(
         workers: Arc<Semaphore>,
-        parking: Arc<Parking>,
+        room: Arc<WaitingRoom>,
         permit: OwnedSemaphorePermit,
         namespace: Option<String>,
         requeue: Requeue,
@@ -226,7 +212,7 @@ impl Worker {
         Worker {
             inner: Some(Arc::new(Inner {
                 workers,
-                parking,
+                room,
                 namespace,
                 held: Mutex::new(Held {
                     permit: Some(permit),
@@ -235,6 +221,11 @@ impl Worker {
                 requeue: Mutex::new(Some(requeue)),
             })),
         }
+    }
+
+    /// The namespace of the pass's object (`None`: cluster-scoped, or a worker of no controller).
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.inner.as_ref()?.namespace.as_deref()
     }
 
     /// Counts the pass among `in_flight`'s running reconciles while it is not parked.
@@ -251,17 +242,17 @@ impl Worker {
     /// `wait` is done. `None` when `wait` is not ready and as many passes are parked as
     /// allowed: the caller should requeue the object instead of waiting (a fallback: the
     /// object is queued again as soon as a parked pass leaves).
-    pub async fn park<T>(&self, wait: impl Future<Output = T>) -> Option<T> {
+    pub(crate) async fn park<T>(&self, wait: impl Future<Output = T>) -> Option<T> {
         match &self.inner {
-            Some(inner) => self.park_in(&inner.parking, wait).await,
+            Some(inner) => self.park_in(&inner.room, wait).await,
             None => Some(wait.await),
         }
     }
 
-    /// [`park`](Self::park) in the seats of `parking` rather than the controller's.
+    /// [`park`](Self::park) in the seats of `room` rather than the controller's.
     pub(crate) async fn park_in<T>(
         &self,
-        parking: &Parking,
+        room: &WaitingRoom,
         wait: impl Future<Output = T>,
     ) -> Option<T> {
         let mut wait = pin!(wait);
@@ -271,21 +262,21 @@ impl Worker {
         let Some(inner) = &self.inner else {
             return Some(wait.await);
         };
-        let Ok(seat) = parking.seats.clone().try_acquire_owned() else {
+        let Ok(seat) = room.seats.clone().try_acquire_owned() else {
             let requeue = inner
                 .requeue
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some(requeue) = requeue {
-                parking.decline(inner.namespace.clone(), requeue);
+                room.decline(inner.namespace.clone(), requeue);
             }
             return None;
         };
         let value = inner
             .without_worker(wait, || {
                 drop(seat);
-                parking.room_freed();
+                room.room_freed();
             })
             .await;
         Some(value)
@@ -296,7 +287,7 @@ impl Worker {
     /// declining would lose work: an ONTAP job's request sent under a job slot the pass holds
     /// (its answer comes when the job ends, seconds later, and dropping it would drop the
     /// request).
-    pub async fn released_while<T>(&self, wait: impl Future<Output = T>) -> T {
+    pub(crate) async fn released_while<T>(&self, wait: impl Future<Output = T>) -> T {
         let mut wait = pin!(wait);
         if let Poll::Ready(value) = futures::poll!(wait.as_mut()) {
             return value;
@@ -349,12 +340,12 @@ mod tests {
     #[tokio::test]
     async fn a_parked_pass_frees_its_worker_and_takes_one_again() {
         let workers = Arc::new(Semaphore::new(1));
-        let parking = Arc::new(Parking::new(1));
+        let room = Arc::new(WaitingRoom::new(1));
         let permit = workers.clone().acquire_owned().await.unwrap();
         let (requeued_tx, mut requeued) = tokio::sync::mpsc::unbounded_channel();
         let worker = Worker::new(
             workers.clone(),
-            parking.clone(),
+            room.clone(),
             permit,
             None,
             Box::new(move || {
@@ -383,7 +374,7 @@ mod tests {
         let _ = tx.send(3);
         assert_eq!(pass.await.unwrap().unwrap().unwrap(), 3);
         assert_eq!(workers.available_permits(), 0, "the worker was taken again");
-        assert_eq!(parking.seats.available_permits(), 1);
+        assert_eq!(room.seats.available_permits(), 1);
         assert!(
             requeued.try_recv().is_ok(),
             "the declined object is queued again once the seat is free"
@@ -394,7 +385,7 @@ mod tests {
     async fn a_slot_released_to_no_waiting_pass_wakes_the_line() {
         let workers = Arc::new(Semaphore::new(3));
         let slots = Arc::new(Semaphore::new(1));
-        let line = PassSlotLines::default().of(&slots);
+        let line = Arc::new(WaitingRoom::for_slots(&slots));
         let (requeued_tx, mut requeued) = tokio::sync::mpsc::unbounded_channel();
         let worker_of = |name: &'static str| {
             let permit = workers.clone().try_acquire_owned().unwrap();
@@ -438,9 +429,9 @@ mod tests {
     async fn a_pass_released_while_a_job_runs_needs_no_seat() {
         let workers = Arc::new(Semaphore::new(1));
         // No seat at all: `park` would decline.
-        let parking = Arc::new(Parking::new(0));
+        let room = Arc::new(WaitingRoom::new(0));
         let permit = workers.clone().acquire_owned().await.unwrap();
-        let worker = Worker::new(workers.clone(), parking, permit, None, Box::new(|| {}));
+        let worker = Worker::new(workers.clone(), room, permit, None, Box::new(|| {}));
         let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
         let pass = tokio::spawn({
             let worker = worker.clone();
@@ -474,7 +465,7 @@ mod tests {
     async fn a_line_serves_namespaces_in_turn() {
         let workers = Arc::new(Semaphore::new(8));
         let slots = Arc::new(Semaphore::new(1));
-        let line = PassSlotLines::default().of(&slots);
+        let line = Arc::new(WaitingRoom::for_slots(&slots));
         let (requeued_tx, mut requeued) = tokio::sync::mpsc::unbounded_channel();
         let held = HeldSlot::new(slots.clone().try_acquire_owned().unwrap(), line.clone());
         let seated = tokio::spawn({

@@ -18,7 +18,7 @@ use kube::{CustomResourceExt, ResourceExt};
 use super::render::{CHART_VERSION, DEFAULT_NAMESPACE, RenderRequest, Renderer};
 use crate::api::{HelmComponent, HelmComponentState, HelmComponentStatus};
 use reconcile_engine::{
-    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, StepError, StepRunner,
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, StepError, StepRunner, Wait,
 };
 
 reconcile_engine::steps! {
@@ -156,9 +156,11 @@ impl Reconciler for HelmComponentReconciler {
                 match self.renderer.render(&request).await {
                     Ok(_manifest) => Ok(Outcome::unchanged()),
                     Err(err) if err.is_invalid() => {
-                        Err(StepError::invalid("ChartNotFound", err.to_string()))
+                        Err(StepError::invalid("ChartNotFound", err.to_string()).into())
                     }
-                    Err(err) => Err(StepError::transient_msg("RenderFailed", err.to_string())),
+                    Err(err) => {
+                        Err(StepError::transient_msg("RenderFailed", err.to_string()).into())
+                    }
                 }
             })
             .await?;
@@ -198,11 +200,12 @@ impl Reconciler for HelmComponentReconciler {
             .step(HelmComponentStep::Installed, || async {
                 match wait {
                     None => Ok(Outcome::changed()),
-                    Some(after) => Ok(Outcome::waiting(
+                    Some(after) => Err(Wait::new(
                         pascal(state),
                         format!("the installation is {}", state.as_str()),
                         after,
-                    )),
+                    )
+                    .into()),
                 }
             })
             .await

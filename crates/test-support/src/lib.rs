@@ -178,24 +178,23 @@ pub async fn install_crd(client: &Client, crd: CustomResourceDefinition) {
     )
     .await
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let current = api.get(&name).await.unwrap();
-        let established = current
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        if established {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "CRD {name} not Established after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll(
+        &format!("CRD {name} Established"),
+        Duration::from_secs(30),
+        async || {
+            let current = api.get(&name).await.map_err(|e| e.to_string())?;
+            let established = current
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            established
+                .then_some(())
+                .ok_or_else(|| "not Established".to_owned())
+        },
+    )
+    .await;
 }
 
 /// What one test gets: an admin client and a namespace of its own.
@@ -285,6 +284,25 @@ pub async fn try_poll_every<T, P: Attempt<T>>(
                 return Err(format!("not reached within {timeout:?}; last: {why}"));
             }
             Err(_) => tokio::time::sleep(interval).await,
+        }
+    }
+}
+
+/// [`try_poll_every`] for code outside an async context (a process's start-up in a constructor
+/// that is not async): the thread sleeps between looks.
+pub fn try_poll_blocking<T, P: Attempt<T>>(
+    timeout: Duration,
+    interval: Duration,
+    mut probe: impl FnMut() -> P,
+) -> Result<T, String> {
+    let start = Instant::now();
+    loop {
+        match probe().attempt() {
+            Ok(value) => return Ok(value),
+            Err(why) if start.elapsed() > timeout => {
+                return Err(format!("not reached within {timeout:?}; last: {why}"));
+            }
+            Err(_) => std::thread::sleep(interval),
         }
     }
 }

@@ -52,6 +52,34 @@ impl Mock {
         self.server.base_url()
     }
 
+    /// The mock's URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url())
+    }
+
+    /// A request to `path` as the cluster admin.
+    pub fn admin(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let admin = self.server.admin();
+        self.http
+            .request(method, self.url(path))
+            .basic_auth(&admin.user, Some(&admin.password))
+    }
+
+    /// Sends `body`, if any, to `path` as the cluster admin; gives the status and the answer's
+    /// body (`Null` when it has none, a string when it is no JSON), whatever they are.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (reqwest::StatusCode, Value) {
+        let mut request = self.admin(method, path);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.unwrap()).await
+    }
+
     pub fn state(&self) -> &MockState {
         self.server.state()
     }
@@ -86,7 +114,7 @@ impl Mock {
     }
 
     async fn hits_where(&self, fault: impl Fn(&Value) -> bool) -> u64 {
-        let faults = self.get("/_mock/faults", &[]).await;
+        let faults = self.control_json("/_mock/faults", &[]).await;
         faults["records"]
             .as_array()
             .map(|all| {
@@ -100,7 +128,7 @@ impl Mock {
 
     /// How many `/api` requests with `method` and a path starting with `prefix` arrived.
     pub async fn sent(&self, method: &str, prefix: &str) -> u64 {
-        let counts = self.get("/_mock/requests/counts", &[]).await;
+        let counts = self.control_json("/_mock/requests/counts", &[]).await;
         let wanted = format!("{method} {prefix}");
         counts["counts"]
             .as_object()
@@ -117,28 +145,20 @@ impl Mock {
     /// the operator's back would; panics unless ONTAP accepts it. Gives the answer's body, `Null`
     /// when it has none.
     pub async fn as_admin(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let admin = self.server.admin();
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base_url()))
-            .basic_auth(&admin.user, Some(&admin.password));
-        if !body.is_null() {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        assert!(status.is_success(), "{path}: {status}: {text}");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
+        let (status, answer) = self
+            .call(method, path, (!body.is_null()).then_some(body))
+            .await;
+        assert!(status.is_success(), "{path}: {status}: {answer}");
+        answer
     }
 
     /// The request log (newest last), narrowed to `filter`'s exact `method`, `path`, `user`.
     pub async fn requests(&self, filter: &[(&str, &str)]) -> Vec<Value> {
-        let log = self.get("/_mock/requests", filter).await;
+        let log = self.control_json("/_mock/requests", filter).await;
         log["records"].as_array().cloned().unwrap_or_default()
     }
 
-    async fn get(&self, path: &str, query: &[(&str, &str)]) -> Value {
+    async fn control_json(&self, path: &str, query: &[(&str, &str)]) -> Value {
         let mut url = reqwest::Url::parse(&format!("{}{path}", self.base_url())).unwrap();
         url.query_pairs_mut().extend_pairs(query);
         self.http
@@ -152,4 +172,16 @@ impl Mock {
             .await
             .unwrap()
     }
+}
+
+/// A response's status and body: `Null` when empty, a JSON string when the body is no JSON.
+pub async fn read(response: reqwest::Response) -> (reqwest::StatusCode, Value) {
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, body)
 }

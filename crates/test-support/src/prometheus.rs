@@ -9,11 +9,11 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::{poll, repo_root};
+use super::{poll, repo_root, try_poll_blocking};
 
 /// The shipped rule file and dashboard, relative to the repository.
 pub const RULES: &str = "deploy/chart/files/monitoring/ontap-operator.rules.yaml";
@@ -128,21 +128,17 @@ impl Prometheus {
             .stderr(log)
             .spawn()
             .expect("prometheus (Debian's package `prometheus`, installed by hack/deps.sh)");
-        let deadline = Instant::now() + WITHIN;
-        let address = loop {
-            let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
-            if let Some(address) = listening_address(&log) {
-                break address.to_owned();
-            }
+        let log_path = dir.join("prometheus.log");
+        let address = try_poll_blocking(WITHIN, Duration::from_millis(50), || {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("prometheus exited ({status}) before listening:\n{log}");
             }
-            assert!(
-                Instant::now() < deadline,
-                "prometheus not listening within {WITHIN:?}:\n{log}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+            listening_address(&log)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("not listening yet:\n{log}"))
+        })
+        .unwrap_or_else(|why| panic!("prometheus listening: {why}"));
         Prometheus {
             child,
             base: format!("http://{address}"),
@@ -215,6 +211,31 @@ impl Prometheus {
                 _ => Err(format!("{data}; log: {}", self.log())),
             }
         })
+        .await;
+    }
+
+    /// Waits until Prometheus has scraped the target after `since` (seconds since the epoch):
+    /// what the target exported at `since` is then in Prometheus, and Prometheus's one-second
+    /// interval is not guessed.
+    pub async fn wait_scraped_after(&self, since: f64) {
+        poll(
+            "Prometheus scrapes the operator again",
+            WITHIN,
+            async || {
+                let data = self
+                    .api("/api/v1/query", &[("query", "timestamp(up)".into())])
+                    .await?;
+                let last = data["result"][0]["value"][1]
+                    .as_str()
+                    .and_then(|t| t.parse::<f64>().ok());
+                match last {
+                    Some(at) if at > since => Ok(()),
+                    _ => Err(format!(
+                        "last scrape {last:?}, waiting for one after {since:.3}"
+                    )),
+                }
+            },
+        )
         .await;
     }
 

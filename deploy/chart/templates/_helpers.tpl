@@ -15,3 +15,15 @@ images_overwrite.yaml
 {{- define "ontap-operator.imagevector-overwrite-dir" -}}
 /charts_overwrite
 {{- end }}
+{{/* The features this installation runs, as a JSON list for fromJsonArray: files/features.yaml
+(written by `make manifests` from src/features.rs) without those whose `<switch>.enabled` is
+unset, so a feature added there needs no edit here. */}}
+{{- define "ontap-operator.features" -}}
+{{- $running := list }}
+{{- range (.Files.Get "files/features.yaml" | fromYaml).features }}
+{{- if or (not .switch) (dig .switch "enabled" false $.Values.AsMap) }}
+{{- $running = append $running . }}
+{{- end }}
+{{- end }}
+{{- toJson $running }}
+{{- end }}

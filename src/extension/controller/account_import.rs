@@ -6,7 +6,6 @@ use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use ontap_client::CredentialCheck;
-use reconcile_engine::flow::settle;
 use reconcile_engine::{Outcome, StepError, StepFlow};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -44,15 +43,6 @@ impl ExtensionReconciler {
         ext: &Extension,
         config: &ExtensionConfig,
         plan: &Plan,
-    ) -> Result<Outcome, StepError> {
-        settle(self.import_flow(ext, config, plan).await)
-    }
-
-    async fn import_flow(
-        &self,
-        ext: &Extension,
-        config: &ExtensionConfig,
-        plan: &Plan,
     ) -> StepFlow<Outcome> {
         let namespace = namespace_of(ext);
         let current = self.svm_object(&namespace, &plan.object).await?;
@@ -70,14 +60,14 @@ impl ExtensionReconciler {
         {
             return Ok(Outcome::unchanged());
         }
-        let imported = self.metal_stack_credentials(plan).await?.into_flow()?;
+        let imported = self.metal_stack_credentials(plan).await?.into_value();
         let Some(imported) = imported else {
             // Nothing to keep: an object that was waiting for an import gives it up, and its
             // controller sets a new password the usual way.
             if current.is_some() {
                 let svms: Api<StorageVirtualMachine> =
                     Api::namespaced(self.kube.clone(), &namespace);
-                return Ok(set_adoption(&svms, &plan.object, Value::Null).await?);
+                return set_adoption(&svms, &plan.object, Value::Null).await;
             }
             return Ok(Outcome::unchanged());
         };
@@ -86,7 +76,7 @@ impl ExtensionReconciler {
             None => self
                 .create_importing_svm(ext, config, plan, &imported)
                 .await?
-                .into_flow()?,
+                .into_value(),
         };
         let fields = SeedFields {
             username: plan.account.clone(),
@@ -97,7 +87,7 @@ impl ExtensionReconciler {
             // A password ONTAP holds already, not one that might still be in flight.
             password_set_at: None,
         };
-        Ok(self.prefill_seed_secret(&svm, &fields).await?)
+        self.prefill_seed_secret(&svm, &fields).await
     }
 
     /// Whether the shoot's seed Secret exists: cached, or (written just now) in the API server.
@@ -128,17 +118,20 @@ impl ExtensionReconciler {
         config: &ExtensionConfig,
         plan: &Plan,
         imported: &ImportedAccount,
-    ) -> Result<Outcome<StorageVirtualMachine>, StepError> {
+    ) -> StepFlow<Outcome<StorageVirtualMachine>> {
         let desired = self.desired_svm(ext, config, plan, Some(&imported.svm_uuid))?;
         let svms: Api<StorageVirtualMachine> =
             Api::namespaced(self.kube.clone(), &namespace_of(ext));
         match svms.create(&PostParams::default(), &desired).await {
             Ok(created) => Ok(Outcome::Changed(created)),
             // Created meanwhile: the next pass looks at it.
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Waiting::SvmCreatedMeanwhile.outcome(
-                format!("the StorageVirtualMachine {} appeared", plan.object),
-            )),
-            Err(e) => Err(rejected(Failed::SvmCreate, e)),
+            Err(kube::Error::Api(s)) if s.code == 409 => Err(Waiting::SvmCreatedMeanwhile
+                .wait(format!(
+                    "the StorageVirtualMachine {} appeared",
+                    plan.object
+                ))
+                .into()),
+            Err(e) => Err(rejected(Failed::SvmCreate, e).into()),
         }
     }
 
@@ -147,7 +140,7 @@ impl ExtensionReconciler {
     async fn metal_stack_credentials(
         &self,
         plan: &Plan,
-    ) -> Result<Outcome<Option<ImportedAccount>>, StepError> {
+    ) -> StepFlow<Outcome<Option<ImportedAccount>>> {
         let old =
             Api::<Secret>::namespaced(self.kube.clone(), naming::METAL_STACK_SECRET_NAMESPACE)
                 .get_opt(&plan.secret)
@@ -161,15 +154,13 @@ impl ExtensionReconciler {
             return Ok(Outcome::Unchanged(None));
         };
         let password = SecretString::from(password);
-        let client = match self.ontap(plan).await {
-            Ok(Some(client)) => client,
-            Ok(None) => {
-                return Ok(Waiting::OntapClusterNotCached.outcome(format!(
+        let Some(client) = self.ontap(plan).await? else {
+            return Err(Waiting::OntapClusterNotCached
+                .wait(format!(
                     "the OntapCluster {} is not cached yet",
                     plan.cluster
-                )));
-            }
-            Err(e) => return e.into_step_result(),
+                ))
+                .into());
         };
         let check = client
             .verify_credentials(&username, &password, &plan.svm_name)

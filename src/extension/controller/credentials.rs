@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::runtime::reflector::ObjectRef;
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepFlow};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
@@ -33,7 +33,7 @@ impl ExtensionReconciler {
         &self,
         svm: &StorageVirtualMachine,
         fields: &SeedFields,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         prefilled(self.prefill.prefill(svm, fields).await)
     }
 
@@ -42,8 +42,10 @@ impl ExtensionReconciler {
         &self,
         namespace: &str,
         plan: &Plan,
-    ) -> Result<Outcome<ShootCredentials>, StepError> {
-        let waiting = |message: String| Ok(Waiting::CredentialsNotVerified.outcome(message));
+    ) -> StepFlow<Outcome<ShootCredentials>> {
+        let waiting = |message: String| -> StepFlow<Outcome<ShootCredentials>> {
+            Err(Waiting::CredentialsNotVerified.wait(message).into())
+        };
         // The cache holds the seed Secrets without their data: read this one by name.
         let secret = if self
             .secrets
@@ -72,10 +74,7 @@ impl ExtensionReconciler {
                 plan.cluster
             ));
         };
-        let client = match self.connections.connect(&cluster).await {
-            Ok(client) => client,
-            Err(e) => return e.into_step_result(),
-        };
+        let client = self.connections.connect(&cluster).await?;
         let password = SecretString::from(password);
         let check = client
             .verify_credentials(&username, &password, &plan.svm_name)
@@ -96,18 +95,20 @@ impl ExtensionReconciler {
 }
 
 /// A pre-fill's result as the step's outcome, its failures in the Extension's reasons.
-fn prefilled(result: Result<Prefilled, PrefillError>) -> Result<Outcome, StepError> {
+fn prefilled(result: Result<Prefilled, PrefillError>) -> StepFlow<Outcome> {
     match result {
         Ok(Prefilled::Created) => Ok(Outcome::changed()),
         Ok(Prefilled::Existed) => Ok(Outcome::unchanged()),
-        Err(PrefillError::Build(e)) => Err(Transient::SecretBuildFailed.error(e.to_string())),
-        Err(PrefillError::Create(e)) => Err(kube_error(Failed::SecretWrite)(e)),
+        Err(PrefillError::Build(e)) => {
+            Err(Transient::SecretBuildFailed.error(e.to_string()).into())
+        }
+        Err(PrefillError::Create(e)) => Err(kube_error(Failed::SecretWrite)(e).into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use reconcile_engine::ErrorCategory;
+    use reconcile_engine::{ErrorCategory, Unfinished};
 
     use super::*;
     use crate::api::seed_secret::SeedSecretError;
@@ -124,9 +125,9 @@ mod tests {
             prefilled(Ok(Prefilled::Existed)),
             Ok(Outcome::Unchanged(()))
         ));
-        let Err(build) = prefilled(Err(PrefillError::Build(SeedSecretError::MissingMetadata(
-            "uid",
-        )))) else {
+        let Err(Unfinished::Failed(build)) = prefilled(Err(PrefillError::Build(
+            SeedSecretError::MissingMetadata("uid"),
+        ))) else {
             panic!("a failed build is an error");
         };
         assert_eq!(build.reason(), "SecretBuildFailed");
@@ -135,9 +136,11 @@ mod tests {
             build.message(),
             SeedSecretError::MissingMetadata("uid").to_string()
         );
-        let Err(write) = prefilled(Err(PrefillError::Create(kube::Error::Api(Box::new(
-            kube::core::Status::failure("refused", "Forbidden").with_code(403),
-        ))))) else {
+        let Err(Unfinished::Failed(write)) =
+            prefilled(Err(PrefillError::Create(kube::Error::Api(Box::new(
+                kube::core::Status::failure("refused", "Forbidden").with_code(403),
+            )))))
+        else {
             panic!("a failed create is an error");
         };
         assert_eq!(write.reason(), "SecretWriteFailed");

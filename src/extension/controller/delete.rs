@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use reconcile_engine::{Halt, Outcome, StepRunner};
+use reconcile_engine::{Halt, StepRunner};
 
 use crate::extension::api::Extension;
 
@@ -30,12 +30,10 @@ impl ExtensionReconciler {
         steps
             .step(ExtensionStep::SvmDeleted, || async {
                 let outcome = self.remove_svm(ext, false, force).await?;
-                if !matches!(outcome, Outcome::Waiting(_)) {
-                    // The state saved for a restore holds the account's password; with the
-                    // account gone it is worth nothing, and nothing should hold it.
-                    let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
-                    delete_ignoring_missing(&secrets, STATE_SECRET).await?;
-                }
+                // The state saved for a restore holds the account's password; with the account
+                // gone it is worth nothing, and nothing should hold it.
+                let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
+                delete_ignoring_missing(&secrets, STATE_SECRET).await?;
                 Ok(outcome)
             })
             .await?;

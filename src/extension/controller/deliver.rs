@@ -4,7 +4,7 @@
 use crate::extension::api::{Extension, LastOperationType, ShootView};
 use crate::extension::state::restored_state;
 use kube::runtime::reflector::ObjectRef;
-use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+use reconcile_engine::{Halt, Outcome, StepFlow, StepRunner};
 use secrecy::ExposeSecret;
 
 use super::reasons::Waiting;
@@ -130,13 +130,15 @@ impl ExtensionReconciler {
     }
 
     /// Step `ShootRead`: the shoot as the `Cluster` of its namespace describes it.
-    async fn read_shoot(&self, ext: &Extension) -> Result<Outcome<ShootView>, StepError> {
+    async fn read_shoot(&self, ext: &Extension) -> StepFlow<Outcome<ShootView>> {
         match self.shoot(ext) {
             Some(shoot) => Ok(Outcome::Unchanged(shoot)),
-            None => Ok(Waiting::ClusterNotFound.outcome(format!(
-                "the Cluster {} is not readable yet",
-                namespace_of(ext)
-            ))),
+            None => Err(Waiting::ClusterNotFound
+                .wait(format!(
+                    "the Cluster {} is not readable yet",
+                    namespace_of(ext)
+                ))
+                .into()),
         }
     }
 }

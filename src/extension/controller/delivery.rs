@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 use serde_json::{Value, json};
 
 use crate::extension::api::ShootView;
@@ -34,12 +34,14 @@ impl ExtensionReconciler {
         credentials: &ShootCredentials,
         shoot: &ShootView,
         repairs_only: bool,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let Some(version) = self.ontap_version(plan) else {
-            return Ok(Waiting::OntapVersionUnknown.outcome(format!(
-                "the OntapCluster {} has not reported ONTAP's version yet",
-                plan.cluster
-            )));
+            return Err(Waiting::OntapVersionUnknown
+                .wait(format!(
+                    "the OntapCluster {} has not reported ONTAP's version yet",
+                    plan.cluster
+                ))
+                .into());
         };
         refuse_unusable(config, version)?;
         let node_cidrs = shoot.node_cidrs();
@@ -49,7 +51,7 @@ impl ExtensionReconciler {
             return Err(Coded::Shoot.invalid(
                 "the shoot's Cluster names no node network (spec.networking.nodes): NFS volumes \
                  are exported to the nodes' network only",
-            ));
+            ).into());
         }
         let inputs = ShootInputs {
             config,
@@ -97,7 +99,7 @@ impl ExtensionReconciler {
 
     /// Step `DeliveryHealthy`: applied at their generation; all but the Trident operator's
     /// workloads healthy (those need the shoot's nodes; the condition reports them).
-    pub(super) fn delivery_applied(&self, namespace: &str) -> Result<Outcome, StepError> {
+    pub(super) fn delivery_applied(&self, namespace: &str) -> StepFlow<Outcome> {
         let mut pending = Vec::new();
         for name in MANAGED_RESOURCE_NAMES {
             let mr = self
@@ -115,7 +117,7 @@ impl ExtensionReconciler {
         if pending.is_empty() {
             Ok(Outcome::unchanged())
         } else {
-            Ok(Waiting::DeliveryPending.outcome(pending.join("; ")))
+            Err(Waiting::DeliveryPending.wait(pending.join("; ")).into())
         }
     }
 
@@ -126,7 +128,7 @@ impl ExtensionReconciler {
         namespace: &str,
         keep: bool,
         wait: bool,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let mrs: Api<ManagedResource> = Api::namespaced(self.kube.clone(), namespace);
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
         // In reverse: the CRDs go last, or the resource manager could no longer delete the
@@ -141,9 +143,11 @@ impl ExtensionReconciler {
             };
             delete_managed_resource(&mrs, &mr, keep).await?;
             if wait {
-                return Ok(Waiting::DeliveryDeleting.outcome(format!(
-                    "the resource manager is removing {name} from the shoot"
-                )));
+                return Err(Waiting::DeliveryDeleting
+                    .wait(format!(
+                        "the resource manager is removing {name} from the shoot"
+                    ))
+                    .into());
             }
             for secret in &mr.spec.secret_refs {
                 delete_ignoring_missing(&secrets, &secret.name).await?;

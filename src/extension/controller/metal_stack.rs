@@ -11,7 +11,6 @@ use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use ontap_client::OntapClient;
-use reconcile_engine::flow::settle;
 use reconcile_engine::{Outcome, StepError, StepFlow};
 use serde_json::json;
 
@@ -19,7 +18,6 @@ use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineSpe
 use crate::extension::api::{Extension, GARDENER_PROJECT_ANNOTATION, METAL_PROJECT_ANNOTATION};
 use crate::extension::config::{ConfigSource, ExtensionConfig, SvmSharing, parse_provider_config};
 use crate::extension::naming;
-use crate::ontap::connections::ConnectError;
 
 use super::plan::Plan;
 use super::reasons::{
@@ -42,12 +40,12 @@ impl ExtensionReconciler {
         config: &ExtensionConfig,
         plan: &Plan,
         object: &str,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let namespace = &self.settings.project_namespace;
-        settle(match self.svm_object(namespace, object).await? {
+        match self.svm_object(namespace, object).await? {
             Some(existing) => self.keep_project_svm(plan, object, &existing).await,
             None => self.create_project_svm(config, plan, object).await,
-        })
+        }
     }
 
     /// The project's object exists: later shoots of the project take the SVM as the first one
@@ -120,7 +118,7 @@ impl ExtensionReconciler {
         let namespace = &self.settings.project_namespace;
         // Decided once, as the SVM is declared: peering a cluster with BGP later is an admin's
         // act, and LIFs changing form behind it would cut the data path of every shoot.
-        let config = self.metal_stack_routing(config, plan).await?.into_flow()?;
+        let config = self.metal_stack_routing(config, plan).await?.into_value();
         let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(
             &config,
             plan,
@@ -143,17 +141,20 @@ impl ExtensionReconciler {
         match api.create(&PostParams::default(), &svm).await {
             Ok(_) => Ok(Outcome::changed()),
             // Another shoot declared it first: the next pass checks its binding.
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Waiting::SvmCreatedMeanwhile
-                .outcome(format!(
-                    "the StorageVirtualMachine {namespace}/{object} was declared meanwhile"
-                ))),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                Err(Waiting::SvmCreatedMeanwhile
+                    .wait(format!(
+                        "the StorageVirtualMachine {namespace}/{object} was declared meanwhile"
+                    ))
+                    .into())
+            }
             Err(e) => Err(rejected(Failed::SvmCreate, e).into()),
         }
     }
 
     /// The ONTAP client of the plan's cluster; `None` while the OntapCluster is not cached (the
     /// `SvmReady` step reports a missing one).
-    pub(super) async fn ontap(&self, plan: &Plan) -> Result<Option<OntapClient>, ConnectError> {
+    pub(super) async fn ontap(&self, plan: &Plan) -> StepFlow<Option<OntapClient>> {
         let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
             return Ok(None);
         };
@@ -168,25 +169,23 @@ impl ExtensionReconciler {
         &self,
         config: &ExtensionConfig,
         plan: &Plan,
-    ) -> Result<Outcome<ExtensionConfig>, StepError> {
+    ) -> StepFlow<Outcome<ExtensionConfig>> {
         if config.source != ConfigSource::MetalStack {
             return Ok(Outcome::Unchanged(config.clone()));
         }
-        let client = match self.ontap(plan).await {
-            Ok(Some(client)) => client,
-            Ok(None) => {
-                return Ok(Waiting::OntapClusterMissing.outcome(format!(
+        let Some(client) = self.ontap(plan).await? else {
+            return Err(Waiting::OntapClusterMissing
+                .wait(format!(
                     "the OntapCluster {} is needed to learn whether it routes with BGP",
                     plan.cluster
-                )));
-            }
-            Err(e) => return e.into_step_result(),
+                ))
+                .into());
         };
         let bgp = match client.bgp_peer_groups().await {
             Ok(peer_groups) => !peer_groups.is_empty(),
             // A release before ONTAP 9.7 has no BGP and no such collection.
             Err(e) if e.is_not_found() => false,
-            Err(e) => return Err(ontap_failure(OntapRequest::BgpLookup, e)),
+            Err(e) => return Err(ontap_failure(OntapRequest::BgpLookup, e).into()),
         };
         Ok(Outcome::Unchanged(
             config.clone().with_metal_stack_routing(bgp),
@@ -198,7 +197,7 @@ impl ExtensionReconciler {
     /// (`Retain`, metal-stack's way, keeps it for the project's next shoot). Not waited for: its
     /// controller deletes the SVM only once ONTAP holds no other account on it — shoots of the
     /// project that another seed serves keep theirs — and says so while it waits.
-    pub(super) async fn release_project_svm(&self, ext: &Extension) -> Result<Outcome, StepError> {
+    pub(super) async fn release_project_svm(&self, ext: &Extension) -> StepFlow<Outcome> {
         let Ok(config) = parse_provider_config(
             ext.spec.provider_config.as_ref(),
             &self.settings.config_defaults,

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
-use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+use reconcile_engine::{Halt, Outcome, StepFlow, StepRunner};
 
 use crate::api::StorageVirtualMachine;
 use crate::api::seed_secret::{PASSWORD_KEY, USERNAME_KEY, seed_secret_name};
@@ -68,7 +68,7 @@ impl ExtensionReconciler {
     /// then would keep it from ever being deleted. A failed write fails the operation, which
     /// is retried with its annotation in place. `admits()` keeps the engine from adding ours
     /// back once the operation succeeded.
-    async fn release_finalizers(&self, ext: &Extension) -> Result<Outcome, StepError> {
+    async fn release_finalizers(&self, ext: &Extension) -> StepFlow<Outcome> {
         // Written every time: `ext` is the object as the pass began, and the engine may have
         // added ours back since (a migration run again after a failed annotation removal).
         self.patch_extension(ext, r#"{"metadata":{"finalizers":null}}"#)
@@ -79,7 +79,7 @@ impl ExtensionReconciler {
 
     /// Step `StateSaved` of a migration: the state as [`Self::record_state`] writes it, from the
     /// seed Secret as it is now.
-    async fn save_state(&self, ext: &Extension) -> Result<Outcome, StepError> {
+    async fn save_state(&self, ext: &Extension) -> StepFlow<Outcome> {
         let namespace = namespace_of(ext);
         let Some(svm) = self
             .svms
@@ -103,8 +103,9 @@ impl ExtensionReconciler {
             None => None,
         };
         let Some(credentials) = seed.as_ref().and_then(secret_credentials) else {
-            return Ok(Waiting::SeedSecretMissing
-                .outcome(format!("the seed Secret {secret_name} is being repaired")));
+            return Err(Waiting::SeedSecretMissing
+                .wait(format!("the seed Secret {secret_name} is being repaired"))
+                .into());
         };
         self.record_state(ext, &svm, &credentials.0, &credentials.1)
             .await
@@ -123,7 +124,7 @@ impl ExtensionReconciler {
         svm: &StorageVirtualMachine,
         username: &str,
         password: &str,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let namespace = namespace_of(ext);
         Api::<Secret>::namespaced(self.kube.clone(), &namespace)
             .patch(

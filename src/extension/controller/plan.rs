@@ -3,7 +3,7 @@
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 
 use crate::api::seed_secret::{default_account_name, default_secret_name, default_svm_name};
 use crate::extension::api::{Extension, ShootView};
@@ -45,7 +45,7 @@ impl ExtensionReconciler {
         ext: &Extension,
         shoot: &ShootView,
         state: Option<&ExtensionState>,
-    ) -> Result<Outcome<(ExtensionConfig, Plan)>, StepError> {
+    ) -> StepFlow<Outcome<(ExtensionConfig, Plan)>> {
         let config = parse_provider_config(
             ext.spec.provider_config.as_ref(),
             &self.settings.config_defaults,

@@ -7,7 +7,7 @@ use kube::Api;
 use kube::Resource;
 use kube::api::DeleteParams;
 use ontap_client::{ErrorClass, OntapError};
-use reconcile_engine::{Outcome, StepError, reasons};
+use reconcile_engine::{StepError, Wait, reasons};
 
 use super::CONVERGING;
 use crate::ontap::connections;
@@ -132,9 +132,9 @@ impl Coded {
 }
 
 impl Waiting {
-    /// The step's outcome: waiting, looked at again soon.
-    pub fn outcome<T>(self, message: impl Into<String>) -> Outcome<T> {
-        Outcome::waiting(self.as_str(), message, CONVERGING)
+    /// The step waits for this reason, and is looked at again soon.
+    pub fn wait(self, message: impl Into<String>) -> Wait {
+        Wait::new(self.as_str(), message, CONVERGING)
     }
 }
 

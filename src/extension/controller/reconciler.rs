@@ -30,7 +30,7 @@ use crate::ontap::connections::ClusterConnections;
 use crate::ontap::svm::{SeedSecretPrefill, VerifyRequests};
 use reconcile_engine::manager::resource_rule;
 use reconcile_engine::{
-    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
+    Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepFlow,
     StepRunner,
 };
 
@@ -304,7 +304,7 @@ impl ExtensionReconciler {
     }
 
     /// Step `OperationAccepted`: a `reconcile` request is removed before it is acted on.
-    async fn accept_operation(&self, ext: &Extension) -> Result<Outcome, StepError> {
+    async fn accept_operation(&self, ext: &Extension) -> StepFlow<Outcome> {
         if filter::annotation_action(ext) != AnnotationAction::RemoveThenReconcile {
             return Ok(Outcome::unchanged());
         }

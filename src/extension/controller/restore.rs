@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::PostParams;
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 use secrecy::SecretString;
 
 use crate::api::StorageVirtualMachine;
@@ -29,7 +29,7 @@ impl ExtensionReconciler {
         config: &ExtensionConfig,
         plan: &Plan,
         state: &ExtensionState,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let namespace = namespace_of(ext);
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), &namespace);
         let svm = self
@@ -48,10 +48,12 @@ impl ExtensionReconciler {
             .await
             .map_err(kube_error(Failed::StateSecretRead))?;
         let Some((username, password)) = restored.as_ref().and_then(secret_credentials) else {
-            return Err(Coded::Configuration.invalid(format!(
-                "the restored Secret {} has no credentials",
-                state.credentials_secret
-            )));
+            return Err(Coded::Configuration
+                .invalid(format!(
+                    "the restored Secret {} has no credentials",
+                    state.credentials_secret
+                ))
+                .into());
         };
         let fields = SeedFields {
             username,

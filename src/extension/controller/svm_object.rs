@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 use serde_json::{Value, json};
 
 use crate::api::{
@@ -58,7 +58,7 @@ pub(super) async fn set_adoption(
     api: &Api<StorageVirtualMachine>,
     name: &str,
     uuid: Value,
-) -> Result<Outcome, StepError> {
+) -> StepFlow<Outcome> {
     let patch = json!({"metadata": {"annotations": {ADOPT_SVM_UUID_ANNOTATION: uuid}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
@@ -139,7 +139,7 @@ impl ExtensionReconciler {
         plan: &Plan,
         adopt: Option<&str>,
         repairs_only: bool,
-    ) -> Result<Outcome<StorageVirtualMachine>, StepError> {
+    ) -> StepFlow<Outcome<StorageVirtualMachine>> {
         let desired = self.desired_svm(ext, config, plan, adopt)?;
         let namespace = namespace_of(ext);
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
@@ -152,10 +152,12 @@ impl ExtensionReconciler {
             return Ok(Outcome::Changed(created));
         };
         if !owned_by_extension(&current, ext) {
-            return Err(Coded::Configuration.invalid(format!(
-                "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
-                plan.object
-            )));
+            return Err(Coded::Configuration
+                .invalid(format!(
+                    "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
+                    plan.object
+                ))
+                .into());
         }
         let identity = |svm: &StorageVirtualMachine| {
             [GARDENER_PROJECT_ANNOTATION, GARDENER_SHOOT_UID_ANNOTATION]
@@ -222,7 +224,7 @@ impl ExtensionReconciler {
         ext: &Extension,
         retain: bool,
         orphan: bool,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         let namespace = namespace_of(ext);
         let api: Api<StorageVirtualMachine> = Api::namespaced(self.kube.clone(), &namespace);
         let name = ext.name_any();
@@ -251,13 +253,14 @@ impl ExtensionReconciler {
         if orphan {
             return orphan_svm(&api, &name).await;
         }
-        Ok(Waiting::SvmDeleting
-            .outcome(format!("the StorageVirtualMachine {name} is being deleted")))
+        Err(Waiting::SvmDeleting
+            .wait(format!("the StorageVirtualMachine {name} is being deleted"))
+            .into())
     }
 }
 
 /// Force-deletion: the object's finalizer goes without its controller, leaving ONTAP as it is.
-async fn orphan_svm(api: &Api<StorageVirtualMachine>, name: &str) -> Result<Outcome, StepError> {
+async fn orphan_svm(api: &Api<StorageVirtualMachine>, name: &str) -> StepFlow<Outcome> {
     match api
         .patch(
             name,
@@ -266,7 +269,7 @@ async fn orphan_svm(api: &Api<StorageVirtualMachine>, name: &str) -> Result<Outc
         )
         .await
     {
-        Err(e) if !is_not_found(&e) => Err(kube_error(Failed::SvmFinalizerRemove)(e)),
+        Err(e) if !is_not_found(&e) => Err(kube_error(Failed::SvmFinalizerRemove)(e).into()),
         _ => Ok(Outcome::changed()),
     }
 }

@@ -2,7 +2,7 @@
 //! the failures gardenlet reads codes from.
 
 use kube::runtime::reflector::ObjectRef;
-use reconcile_engine::{Outcome, StepError, StepName};
+use reconcile_engine::{Outcome, StepError, StepFlow, StepName};
 
 use crate::api::conditions::{
     CLUSTER_UNAUTHENTICATED, ClusterStep, FALSE, READY, SvmInvalid, SvmStep, SvmWaiting, TRUE,
@@ -22,17 +22,15 @@ const REJECTIONS_CONFIRMING: u32 = 3;
 impl ExtensionReconciler {
     /// Step `SvmReady`: the SVM's controller verified its Secret at the current generation.
     /// Failures of the OntapCluster or the SVM become the failures gardenlet reads codes from.
-    pub(super) async fn svm_ready(
-        &self,
-        namespace: &str,
-        plan: &Plan,
-    ) -> Result<Outcome, StepError> {
+    pub(super) async fn svm_ready(&self, namespace: &str, plan: &Plan) -> StepFlow<Outcome> {
         self.cluster_connected(plan)?;
         let Some(svm) = self
             .svms
             .get(&ObjectRef::new(&plan.object).within(namespace))
         else {
-            return Ok(Waiting::SvmNotCached.outcome("the StorageVirtualMachine was just created"));
+            return Err(Waiting::SvmNotCached
+                .wait("the StorageVirtualMachine was just created")
+                .into());
         };
         svm_verified(&svm, plan)
     }
@@ -76,7 +74,7 @@ impl ExtensionReconciler {
 
 /// Done when `svm` is Ready with a verified Secret at its generation; a failure when its
 /// controller keeps failing or gave up; else a wait.
-fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, StepError> {
+fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> StepFlow<Outcome> {
     let generation = svm.metadata.generation;
     let status = svm.status.clone().unwrap_or_default();
     let condition = |type_: &str| {
@@ -110,12 +108,12 @@ fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> Result<Outcome, Ste
         .unwrap_or_else(|| "not reconciled at its generation yet".to_string());
     let message = format!("StorageVirtualMachine {}: {why}", plan.object);
     if let Some(halted) = status.halted.as_ref().filter(|h| h.attempts > 0) {
-        return Err(classify_svm_failure(&halted.reason, &message));
+        return Err(classify_svm_failure(&halted.reason, &message).into());
     }
     if status.phase == Some(SvmPhase::Failed) {
-        return Err(Coded::Configuration.invalid(message));
+        return Err(Coded::Configuration.invalid(message).into());
     }
-    Ok(Waiting::SvmNotReady.outcome(message))
+    Err(Waiting::SvmNotReady.wait(message).into())
 }
 
 /// What an SVM that keeps failing says, as the failure gardenlet reads codes from.

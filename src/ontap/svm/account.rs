@@ -17,7 +17,7 @@ use ontap_client::{
     Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
     OntapClient, Svm,
 };
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 
 impl SvmReconciler {
     /// Step `AccountReady`: the SVM-scoped account exists with role vsadmin, unlocked, and is
@@ -36,7 +36,7 @@ impl SvmReconciler {
         names: &Names,
         ontap_svm: &Svm,
         client: &OntapClient,
-    ) -> Result<Outcome<Option<Verified>>, StepError> {
+    ) -> StepFlow<Outcome<Option<Verified>>> {
         let seed = self.seed_state(svm, names, ontap_svm).await?;
         if let SeedSecretState::Complete { username, password } = &seed.state
             && *username == names.account
@@ -71,13 +71,15 @@ impl SvmReconciler {
             // extension) keeps the accounts on it working: without the seed Secret that carries
             // the password, `SecretReady` would rotate it and lock out whoever uses it now.
             if claim == Claim::Adopt && matches!(seed.state, SeedSecretState::Missing) {
-                return Ok(Waiting::AdoptionAwaitsSecret.outcome(
-                    format!(
-                        "the account {} exists on the adopted SVM {}; its password is kept, so this waits for the seed Secret {} that carries it",
-                        names.account, names.svm, names.secret
-                    ),
-                    ONTAP_SETTLING,
-                ));
+                return Err(Waiting::AdoptionAwaitsSecret
+                    .wait(
+                        format!(
+                            "the account {} exists on the adopted SVM {}; its password is kept, so this waits for the seed Secret {} that carries it",
+                            names.account, names.svm, names.secret
+                        ),
+                        ONTAP_SETTLING,
+                    )
+                    .into());
             }
             check_role(&account, names)?;
             if claim != Claim::Adopt && self.remark(svm, names, ontap_svm, &account, client).await?
@@ -120,7 +122,7 @@ impl SvmReconciler {
             Ok(()) => Ok(Outcome::Changed(None)),
             // Applied or not, the next pass looks again; a duplicate means it exists already.
             Err(e) if e.class() == ErrorClass::Conflict => Ok(Outcome::Changed(None)),
-            Err(e) => Err(ontap_error(Failed::AccountCreate, e)),
+            Err(e) => Err(ontap_error(Failed::AccountCreate, e).into()),
         }
     }
 

@@ -17,7 +17,7 @@ use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,
 };
 use ontap_client::OntapClient;
-use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+use reconcile_engine::{Halt, Outcome, StepError, StepRunner, Unfinished};
 
 impl SvmReconciler {
     /// Whether `svm`'s namespace may use `cluster`, and no older object holds the SVM name, the
@@ -249,7 +249,10 @@ impl SvmReconciler {
         };
         let client = match self.connections.connect(cluster).await {
             Ok(client) => client,
-            Err(e) => return e.into_step_result().map(|_: Outcome<()>| ()),
+            // A Secret the cluster names is missing: nothing can be reached to revoke yet, and
+            // the refusal, not the Secret, is what the step reports.
+            Err(Unfinished::Waiting(_)) => return Ok(()),
+            Err(Unfinished::Failed(e)) => return Err(e),
         };
         let found = match client.svm(uuid).await {
             Ok(found) => found,
@@ -276,9 +279,9 @@ impl SvmReconciler {
                     } else {
                         ""
                     };
-                    return Ok(Outcome::Waiting(Waiting::ClusterNotFound.missing(
-                        format!("the OntapCluster {name} does not exist{todo}"),
-                    )));
+                    return Err(Waiting::ClusterNotFound
+                        .missing(format!("the OntapCluster {name} does not exist{todo}"))
+                        .into());
                 };
                 let ready = cluster
                     .status
@@ -292,21 +295,18 @@ impl SvmReconciler {
                     if refused.reason() == Invalid::NamespaceNotAllowed.as_str() {
                         self.revoke_unadmitted(svm, names, &cluster).await?;
                     }
-                    return Err(refused);
+                    return Err(refused.into());
                 }
                 let deleting = cluster.metadata.deletion_timestamp.is_some();
                 if !deleting && ready.is_none_or(|c| c.status != "True") {
                     let why = ready
                         .map(|c| c.message.clone())
                         .unwrap_or_else(|| "not verified yet".into());
-                    return Ok(Outcome::Waiting(Waiting::ClusterNotReady.missing(
-                        format!("the OntapCluster {name} is not Ready: {why}"),
-                    )));
+                    return Err(Waiting::ClusterNotReady
+                        .missing(format!("the OntapCluster {name} is not Ready: {why}"))
+                        .into());
                 }
-                match self.connections.connect(&cluster).await {
-                    Ok(client) => Ok(Outcome::Unchanged(client)),
-                    Err(e) => e.into_step_result(),
-                }
+                Ok(Outcome::Unchanged(self.connections.connect(&cluster).await?))
             })
             .await
     }

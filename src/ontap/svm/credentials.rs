@@ -22,7 +22,7 @@ use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secre
 use crate::api::StorageVirtualMachine;
 use crate::api::seed_secret::{SeedFields, SeedSecretError, build_seed_secret, password_set_at};
 use ontap_client::{AccountCheck, OntapClient, Svm};
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 
 /// The field manager of the operator's writes to seed Secrets.
 const FIELD_MANAGER: &str = "ontap-operator";
@@ -170,7 +170,7 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         client: &OntapClient,
         seed: &Seed,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         retire_renamed_account(client, ontap_svm, names, &seed.state).await?;
         let password = self
             .mint(svm, names, ontap_svm, seed, Some(Timestamp::now()))
@@ -184,14 +184,15 @@ impl SvmReconciler {
             .await
             .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
         {
-            AccountCheck::Valid(_) => {
-                Ok(Waiting::CredentialsSettling
-                    .outcome(self.settling_message(), self.settle_window()))
-            }
-            other => Err(Transient::CredentialsRejected.error(format!(
-                "ONTAP did not accept the new password of {} ({other:?})",
-                names.account
-            ))),
+            AccountCheck::Valid(_) => Err(Waiting::CredentialsSettling
+                .wait(self.settling_message(), self.settle_window())
+                .into()),
+            other => Err(Transient::CredentialsRejected
+                .error(format!(
+                    "ONTAP did not accept the new password of {} ({other:?})",
+                    names.account
+                ))
+                .into()),
         }
     }
 
@@ -288,16 +289,16 @@ impl SvmReconciler {
     }
 
     /// Verified credentials count once no older password request can land any more.
-    pub(super) fn settled(&self, password_set_at: Option<Timestamp>) -> Outcome {
+    pub(super) fn settled(&self, password_set_at: Option<Timestamp>) -> StepFlow<Outcome> {
         let Some(set_at) = password_set_at else {
-            return Outcome::unchanged();
+            return Ok(Outcome::unchanged());
         };
         let since = Timestamp::now().duration_since(set_at).unsigned_abs();
         match self.settle_window().checked_sub(since) {
-            Some(left) if !left.is_zero() => {
-                Waiting::CredentialsSettling.outcome(self.settling_message(), left)
-            }
-            _ => Outcome::unchanged(),
+            Some(left) if !left.is_zero() => Err(Waiting::CredentialsSettling
+                .wait(self.settling_message(), left)
+                .into()),
+            _ => Ok(Outcome::unchanged()),
         }
     }
 }

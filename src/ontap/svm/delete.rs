@@ -15,7 +15,7 @@ use crate::api::rules::RESERVED_ACCOUNTS;
 use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
 use kube::runtime::reflector::ObjectRef;
 use ontap_client::{OntapClient, Svm, SvmState};
-use reconcile_engine::{Halt, Outcome, StepError, StepRunner};
+use reconcile_engine::{Halt, Outcome, StepError, StepFlow, StepRunner};
 
 impl SvmReconciler {
     /// The live `AccountOnly` objects with accounts on the SVM `svm` provisions: those naming it
@@ -176,14 +176,14 @@ impl SvmReconciler {
         if !users.is_empty() {
             return steps
                 .step(SvmStep::SVMDeleted, || async {
-                    Ok(Waiting::SvmShared.outcome::<()>(
+                    Err::<Outcome, _>(Waiting::SvmShared.wait(
                         format!(
                             "the SVM {} still holds the accounts of {}; it is deleted once they are gone (or set deletionPolicy: Retain to leave it)",
                             names.svm,
                             users.join(", ")
                         ),
                         EXISTING_SVM_RECHECK,
-                    ))
+                    ).into())
                 })
                 .await;
         }
@@ -206,10 +206,17 @@ impl SvmReconciler {
         if found.state == Some(SvmState::Deleting) {
             return steps
                 .step(SvmStep::SVMDeleted, || async {
-                    Ok(Waiting::SvmDeleting.outcome::<()>(
-                        format!("ONTAP is deleting the SVM {} ({})", found.name, found.uuid),
-                        ONTAP_SETTLING,
-                    ))
+                    Err::<Outcome, _>(
+                        Waiting::SvmDeleting
+                            .wait(
+                                format!(
+                                    "ONTAP is deleting the SVM {} ({})",
+                                    found.name, found.uuid
+                                ),
+                                ONTAP_SETTLING,
+                            )
+                            .into(),
+                    )
                 })
                 .await;
         }
@@ -221,18 +228,13 @@ impl SvmReconciler {
                 delete_account(&client, &found, names)
             })
             .await?;
-        let worker = steps.worker();
+        let jobs = steps.jobs();
         steps
-            .step_flow(SvmStep::SVMDeleted, || async {
-                let _slot = self
-                    .connections
-                    .job_slot(&svm.spec.cluster_ref.name, &names.namespace, &worker)
-                    .await?;
-                // The slot held bounds the passes waiting for their delete job this way.
-                let deleted = worker.released_while(client.delete_svm(&found.uuid)).await;
-                if let Some(wait) = job(deleted, Failed::SvmDelete)? {
-                    return Err(wait.into());
-                }
+            .step(SvmStep::SVMDeleted, || async {
+                job(
+                    jobs.run(client.delete_svm(&found.uuid)).await?,
+                    Failed::SvmDelete,
+                )?;
                 Ok(Outcome::changed())
             })
             .await
@@ -269,7 +271,9 @@ impl SvmReconciler {
                     };
                     match api.delete(&names.secret, &params).await {
                         Err(e) if !is_not_found(&e) => {
-                            return Err(StepError::from_kube(Failed::SecretDelete.as_str(), e));
+                            return Err(
+                                StepError::from_kube(Failed::SecretDelete.as_str(), e).into()
+                            );
                         }
                         _ => {}
                     }
@@ -281,7 +285,7 @@ impl SvmReconciler {
 }
 
 /// Every LIF of `found`.
-async fn delete_interfaces(client: &OntapClient, found: &Svm) -> Result<Outcome<()>, StepError> {
+async fn delete_interfaces(client: &OntapClient, found: &Svm) -> StepFlow<Outcome> {
     let interfaces = client
         .interfaces(&found.uuid)
         .await
@@ -310,19 +314,21 @@ async fn find_for_deletion(
     client: &OntapClient,
     names: &Names,
     recorded: Option<&str>,
-) -> Result<Outcome<Option<Svm>>, StepError> {
+) -> StepFlow<Outcome<Option<Svm>>> {
     let ours = |svm: &Svm| marked_for(svm.comment.as_deref(), &names.uid);
     if let Some(uuid) = recorded {
         match client.svm(uuid).await {
             Ok(found) if ours(&found) => return Ok(Outcome::Unchanged(Some(found))),
             Ok(found) => {
-                return Err(Invalid::SvmOwnershipChanged.error(format!(
-                    "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
-                    found.name
-                )));
+                return Err(Invalid::SvmOwnershipChanged
+                    .error(format!(
+                        "the SVM {uuid} recorded in status.uuid (now named {}) no longer carries this object's ownership marker; it is not deleted. Delete it in ONTAP, or set deletionPolicy: Retain to let the object go",
+                        found.name
+                    ))
+                    .into());
             }
             Err(e) if is_entry_not_found(&e) => {}
-            Err(e) => return Err(ontap_error(Failed::SvmLookup, e)),
+            Err(e) => return Err(ontap_error(Failed::SvmLookup, e).into()),
         }
     }
     // No uuid recorded (a crash before the status write), or the recorded SVM is gone: an SVM of
@@ -337,11 +343,7 @@ async fn find_for_deletion(
 /// project served by another seed's extension — whose Trident still uses them. Then it waits,
 /// saying so, with its finalizer in place; `deletionPolicy: Retain` lets the object go and
 /// leaves the SVM to them.
-async fn unused(
-    client: &OntapClient,
-    found: Svm,
-    own: &str,
-) -> Result<Outcome<Option<Svm>>, StepError> {
+async fn unused(client: &OntapClient, found: Svm, own: &str) -> StepFlow<Outcome<Option<Svm>>> {
     let accounts = client
         .accounts(&found.uuid)
         .await
@@ -358,14 +360,16 @@ async fn unused(
     if others.is_empty() {
         return Ok(Outcome::Unchanged(Some(found)));
     }
-    Ok(Waiting::SvmShared.outcome(
-        format!(
-            "the SVM {} still holds the accounts {} that no StorageVirtualMachine here holds (shoots served by another operator installation); it is deleted once they are gone (or set deletionPolicy: Retain to leave it to them)",
-            found.name,
-            others.join(", ")
-        ),
-        EXISTING_SVM_RECHECK,
-    ))
+    Err(Waiting::SvmShared
+        .wait(
+            format!(
+                "the SVM {} still holds the accounts {} that no StorageVirtualMachine here holds (shoots served by another operator installation); it is deleted once they are gone (or set deletionPolicy: Retain to leave it to them)",
+                found.name,
+                others.join(", ")
+            ),
+            EXISTING_SVM_RECHECK,
+        )
+        .into())
 }
 
 /// The accounts among `names` other than `own` and ONTAP's built-in ones, sorted.
@@ -385,11 +389,7 @@ pub fn foreign_accounts<'a>(names: impl IntoIterator<Item = &'a str>, own: &str)
 /// Step `AccountDeleted`: this object's account is gone from `svm` (already gone counts). Only
 /// an account marked with the object's uid is deleted: one it did not create (a name it was
 /// refused, or never admitted for) belongs to someone else, whatever the object names.
-async fn delete_account(
-    client: &OntapClient,
-    svm: &Svm,
-    names: &Names,
-) -> Result<Outcome, StepError> {
+async fn delete_account(client: &OntapClient, svm: &Svm, names: &Names) -> StepFlow<Outcome> {
     let Some(account) = client
         .account(&svm.uuid, &names.account)
         .await

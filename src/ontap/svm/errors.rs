@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::ontap::connections;
 use ontap_client::OntapError;
-use reconcile_engine::{Outcome, StepError, Wait};
+use reconcile_engine::{StepError, StepFlow, Wait};
 
-pub use crate::ontap::connections::ontap_busy;
+pub use crate::ontap::connections::wait_if_busy;
 
 use reconcile_engine::reasons;
 
@@ -114,17 +114,9 @@ reasons! {
 }
 
 impl Waiting {
-    /// The step's outcome: waiting, looked at again after `after`.
-    pub fn outcome<T>(self, message: impl Into<String>, after: Duration) -> Outcome<T> {
-        Outcome::Waiting(self.wait(message, after))
-    }
-
+    /// The step waits for this reason, and is looked at again after `after`.
     pub fn wait(self, message: impl Into<String>, after: Duration) -> Wait {
-        Wait {
-            reason: self.as_str().into(),
-            message: message.into(),
-            after,
-        }
+        Wait::new(self.as_str(), message, after)
     }
 
     /// A wait for something the user has to create or repair: looked at again after
@@ -163,16 +155,13 @@ pub fn kube_error(reason: Failed) -> impl FnOnce(kube::Error) -> StepError {
     move |e| StepError::from_kube(reason.as_str(), e)
 }
 
-/// The result of a request that starts an ONTAP job: done (`None`), a wait while ONTAP is busy,
-/// or the step error.
-pub fn job<T>(result: Result<T, OntapError>, reason: Failed) -> Result<Option<Wait>, StepError> {
-    match result {
-        Ok(_) => Ok(None),
-        Err(e) => match ontap_busy(&e) {
-            Some(wait) => Ok(Some(wait)),
-            None => Err(ontap_error(reason, e)),
-        },
-    }
+/// The answer to a request that starts an ONTAP job as the step goes on: done, a wait while
+/// ONTAP is busy ([`wait_if_busy`]), or the step error.
+pub fn job<T>(answer: Result<T, OntapError>, reason: Failed) -> StepFlow<T> {
+    answer.or_else(|e| {
+        wait_if_busy(&e)?;
+        Err(ontap_error(reason, e).into())
+    })
 }
 
 /// ONTAP's own answer that the addressed object does not exist (code 4), not just any 404.

@@ -7,7 +7,7 @@ use super::steady::lifs_confirmed;
 use crate::api::StorageVirtualMachine;
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{OntapClient, OntapError, Svm, codes};
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepError, StepFlow};
 
 /// Step `LIFsReady`: the management and data LIFs exist with the spec's addresses. A steady
 /// object's `snapshot` may confirm them without a lookup; otherwise they are looked up.
@@ -17,7 +17,7 @@ pub(super) async fn ensure_lifs(
     snapshot: Option<&Snapshot>,
     client: &OntapClient,
     allowed_nodes: &[String],
-) -> Result<Outcome, StepError> {
+) -> StepFlow<Outcome> {
     if snapshot.is_some_and(|s| lifs_confirmed(svm, &ontap_svm.uuid, s)) {
         return Ok(Outcome::unchanged());
     }
@@ -36,7 +36,7 @@ pub(super) async fn ensure_lifs(
         return Err(Invalid::SvmOwnershipChanged.error(format!(
             "the SVM {} is not marked for this StorageVirtualMachine; its LIFs are left as they are",
             ontap_svm.name
-        )));
+        )).into());
     }
     if plan.create.iter().any(|(_, l)| l.needs_home_node()) {
         let nodes = client
@@ -65,9 +65,9 @@ pub(super) async fn ensure_lifs(
         {
             Ok(_) => {}
             Err(e) if e.ontap_code() == Some(codes::DUPLICATE_IP) => {
-                return Err(address_in_use(client, lif, ontap_svm, e).await);
+                return Err(address_in_use(client, lif, ontap_svm, e).await.into());
             }
-            Err(e) => return Err(ontap_error(Failed::LifCreate, e)),
+            Err(e) => return Err(ontap_error(Failed::LifCreate, e).into()),
         }
     }
     Ok(Outcome::changed())

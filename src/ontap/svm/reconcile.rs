@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
-use tokio::sync::Semaphore;
 
 use super::VerifyRequests;
 use super::authority::Creator;
@@ -27,7 +26,7 @@ use crate::api::{
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
-    Registration, SharedCache, StepRunner, Summary,
+    Registration, RemoteSystem, SharedCache, StepRunner, Summary,
 };
 
 /// Keeps the object until ONTAP is cleaned up (or left alone, with `deletionPolicy: Retain`).
@@ -237,8 +236,8 @@ impl Reconciler for SvmReconciler {
         Some(self.own_writes.clone())
     }
 
-    fn pass_slots(&self, svm: &StorageVirtualMachine) -> Option<Arc<Semaphore>> {
-        Some(self.connections.pass_slots(&svm.spec.cluster_ref.name))
+    fn remote_system(&self, svm: &StorageVirtualMachine) -> Option<RemoteSystem> {
+        Some(self.connections.remote_system(&svm.spec.cluster_ref.name))
     }
 
     async fn reconcile(
@@ -338,13 +337,13 @@ impl SvmReconciler {
                 .step(SvmStep::SVMReady, || async {
                     Err::<Outcome, _>(Invalid::SvmNameChanged.error(
                         format!("spec.svmName {wanted} differs from the SVM provisioned as {provisioned}; SVMs are not renamed"),
-                    ))
+                    ).into())
                 })
                 .await;
         }
         let client = self.cluster(svm, &names, steps).await?;
         let snapshot = self.steady.for_pass(svm, &client).await;
-        let worker = steps.worker();
+        let jobs = steps.jobs();
         let ontap_svm = steps
             .step(SvmStep::SVMReady, || async {
                 match svm.spec.mode {
@@ -355,7 +354,7 @@ impl SvmReconciler {
                             status.uuid.as_deref(),
                             snapshot.as_deref(),
                             &client,
-                            &worker,
+                            &jobs,
                         )
                         .await
                     }

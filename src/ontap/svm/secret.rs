@@ -11,7 +11,7 @@ use super::naming::Names;
 use super::reconcile::SvmReconciler;
 use crate::api::StorageVirtualMachine;
 use ontap_client::{AccountCheck, OntapClient, Svm};
-use reconcile_engine::{Outcome, StepError};
+use reconcile_engine::{Outcome, StepFlow};
 
 impl SvmReconciler {
     /// Step `SecretReady`: the Secret exists, is complete, and its credentials authenticate
@@ -23,10 +23,10 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         client: &OntapClient,
         verified: Option<Verified>,
-    ) -> Result<Outcome, StepError> {
+    ) -> StepFlow<Outcome> {
         // `AccountReady` authenticated with the Secret's credentials in this very pass.
         if let Some(verified) = verified {
-            return Ok(self.settled(verified.password_set_at));
+            return self.settled(verified.password_set_at);
         }
         let seed = self.seed_state(svm, names, ontap_svm).await?;
         let check = |password: SecretString| async move {
@@ -35,11 +35,12 @@ impl SvmReconciler {
         match &seed.state {
             SeedSecretState::NotOurs(_) => {
                 return Err(Invalid::SecretNameInUse
-                    .error(format!("Secret {}: {}", names.secret, seed.state)));
+                    .error(format!("Secret {}: {}", names.secret, seed.state))
+                    .into());
             }
             SeedSecretState::Complete { username, password } if *username == names.account => {
                 if let AccountCheck::Valid(_) = check(password.clone()).await? {
-                    return Ok(self.settled(seed.password_set_at));
+                    return self.settled(seed.password_set_at);
                 }
             }
             SeedSecretState::Stale {
@@ -49,10 +50,9 @@ impl SvmReconciler {
                 if let AccountCheck::Valid(_) = check(password.clone()).await? {
                     self.republish(svm, names, ontap_svm, &seed, password)
                         .await?;
-                    return Ok(match self.settled(seed.password_set_at) {
-                        Outcome::Unchanged(()) => Outcome::changed(),
-                        waiting => waiting,
-                    });
+                    return self
+                        .settled(seed.password_set_at)
+                        .map(|_| Outcome::changed());
                 }
             }
             _ => {}

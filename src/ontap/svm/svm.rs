@@ -13,7 +13,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::authority::{
     Creator, Mark, Provider, Share, ShareWait, Takeover, asks_to_adopt, decide_share, decide_svm,
 };
-use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_busy, ontap_error};
+use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_error, wait_if_busy};
 use super::naming::{Names, names_of};
 use super::plan::{DesiredSvm, StateAction, desired_svm, plan_svm};
 use super::reconcile::{
@@ -22,15 +22,12 @@ use super::reconcile::{
 use super::steady::confirmed_svm;
 use super::tenancy;
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode};
-use crate::ontap::connections::ClusterConnections;
-use crate::ontap::fair_slots::FairPermit;
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{
     ErrorClass, ObjectRef as OntapRef, OntapClient, OntapError, Svm, SvmPatch, SvmState,
     SvmTargetState,
 };
-use reconcile_engine::flow::settle;
-use reconcile_engine::{Outcome, StepError, StepFlow, Worker};
+use reconcile_engine::{Jobs, Outcome, StepError, StepFlow};
 
 impl SvmReconciler {
     /// Step `SVMReady` of an `AccountOnly` object: the SVM it names exists, runs, and may carry
@@ -44,22 +41,21 @@ impl SvmReconciler {
         svm: &StorageVirtualMachine,
         names: &Names,
         client: &OntapClient,
-    ) -> Result<Outcome<Svm>, StepError> {
+    ) -> StepFlow<Outcome<Svm>> {
         let provider = self.named_provider(svm);
         let consumer = ObjectRef::from_obj(svm);
         self.consumers.record(&consumer, provider_ref(svm));
         let after = self.consumer_wait(svm);
-        let awaited = |why: String| Ok(Waiting::ProviderAwaited.outcome(why, after));
+        let awaited = |why: String| -> StepFlow<Outcome<Svm>> {
+            Err(Waiting::ProviderAwaited.wait(why, after).into())
+        };
         if provider.is_none() {
             return awaited(format!(
                 "the StorageVirtualMachine named in spec.provider does not exist (yet); the account is made on the SVM {} once it provisions it and shares it with this namespace",
                 names.svm
             ));
         }
-        let found = match existing_svm(client, names, after).await? {
-            Outcome::Unchanged(found) | Outcome::Changed(found) => found,
-            Outcome::Waiting(wait) => return Ok(Outcome::Waiting(wait)),
-        };
+        let found = existing_svm(client, names, after).await?.into_value();
         let facts = provider
             .as_deref()
             .map(|p| self.provider_facts(svm, names, p))
@@ -85,7 +81,7 @@ impl SvmReconciler {
             )),
             Share::Refuse(refusal) => {
                 self.revoke_account(names, &found, client).await?;
-                Err(refusal.error(&names.svm, &names.account))
+                Err(refusal.error(&names.svm, &names.account).into())
             }
         }
     }
@@ -157,8 +153,8 @@ impl SvmReconciler {
         recorded: Option<&str>,
         snapshot: Option<&Snapshot>,
         client: &OntapClient,
-        worker: &Worker,
-    ) -> Result<Outcome<Svm>, StepError> {
+        jobs: &Jobs,
+    ) -> StepFlow<Outcome<Svm>> {
         let desired = desired_svm(svm, &names.svm, &self.standings.of(svm))
             .map_err(|e| Invalid::Spec.error(e.to_string()))?;
         if let Some(found) = snapshot
@@ -167,10 +163,8 @@ impl SvmReconciler {
         {
             return Ok(Outcome::Unchanged(found));
         }
-        settle(
-            self.create_or_repair_svm(svm, names, &desired, recorded, client, worker)
-                .await,
-        )
+        self.create_or_repair_svm(svm, names, &desired, recorded, client, jobs)
+            .await
     }
 
     /// Looks the SVM of `names` up, creates it where ONTAP has none, and carries out its
@@ -183,27 +177,20 @@ impl SvmReconciler {
         desired: &DesiredSvm,
         recorded: Option<&str>,
         client: &OntapClient,
-        worker: &Worker,
+        jobs: &Jobs,
     ) -> StepFlow<Outcome<Svm>> {
         // The engine added the finalizer before this pass, so deleting the object always cleans
         // up what this step creates.
-        let mut slot = JobSlot {
-            connections: &self.connections,
-            cluster: &svm.spec.cluster_ref.name,
-            namespace: &names.namespace,
-            worker,
-            held: None,
-        };
         // Never provisioned: the pass is about to start a job. Its slot is taken before the
         // lookup, so that the lookup is fresh however long the wait, and a pass that waits
         // costs ONTAP nothing.
         if recorded.is_none() {
-            slot.take().await?;
+            jobs.reserve().await?;
         }
         let (mut found, created) = match lookup_svm(client, &names.svm).await? {
             Some(found) => (found, false),
             None => (
-                self.create_svm(svm, desired, recorded, client, &mut slot)
+                self.create_svm(svm, desired, recorded, client, jobs)
                     .await?,
                 true,
             ),
@@ -211,9 +198,9 @@ impl SvmReconciler {
         self.check_takeover(svm, names, desired, recorded, &found)?;
         let plan = plan_svm(desired, &found);
         if plan.mark_anew {
-            mark_svm(client, &mut found, &desired.comment, &mut slot).await?;
+            mark_svm(client, &mut found, &desired.comment, jobs).await?;
         }
-        start_if_stopped(client, &found, plan.state, &mut slot).await?;
+        start_if_stopped(client, &found, plan.state, jobs).await?;
         // A protocol is switched on its service, which is no job: no job slot is needed.
         for (protocol, enabled) in &plan.protocols {
             client
@@ -237,7 +224,7 @@ impl SvmReconciler {
         desired: &DesiredSvm,
         recorded: Option<&str>,
         client: &OntapClient,
-        slot: &mut JobSlot<'_>,
+        jobs: &Jobs,
     ) -> StepFlow<Svm> {
         if let Some(uuid) = recorded {
             match client.svm(uuid).await {
@@ -254,15 +241,14 @@ impl SvmReconciler {
             }
         }
         let mut body = desired.create_request();
-        slot.take().await?;
+        // Taken before the aggregates are listed: a pass that waits for it costs ONTAP nothing.
+        jobs.reserve().await?;
         body.aggregates = self.create_aggregates(svm, client, body.aggregates).await?;
         let cluster = &svm.spec.cluster_ref.name;
-        match slot.released_while(client.create_svm(&body)).await {
+        match jobs.run(client.create_svm(&body)).await? {
             Ok(created) => Ok(created),
             Err(e) => {
-                if let Some(wait) = ontap_busy(&e) {
-                    return Err(wait.into());
-                }
+                wait_if_busy(&e)?;
                 // The POST may have been applied, or a previous attempt's job may be running:
                 // never create twice, look again by name.
                 if !(e.is_ambiguous() || e.class() == ErrorClass::Conflict) {
@@ -354,53 +340,17 @@ impl SvmReconciler {
     }
 }
 
-/// A cluster's job slot for one step: taken at the step's first job, held until it returns.
-struct JobSlot<'a> {
-    connections: &'a ClusterConnections,
-    cluster: &'a str,
-    namespace: &'a str,
-    worker: &'a Worker,
-    held: Option<FairPermit>,
-}
-
-impl JobSlot<'_> {
-    /// Takes the slot unless held already; waits (as the step's outcome) while none is free.
-    async fn take(&mut self) -> StepFlow<()> {
-        if self.held.is_none() {
-            self.held = Some(
-                self.connections
-                    .job_slot(self.cluster, self.namespace, self.worker)
-                    .await?,
-            );
-        }
-        Ok(())
-    }
-
-    /// Awaits `request`, which runs a job, with the worker handed back until the job is done:
-    /// the job slot, taken first, bounds how many passes wait that way.
-    async fn released_while<T>(&self, request: impl Future<Output = T>) -> T {
-        debug_assert!(self.held.is_some(), "a job is only started under its slot");
-        self.worker.released_while(request).await
-    }
-
-    /// Sends `patch` for the SVM `uuid`, a job, under the slot: ONTAP's answer that it is busy
-    /// is a wait, any other failure is `failed`.
-    async fn run_svm_patch(
-        &mut self,
-        client: &OntapClient,
-        uuid: &str,
-        patch: &SvmPatch,
-        failed: Failed,
-    ) -> StepFlow<()> {
-        self.take().await?;
-        if let Some(wait) = job(
-            self.released_while(client.patch_svm(uuid, patch)).await,
-            failed,
-        )? {
-            return Err(wait.into());
-        }
-        Ok(())
-    }
+/// Sends `patch` for the SVM `uuid`, a job: ONTAP's answer that it is busy is a wait, any other
+/// failure is `failed`.
+async fn run_svm_patch(
+    client: &OntapClient,
+    uuid: &str,
+    patch: &SvmPatch,
+    failed: Failed,
+    jobs: &Jobs,
+) -> StepFlow<()> {
+    job(jobs.run(client.patch_svm(uuid, patch)).await?, failed)?;
+    Ok(())
 }
 
 /// Writes `comment`, the object's mark, into the SVM `found`: what an adoption does, and what
@@ -410,14 +360,13 @@ async fn mark_svm(
     client: &OntapClient,
     found: &mut Svm,
     comment: &str,
-    slot: &mut JobSlot<'_>,
+    jobs: &Jobs,
 ) -> StepFlow<()> {
     let patch = SvmPatch {
         comment: Some(comment.to_string()),
         ..SvmPatch::default()
     };
-    slot.run_svm_patch(client, &found.uuid, &patch, Failed::SvmAdopt)
-        .await?;
+    run_svm_patch(client, &found.uuid, &patch, Failed::SvmAdopt, jobs).await?;
     found.comment = Some(comment.to_string());
     Ok(())
 }
@@ -428,7 +377,7 @@ async fn start_if_stopped(
     client: &OntapClient,
     found: &Svm,
     state: StateAction,
-    slot: &mut JobSlot<'_>,
+    jobs: &Jobs,
 ) -> StepFlow<()> {
     match state {
         StateAction::AwaitSettling => Err(Waiting::SvmSettling
@@ -445,8 +394,7 @@ async fn start_if_stopped(
                 state: Some(SvmTargetState::Running),
                 ..SvmPatch::default()
             };
-            slot.run_svm_patch(client, &found.uuid, &start, Failed::SvmStart)
-                .await?;
+            run_svm_patch(client, &found.uuid, &start, Failed::SvmStart, jobs).await?;
             Err(Waiting::SvmStarting
                 .wait("the SVM was stopped; it is being started", ONTAP_SETTLING)
                 .into())
@@ -461,25 +409,29 @@ pub(super) async fn existing_svm(
     client: &OntapClient,
     names: &Names,
     after: Duration,
-) -> Result<Outcome<Svm>, StepError> {
+) -> StepFlow<Outcome<Svm>> {
     let Some(found) = lookup_svm(client, &names.svm).await? else {
-        return Ok(Waiting::SvmAwaited.outcome(
-            format!(
-                "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
-                names.svm
-            ),
-            after,
-        ));
+        return Err(Waiting::SvmAwaited
+            .wait(
+                format!(
+                    "the SVM {} does not exist in ONTAP (yet); this AccountOnly object makes its account once it is provisioned",
+                    names.svm
+                ),
+                after,
+            )
+            .into());
     };
     match found.state {
         Some(SvmState::Running) => Ok(Outcome::Unchanged(found)),
-        state => Ok(Waiting::SvmNotRunning.outcome(
-            format!(
-                "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
-                names.svm
-            ),
-            after,
-        )),
+        state => Err(Waiting::SvmNotRunning
+            .wait(
+                format!(
+                    "ONTAP reports the SVM {} as {state:?}; the account is made once it runs",
+                    names.svm
+                ),
+                after,
+            )
+            .into()),
     }
 }
 

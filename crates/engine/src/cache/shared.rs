@@ -91,7 +91,7 @@ impl<K: Object> SharedCache<K> {
         let index = Arc::new(OwnerIndex::default());
         let subscribers: Arc<Subscribers<K>> = Arc::new(Mutex::new(Vec::new()));
         let trim: Trim<K> = Arc::default();
-        let shared = Shared {
+        let kept = KeptCurrent {
             trim: trim.clone(),
             store: store.clone(),
             index: index.clone(),
@@ -99,7 +99,7 @@ impl<K: Object> SharedCache<K> {
             ready: ready_tx,
         };
         let start: StartWatch =
-            Box::new(move || tokio::spawn(drive(api, config, shared)).abort_handle());
+            Box::new(move || tokio::spawn(drive(api, config, kept)).abort_handle());
         SharedCache {
             inner: Arc::new(CacheInner {
                 store,
@@ -226,7 +226,9 @@ impl<K: Object> Change<K> {
     }
 }
 
-struct Shared<K: Resource<DynamicType = ()> + 'static> {
+/// What the cache's watch keeps current: the store, its owner index, the subscribers it tells of
+/// every change, and whether the initial list is in.
+struct KeptCurrent<K: Resource<DynamicType = ()> + 'static> {
     trim: Trim<K>,
     store: Store<K>,
     index: Arc<OwnerIndex<K>>,
@@ -234,14 +236,14 @@ struct Shared<K: Resource<DynamicType = ()> + 'static> {
     ready: watch::Sender<bool>,
 }
 
-async fn drive<K: Object>(api: Api<K>, config: watcher::Config, shared: Shared<K>) {
-    let Shared {
+async fn drive<K: Object>(api: Api<K>, config: watcher::Config, kept: KeptCurrent<K>) {
+    let KeptCurrent {
         trim,
         store,
         index,
         subscribers,
         ready,
-    } = shared;
+    } = kept;
     let broadcast = |change: Change<K>| {
         let mut subs = subscribers.lock().unwrap_or_else(PoisonError::into_inner);
         subs.retain(|tx| tx.send(change.clone()).is_ok());

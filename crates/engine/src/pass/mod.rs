@@ -2,12 +2,13 @@
 //! Events and metrics → when to look again.
 //!
 //! The parts, each building only on those before it: `memory` (what the controller remembers of
-//! each object between passes), `shared` (what every pass shares, and what one pass works on),
+//! each object between passes), `controller_state` (what every pass shares, and what one pass
+//! works on),
 //! `write` (the status write and the Events that close a pass), and this file (the pipeline of
 //! a pass and how it ends).
 
+mod controller_state;
 mod memory;
-mod shared;
 mod write;
 
 use kube::runtime::reflector::ObjectRef;
@@ -20,14 +21,15 @@ use crate::lifecycle::{self, FinalizerState};
 use crate::object::StatusOf;
 use crate::queue::Next;
 use crate::reconciler::{Lifecycle, Reconciler};
+use crate::remote::{Jobs, SystemSlots};
 use crate::requeue::jittered;
 use crate::status::StatusWrite;
 use crate::step::{StepRecord, StepRunner, StepState, Summary};
 use crate::worker::{HeldSlot, Worker};
 
+pub(crate) use controller_state::ControllerState;
+use controller_state::Pass;
 pub(crate) use memory::{Memory, fingerprint};
-use shared::Pass;
-pub(crate) use shared::Shared;
 
 /// How a pass ended, for the requeue policy and the metrics.
 enum PassEnd<S> {
@@ -43,41 +45,46 @@ enum PassEnd<S> {
 /// Our finalizer (if the reconciler has one) and where the object stands with it.
 type Finalizer = Option<(&'static str, FinalizerState)>;
 
-impl<R: Reconciler> Shared<R> {
+impl<R: Reconciler> ControllerState<R> {
     /// Runs one pass over the object at `obj_ref` on `worker`; when to look at it again.
     pub(crate) async fn reconcile(&self, obj_ref: &ObjectRef<R::Resource>, worker: Worker) -> Next {
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
         };
-        let Some(slots) = self.reconciler.pass_slots(&obj) else {
-            return Box::pin(self.run(obj_ref, obj, worker)).await;
+        let Some(system) = self.reconciler.remote_system(&obj) else {
+            return Box::pin(self.run(obj_ref, obj, worker, None)).await;
         };
-        let line = self.slot_lines.of(&slots);
+        let system = self.remote_systems.of(&system);
         let awaiting = Counted::enter(self.metrics.reconciles_awaiting_slot(self.name));
-        let slot = worker.park_in(&line, slots.acquire_owned()).await;
+        let slot = worker
+            .park_in(&system.pass_room, system.passes.clone().acquire_owned())
+            .await;
         drop(awaiting);
-        // No seat: the object waits in the slots' line, queued again as a seat or a slot comes
-        // free; the timer is a net should that never happen.
+        // No seat: the object waits in the system's line, queued again as a seat or a slot
+        // comes free; the timer is a net should that never happen.
         let Some(slot) = slot else {
             return Next::Deferred(self.config.sync_period);
         };
-        // Closed never: the reconciler owns the semaphore and does not close it.
-        let _slot = slot.ok().map(|permit| HeldSlot::new(permit, line));
+        // Closed never: the engine keeps every system's slots for the controller's life.
+        let _slot = slot
+            .ok()
+            .map(|permit| HeldSlot::new(permit, system.pass_room.clone()));
         // The wait may have been long: the pass works on the object as it is now.
         let Some(obj) = self.cache.get(obj_ref) else {
             return Next::Forget;
         };
         // Boxed: passes waiting for a slot above are tasks the size of this future, which
         // without the box would be the size of the deepest reconcile.
-        Box::pin(self.run(obj_ref, obj, worker)).await
+        Box::pin(self.run(obj_ref, obj, worker, Some(system))).await
     }
 
-    /// The pass proper, on `obj` as the cache holds it.
+    /// The pass proper, on `obj` as the cache holds it, talking to `system`.
     async fn run(
         &self,
         obj_ref: &ObjectRef<R::Resource>,
         obj: std::sync::Arc<R::Resource>,
         worker: Worker,
+        system: Option<std::sync::Arc<SystemSlots>>,
     ) -> Next {
         let span = tracing::info_span!(
             "reconcile",
@@ -87,11 +94,12 @@ impl<R: Reconciler> Shared<R> {
         );
         let trace_id = self.identity.trace_id(&span);
         worker.run_in(&self.in_flight);
+        let jobs = Jobs::of_pass(worker, system);
         // A guard, so that a panicking reconcile does not leave the gauge counting it forever.
         let _active = Counted::enter(self.metrics.active_workers(self.name));
         let start = Instant::now();
         let next = self
-            .reconcile_object(obj_ref, &obj, trace_id, worker)
+            .reconcile_object(obj_ref, &obj, trace_id, jobs)
             .instrument(span)
             .await;
         self.metrics
@@ -104,7 +112,7 @@ impl<R: Reconciler> Shared<R> {
         obj_ref: &ObjectRef<R::Resource>,
         obj: &R::Resource,
         trace_id: Option<String>,
-        worker: Worker,
+        jobs: Jobs,
     ) -> Next {
         if !self.reconciler.admits(obj) {
             return self.end(PassEnd::NotAdmitted);
@@ -124,7 +132,7 @@ impl<R: Reconciler> Shared<R> {
         };
 
         let mut status = before.clone();
-        let mut steps = StepRunner::with_metrics(self.name, self.metrics.clone()).on_worker(worker);
+        let mut steps = StepRunner::with_metrics(self.name, self.metrics.clone()).for_pass(jobs);
         // The runner has recorded why it halted; the records, not this value, drive what follows.
         let _ = match lifecycle {
             Lifecycle::Live => {

@@ -8,7 +8,7 @@ use kube::core::object::HasStatus;
 use kube::runtime::events::Event;
 use serde_json::Value;
 
-use super::shared::{Pass, Shared};
+use super::controller_state::{ControllerState, Pass};
 use crate::conditions::{FALSE, READY, compute_conditions, transition};
 use crate::error::{ErrorCategory, StepError};
 use crate::events::{plan_events, plan_own_events};
@@ -18,7 +18,7 @@ use crate::status::{ConditionedStatus, Halted, StatusWrite, patch_status, status
 use crate::step::StepRecord;
 use crate::text::bounded;
 
-impl<R: Reconciler> Shared<R> {
+impl<R: Reconciler> ControllerState<R> {
     /// Computes conditions and the halt summary, writes the status if the API server's differs,
     /// and publishes the Events of this pass.
     pub(super) async fn finish_status(

@@ -638,7 +638,7 @@ async fn a_deleted_child_is_recreated_and_found_through_the_owner_index() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_backend_holds_no_more_workers_than_its_pass_slots() {
+async fn a_slow_backend_holds_no_more_workers_than_its_passes_at_once() {
     let env = test_support::env().await;
     let config = EngineConfig {
         max_concurrent_reconciles: 4,
@@ -646,7 +646,7 @@ async fn a_slow_backend_holds_no_more_workers_than_its_pass_slots() {
     };
     let ctl = ToyController::new(config)
         .limits(unlimited())
-        .slow_pass_slots(2)
+        .slow_passes_at_once(2)
         .start(&env)
         .await;
     // Queued first: without the slots they would take all four workers, twice over.

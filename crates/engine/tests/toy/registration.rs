@@ -69,7 +69,7 @@ async fn one_registration_line_brings_caches_metrics_readiness_and_rbac() {
     let reconciler = ToyReconciler {
         client,
         world,
-        slow_pass_slots: None,
+        slow_backend: None,
     };
 
     // The one line.

@@ -16,7 +16,7 @@ use kube::{Api, Client, CustomResource, CustomResourceExt, Resource, ResourceExt
 use prometheus_client::registry::Registry;
 use reconcile_engine::{
     ClientLimits, EngineConfig, Halt, Identity, Manager, ManagerConfig, Metrics, NoProbes, Outcome,
-    Reconciler, Registration, SharedCache, StepError, StepName, StepRunner,
+    Reconciler, Registration, RemoteSystem, SharedCache, StepError, StepFlow, StepName, StepRunner,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -95,8 +95,8 @@ pub struct World {
     pub max_slow_in_flight: AtomicUsize,
 }
 
-/// Toys named so share one backend, whose pass slots the controller may bound
-/// ([`ToyController::slow_pass_slots`]).
+/// Toys named so share one backend, a remote system whose passes at once the controller may
+/// bound ([`ToyController::slow_passes_at_once`]).
 pub const SLOW_PREFIX: &str = "slow-";
 
 fn toggle(set: &Mutex<HashSet<String>>, name: &str, on: bool) {
@@ -186,13 +186,13 @@ impl Drop for InFlight<'_> {
 pub struct ToyReconciler {
     pub client: Client,
     pub world: Arc<World>,
-    /// The pass slots of the slow backend's toys; `None`: unbounded.
-    pub slow_pass_slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// The slow backend the slow toys' passes talk to; `None`: they talk to none.
+    pub slow_backend: Option<RemoteSystem>,
 }
 
 impl World {
     /// Step `BackendReady`: the backend holds the toy's value, unless the test broke it.
-    async fn backend_ready(&self, toy: &Toy, name: &str) -> Result<Outcome, StepError> {
+    async fn backend_ready(&self, toy: &Toy, name: &str) -> StepFlow<Outcome> {
         self.log_step(name, ToyStep::BackendReady);
         if toy.spec.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(toy.spec.delay_ms)).await;
@@ -201,14 +201,16 @@ impl World {
             return Err(StepError::conflict(
                 "BackendConflict",
                 "the backend holds a newer version",
-            ));
+            )
+            .into());
         }
         if self.down.lock().unwrap().contains(name) {
             let message = self.down_message.lock().unwrap().clone();
             return Err(StepError::transient_msg(
                 "BackendDown",
                 message.unwrap_or_else(|| "backend unreachable".to_owned()),
-            ));
+            )
+            .into());
         }
         let mut backend = self.backend.lock().unwrap();
         if backend.get(name) == Some(&toy.spec.value) {
@@ -221,7 +223,7 @@ impl World {
 
 impl ToyReconciler {
     /// Step `ConfigMapReady`: the toy's ConfigMap `<name>-value` holds its value.
-    async fn config_map_ready(&self, toy: &Toy, name: &str) -> Result<Outcome, StepError> {
+    async fn config_map_ready(&self, toy: &Toy, name: &str) -> StepFlow<Outcome> {
         let api: Api<ConfigMap> =
             Api::namespaced(self.client.clone(), &toy.namespace().unwrap_or_default());
         let cm_name = format!("{name}-value");
@@ -252,8 +254,8 @@ impl Reconciler for ToyReconciler {
     type Resource = Toy;
     type Step = ToyStep;
 
-    fn pass_slots(&self, toy: &Toy) -> Option<Arc<tokio::sync::Semaphore>> {
-        self.slow_pass_slots
+    fn remote_system(&self, toy: &Toy) -> Option<RemoteSystem> {
+        self.slow_backend
             .clone()
             .filter(|_| toy.name_any().starts_with(SLOW_PREFIX))
     }
@@ -285,7 +287,8 @@ impl Reconciler for ToyReconciler {
                     return Err(StepError::invalid(
                         "NegativeValue",
                         "spec.value must not be negative",
-                    ));
+                    )
+                    .into());
                 }
                 Ok(Outcome::unchanged())
             })
@@ -350,7 +353,8 @@ impl Reconciler for FinalizingToy {
                     return Err(StepError::transient_msg(
                         "ReleaseRefused",
                         "the backend refuses to release the toy",
-                    ));
+                    )
+                    .into());
                 }
                 world.backend.lock().unwrap().remove(&name);
                 *world
@@ -597,7 +601,7 @@ pub struct ToyController {
     finalizer: bool,
     gated: bool,
     trace_id: Option<&'static str>,
-    slow_pass_slots: Option<usize>,
+    slow_passes_at_once: Option<usize>,
 }
 
 impl ToyController {
@@ -609,13 +613,13 @@ impl ToyController {
             finalizer: false,
             gated: false,
             trace_id: None,
-            slow_pass_slots: None,
+            slow_passes_at_once: None,
         }
     }
 
-    /// At most `slots` passes over the slow backend's toys ([`SLOW_PREFIX`]) run at once.
-    pub fn slow_pass_slots(mut self, slots: usize) -> Self {
-        self.slow_pass_slots = Some(slots);
+    /// At most `passes` passes over the slow backend's toys ([`SLOW_PREFIX`]) run at once.
+    pub fn slow_passes_at_once(mut self, passes: usize) -> Self {
+        self.slow_passes_at_once = Some(passes);
         self
     }
 
@@ -662,9 +666,9 @@ impl ToyController {
         let reconciler = ToyReconciler {
             client: client.clone(),
             world: world.clone(),
-            slow_pass_slots: self
-                .slow_pass_slots
-                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+            slow_backend: self
+                .slow_passes_at_once
+                .map(|passes| RemoteSystem::new("the slow backend", passes, 1)),
         };
         let mut config = manager_config(env, self.config.clone());
         if let Some(id) = self.trace_id {

@@ -31,7 +31,7 @@ use crate::api::{
 };
 use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepError,
-    StepRunner,
+    StepRunner, Wait,
 };
 
 reconcile_engine::steps! {
@@ -288,7 +288,8 @@ impl KymaReconciler {
                         return Err(StepError::invalid(
                             "NameTooLong",
                             format!("the HelmComponent name {name} is longer than 253 characters"),
-                        ));
+                        )
+                        .into());
                     }
                     match children.get(&name) {
                         Some(child) => {
@@ -434,11 +435,12 @@ impl Reconciler for KymaReconciler {
                 }
                 // The children's status events wake the Kyma; the refresh of a held-back
                 // `waitingFor` is the only timer needed.
-                Ok(Outcome::waiting(
+                Err(Wait::new(
                     WAITING_REASON,
                     "waiting for components to reach success (see status.waitingFor)",
                     refresh.unwrap_or(Duration::from_secs(3600)),
-                ))
+                )
+                .into())
             })
             .await
     }
@@ -458,11 +460,12 @@ impl Reconciler for KymaReconciler {
                 }
                 let n = children.len();
                 self.delete_all(&api, children).await?;
-                Ok(Outcome::waiting(
+                Err(Wait::new(
                     "ComponentsDeleting",
                     format!("{n} HelmComponent(s) of this Kyma are being deleted"),
                     DELETE_RECHECK,
-                ))
+                )
+                .into())
             })
             .await
     }

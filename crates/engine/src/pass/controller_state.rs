@@ -14,10 +14,10 @@ use crate::inflight::InFlight;
 use crate::metrics::Metrics;
 use crate::object::StatusOf;
 use crate::reconciler::Reconciler;
-use crate::worker::PassSlotLines;
+use crate::remote::RemoteSystems;
 
-/// What every pass of one controller shares.
-pub(crate) struct Shared<R: Reconciler> {
+/// What every pass of one running controller shares.
+pub(crate) struct ControllerState<R: Reconciler> {
     pub(crate) name: &'static str,
     pub(crate) reconciler: Arc<R>,
     pub(crate) cache: SharedCache<R::Resource>,
@@ -28,8 +28,8 @@ pub(crate) struct Shared<R: Reconciler> {
     pub(crate) recorder: Recorder,
     pub(crate) in_flight: InFlight,
     pub(crate) memory: Memory<StatusOf<R::Resource>>,
-    /// Where passes wait for the reconciler's pass slots.
-    pub(crate) slot_lines: PassSlotLines,
+    /// The remote systems the reconciler's objects name, with their slots.
+    pub(crate) remote_systems: RemoteSystems,
 }
 
 /// What a pass works on besides the status it computes.

@@ -1,6 +1,6 @@
-//! Slots shared among tenants in turn. A cluster's ONTAP job slots went out first come, first
-//! served, so one tenant creating 25 SVMs at once queued every other tenant's SVM behind all
-//! of them. Here each namespace waits in a line of its own, and a freed slot goes to the next
+//! Slots shared among tenants in turn. A remote system's job slots (an ONTAP cluster's) went out
+//! first come, first served, so one tenant creating 25 SVMs at once queued every other tenant's
+//! SVM behind all of them. Here each namespace waits in a line of its own, and a freed slot goes to the next
 //! namespace in rotation that holds fewer than its cap: a tenant's first request waits for one
 //! slot to come free, not for another tenant's whole batch.
 //!
@@ -28,7 +28,7 @@ struct State {
     turn: VecDeque<String>,
 }
 
-/// The slots are gone (their cluster was forgotten): nothing will be granted.
+/// The slots are gone: nothing will be granted.
 #[derive(Debug)]
 pub struct Closed;
 
