@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Mock, error_code};
+use common::{Mock, MockApi, error_code, fast_mock};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -54,7 +54,7 @@ fn assert_refused(status: StatusCode, body: &Value, want: StatusCode, code: &str
 /// the domain and the port cannot go while they hold something.
 #[tokio::test]
 async fn vlan_ports_in_a_broadcast_domain_host_interfaces() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("net1").await;
     let domain = created_uuid(
         &mock,
@@ -205,7 +205,7 @@ async fn vlan_ports_in_a_broadcast_domain_host_interfaces() {
 /// `POST /network/ethernet/ports` refusals, with the codes of NetApp's table.
 #[tokio::test]
 async fn vlan_creation_is_checked() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let cases = [
         (
             json!({ "type": "lag", "node": { "name": "node-01" } }),
@@ -261,7 +261,7 @@ async fn vlan_creation_is_checked() {
 /// An unknown service policy is 53281065 on POST and PATCH (ONTAP's interface tables).
 #[tokio::test]
 async fn unknown_service_policies_are_refused() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let svm = mock.create_svm("net3").await;
     let mut body = lif(&svm, "p", "10.3.0.1", json!({}));
     body["service_policy"] = json!({ "name": "no-such-policy" });
@@ -296,7 +296,7 @@ async fn unknown_service_policies_are_refused() {
 /// SVM routes: defaults, duplicates, who sees them, and that they go with their SVM.
 #[tokio::test]
 async fn svm_routes() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     let a = mock.create_svm("route_a").await;
     let b = mock.create_svm("route_b").await;
     let default_route = created_uuid(
@@ -389,7 +389,7 @@ async fn svm_routes() {
 /// network call; a failed request changes nothing.
 #[tokio::test]
 async fn faults_reach_the_network_endpoints() {
-    let mock = Mock::start().await;
+    let mock = Mock::start(fast_mock()).await;
     mock.create_svm("net4").await;
     for (method, path, body) in [
         (
