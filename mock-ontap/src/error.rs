@@ -85,6 +85,37 @@ pub mod codes {
     pub const ROLE_URI_INVALID_CHARACTER: &str = "5636169";
     pub const ROLE_URI_UNKNOWN: &str = "5636170";
     pub const ROLE_PRIVILEGES_REQUIRED: &str = "13434892";
+    // Network placement: NetApp's REST reference as Trident's generated client carries it
+    // (`client/networking/network_*_{create,delete,modify}_responses.go`).
+    /// `POST /network/ip/interfaces`: the broadcast domain named does not exist.
+    pub const BROADCAST_DOMAIN_NAME_INVALID: &str = "1967136";
+    pub const BROADCAST_DOMAIN_UUID_INVALID: &str = "1967135";
+    /// `POST /network/ip/interfaces`: home port and broadcast domain do not go together.
+    pub const HOME_PORT_NOT_IN_DOMAIN: &str = "1966987";
+    /// `POST`/`PATCH /network/ip/interfaces`: no such service policy for the SVM.
+    pub const SERVICE_POLICY_NOT_FOUND: &str = "53281065";
+    /// `POST /network/ethernet/ports`.
+    pub const PORT_TYPE_INVALID: &str = "1967083";
+    pub const PORT_NODE_UUID_INVALID: &str = "1967084";
+    pub const PORT_NODE_NAME_INVALID: &str = "1967085";
+    pub const PORT_DOMAIN_UUID_INVALID: &str = "1967087";
+    pub const PORT_DOMAIN_NAME_INVALID: &str = "1967088";
+    pub const VLAN_BASE_PORT_INVALID: &str = "1967091";
+    pub const VLAN_BASE_PORT_OTHER_NODE: &str = "1967092";
+    /// `POST`/`DELETE /network/ethernet/ports`: a port an interface is homed on.
+    pub const PORT_HOSTS_INTERFACE: &str = "1966189";
+    /// `POST /network/ethernet/broadcast-domains`: an IPspace other than the mock's one.
+    pub const IPSPACE_NOT_FOUND: &str = "1377267";
+    /// `DELETE /network/ethernet/broadcast-domains/{uuid}`.
+    pub const BROADCAST_DOMAIN_HAS_PORTS: &str = "1967103";
+    /// `POST /network/ip/routes`.
+    pub const DUPLICATE_ROUTE: &str = "1966345";
+    /// `POST /network/ip/routes`: ONTAP's table gives the generic 2 for an unknown `svm.uuid`.
+    pub const ROUTE_SVM_UUID_INVALID: &str = INVALID_FIELD;
+    // Not confirmed: NetApp's tables give no code for these; generic 1 / 2 as elsewhere.
+    pub const BROADCAST_DOMAIN_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const VLAN_EXISTS: &str = DUPLICATE_ENTRY;
+    pub const PHYSICAL_PORT_DELETE: &str = INVALID_FIELD;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,11 +12,14 @@ from netapp_ontap.resources import (
     Account,
     Aggregate,
     BgpPeerGroup,
+    BroadcastDomain,
     Cluster,
     IpInterface,
     Job,
+    NetworkRoute,
     NfsService,
     Node,
+    Port,
     QosPolicy,
     Svm,
     Volume,
@@ -298,3 +301,87 @@ def test_svm_storage_limit_is_unknown_before_9_13_1(mock_at_version):
             assert limits.max_volumes == "5"
             everything = old.raw("GET", f"/api/svm/svms/{svm.uuid}", params={"fields": "**"}).json()
             assert "storage" not in everything and everything["max_volumes"] == "5"
+
+
+def test_network_placement_vlans_broadcast_domains_and_interface_moves(mock, admin):
+    svm = create_svm("net1")
+    domain = BroadcastDomain(name="storage", mtu=9000, ipspace={"name": "Default"})
+    assert domain.post(return_records=True).http_response.status_code == 201
+    vlan = Port(type="vlan", node={"name": "node-02"}, enabled=True,
+                vlan={"tag": 100, "base_port": {"name": "e0d", "node": {"name": "node-02"}}},
+                broadcast_domain={"name": "storage", "ipspace": {"name": "Default"}})
+    assert vlan.post(return_records=True).http_response.status_code == 201
+    assert vlan.uuid
+
+    ports = list(Port.get_collection(fields=F["PORT_FIELDS"]))
+    [listed] = [p for p in ports if p.uuid == vlan.uuid]
+    assert (listed.name, listed.type, listed.vlan.tag, listed.broadcast_domain.name) == (
+        "e0d-100", "vlan", 100, "storage")
+    assert {p.broadcast_domain.name for p in ports if p.type == "physical"} == {"Default"}
+    [by_name] = list(Port.get_collection(fields=F["PORT_FIELDS"], name="e0d-100",
+                                         **{"node.name": "node-02"}))
+    assert by_name.uuid == vlan.uuid
+    [found] = list(BroadcastDomain.get_collection(fields=F["BROADCAST_DOMAIN_FIELDS"], name="storage"))
+    assert (found.mtu, [p.name for p in found.ports]) == (9000, ["e0d-100"])
+    assert {d.name for d in BroadcastDomain.get_collection(fields=F["BROADCAST_DOMAIN_FIELDS"])} == {
+        "Default", "storage"}
+
+    # Placed by broadcast domain (postable only: netapp-ontap's IpInterfaceLocation).
+    lif = IpInterface(name="net1_data", enabled=True, svm={"uuid": svm.uuid},
+                      ip={"address": "10.60.0.1", "netmask": "24"},
+                      location={"broadcast_domain": {"name": "storage"}},
+                      service_policy={"name": "default-data-files"})
+    lif.post(return_records=True)
+    placed = IpInterface(uuid=lif.uuid)
+    placed.get(fields=F["INTERFACE_FIELDS"])
+    assert (placed.location.home_node.name, placed.location.home_port.name) == ("node-02", "e0d-100")
+    with pytest.raises(NetAppRestError) as failure:
+        IpInterface(name="net1_x", svm={"uuid": svm.uuid}, ip={"address": "10.60.0.2", "netmask": "24"},
+                    location={"broadcast_domain": {"name": "nope"}}).post()
+    assert ontap_error(failure.value)["code"] == "1967136"
+    with pytest.raises(NetAppRestError) as failure:
+        Port(uuid=vlan.uuid).delete()
+    assert ontap_error(failure.value)["code"] == "1966189"
+    with pytest.raises(NetAppRestError) as failure:
+        BroadcastDomain(uuid=domain.uuid).delete()
+    assert ontap_error(failure.value)["code"] == "1967103"
+
+    move = IpInterface(uuid=lif.uuid)
+    move.location = {"home_node": {"name": "node-01"}, "home_port": {"name": "e0c"}}
+    move.service_policy = {"name": "default-data-blocks"}
+    move.patch()
+    moved = IpInterface(uuid=lif.uuid)
+    moved.get(fields=F["INTERFACE_FIELDS"])
+    assert (moved.location.home_port.name, moved.service_policy.name) == ("e0c", "default-data-blocks")
+    with pytest.raises(NetAppRestError) as failure:
+        bad = IpInterface(uuid=lif.uuid)
+        bad.service_policy = {"name": "no-such-policy"}
+        bad.patch()
+    assert ontap_error(failure.value)["code"] == "53281065"
+
+    Port(uuid=vlan.uuid).delete()
+    BroadcastDomain(uuid=domain.uuid).delete()
+    assert [d.name for d in BroadcastDomain.get_collection(name="storage")] == []
+
+
+def test_svm_routes_and_the_cluster_wide_route_listing(mock, admin):
+    a = create_svm("rt1")
+    b = create_svm("rt2")
+    default = NetworkRoute(svm={"uuid": a.uuid}, gateway="10.70.0.1")
+    assert default.post(return_records=True).http_response.status_code == 201
+    subnet = NetworkRoute(svm={"uuid": b.uuid}, gateway="10.70.1.1",
+                          destination={"address": "10.80.0.0", "netmask": "16"})
+    subnet.post()
+    with pytest.raises(NetAppRestError) as failure:
+        NetworkRoute(svm={"uuid": b.uuid}, gateway="10.70.1.1",
+                     destination={"address": "10.80.0.0", "netmask": "16"}).post()
+    assert ontap_error(failure.value)["code"] == "1966345"
+
+    [of_a] = list(NetworkRoute.get_collection(fields=F["ROUTE_FIELDS"], **{"svm.uuid": a.uuid}))
+    assert of_a.uuid == default.uuid
+    assert (of_a.destination.address, of_a.destination.netmask, of_a.metric) == ("0.0.0.0", "0", 20)
+    everything = list(NetworkRoute.get_collection(fields=F["ROUTE_FIELDS"], max_records=10))
+    assert sorted(r.svm.name for r in everything) == ["rt1", "rt2"]
+
+    NetworkRoute(uuid=default.uuid).delete()
+    assert list(NetworkRoute.get_collection(**{"svm.uuid": a.uuid})) == []

@@ -35,6 +35,12 @@ pub(crate) mod endpoints {
     pub const INTERFACES: &str = "/api/network/ip/interfaces";
     pub const INTERFACE: &str = "/api/network/ip/interfaces/{uuid}";
     pub const BGP_PEER_GROUPS: &str = "/api/network/ip/bgp/peer-groups";
+    pub const PORTS: &str = "/api/network/ethernet/ports";
+    pub const PORT: &str = "/api/network/ethernet/ports/{uuid}";
+    pub const BROADCAST_DOMAINS: &str = "/api/network/ethernet/broadcast-domains";
+    pub const BROADCAST_DOMAIN: &str = "/api/network/ethernet/broadcast-domains/{uuid}";
+    pub const ROUTES: &str = "/api/network/ip/routes";
+    pub const ROUTE: &str = "/api/network/ip/routes/{uuid}";
     pub const ACCOUNTS: &str = "/api/security/accounts";
     pub const ACCOUNT: &str = "/api/security/accounts/{owner.uuid}/{name}";
     pub const NFS_SERVICES: &str = "/api/protocols/nfs/services";

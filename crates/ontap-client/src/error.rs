@@ -98,6 +98,12 @@ pub mod codes {
     pub const LIF_NAME_EXISTS: &str = "1966140";
     /// `POST`/`PATCH /storage/qos/policies`: the name is taken (NetApp's REST reference).
     pub const QOS_POLICY_NAME_IN_USE: &str = "8454154";
+    /// `POST /network/ip/routes`: the SVM has this route already.
+    pub const DUPLICATE_ROUTE: &str = "1966345";
+    /// `DELETE /network/ethernet/ports/{uuid}`: an interface is homed on the port.
+    pub const PORT_HOSTS_INTERFACE: &str = "1966189";
+    /// `DELETE /network/ethernet/broadcast-domains/{uuid}`: the domain still has ports.
+    pub const BROADCAST_DOMAIN_HAS_PORTS: &str = "1967103";
 }
 
 /// Whether an ONTAP message says a resource ran out: space in an aggregate, a limit of objects.
@@ -127,7 +133,10 @@ pub fn classify_code(code: &str) -> Option<ErrorClass> {
         | codes::SVM_NAME_IN_USE
         | codes::DUPLICATE_IP
         | codes::LIF_NAME_EXISTS
-        | codes::QOS_POLICY_NAME_IN_USE => Some(ErrorClass::Conflict),
+        | codes::QOS_POLICY_NAME_IN_USE
+        | codes::DUPLICATE_ROUTE
+        | codes::PORT_HOSTS_INTERFACE
+        | codes::BROADCAST_DOMAIN_HAS_PORTS => Some(ErrorClass::Conflict),
         codes::ENTRY_NOT_FOUND => Some(ErrorClass::NotFound),
         _ => None,
     }

@@ -29,11 +29,12 @@ pub use error::{
 pub use metrics::OntapMetrics;
 pub use model::{
     Account, AccountApplication, AccountCreate, AccountPatch, Aggregate, AggregateSpace,
-    BgpPeerGroup, BlockStorage, ClusterInfo, ClusterVersion, InterfaceLocation, IpInfo,
-    IpInterface, IpInterfaceCreate, Job, JobState, MaxVolumes, Node, ObjectRef, ProtocolState,
+    BgpPeerGroup, BlockStorage, BroadcastDomain, BroadcastDomainCreate, ClusterInfo,
+    ClusterVersion, EthernetPort, InterfaceLocation, IpInfo, IpInterface, IpInterfaceCreate,
+    IpInterfacePatch, Job, JobState, MaxVolumes, Node, ObjectRef, PortRef, PortVlan, ProtocolState,
     QosFixed, QosPolicy, QosPolicyCreate, QosPolicyPatch, Role, RoleAccess, RoleCreate,
-    RolePrivilege, Svm, SvmCreate, SvmLimits, SvmLimitsPatch, SvmPatch, SvmState, SvmStorage,
-    SvmStorageLimit, SvmTargetState, VolumeUsage,
+    RolePrivilege, Route, RouteCreate, Svm, SvmCreate, SvmLimits, SvmLimitsPatch, SvmPatch,
+    SvmState, SvmStorage, SvmStorageLimit, SvmTargetState, VlanCreate, VolumeUsage,
 };
 pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome, Protocol};
 pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

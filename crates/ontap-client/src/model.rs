@@ -415,6 +415,147 @@ pub struct IpInterfaceCreate {
     pub vip: bool,
 }
 
+/// Body of `PATCH /api/network/ip/interfaces/{uuid}`; unset fields are left alone. ONTAP
+/// moves an interface by its home node and port; its broadcast domain is set at creation only
+/// ([`OntapClient::create_interface_in_broadcast_domain`](crate::OntapClient::create_interface_in_broadcast_domain)).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IpInterfacePatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<InterfaceLocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_policy: Option<ObjectRef>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ports, broadcast domains, routes
+
+/// A port as another record names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct PortRef {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub uuid: Option<String>,
+    #[serde(default)]
+    pub node: Option<ObjectRef>,
+}
+
+/// A VLAN port's tag and the port it is on.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct PortVlan {
+    pub tag: u16,
+    #[serde(default)]
+    pub base_port: Option<PortRef>,
+}
+
+/// An ethernet port (`/api/network/ethernet/ports`): `physical`, `vlan` or `lag`. The
+/// broadcast domain of an interface is the one of its home port: ONTAP takes
+/// `location.broadcast_domain` on an interface POST but does not report it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct EthernetPort {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub node: Option<ObjectRef>,
+    #[serde(default, rename = "type")]
+    pub port_type: Option<String>,
+    /// Absent while the port is in no broadcast domain; it then hosts no interface.
+    #[serde(default)]
+    pub broadcast_domain: Option<ObjectRef>,
+    #[serde(default)]
+    pub vlan: Option<PortVlan>,
+    #[serde(default)]
+    pub mtu: Option<u64>,
+}
+
+pub(crate) const PORT_FIELDS: &str = "uuid,name,node.name,node.uuid,type,broadcast_domain.name,broadcast_domain.uuid,vlan.tag,vlan.base_port.name,mtu";
+
+/// Body of `POST /api/network/ethernet/ports` for a VLAN port `<base_port>-<tag>` on a node.
+/// Without a broadcast domain ONTAP assigns one by probing, minutes later; until then the port
+/// hosts no interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VlanCreate {
+    pub node: String,
+    pub base_port: String,
+    pub tag: u16,
+    pub broadcast_domain: Option<String>,
+}
+
+impl VlanCreate {
+    /// The name ONTAP gives the port.
+    pub fn port_name(&self) -> String {
+        format!("{}-{}", self.base_port, self.tag)
+    }
+
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "type": "vlan",
+            "node": { "name": self.node },
+            "vlan": { "tag": self.tag, "base_port": { "name": self.base_port, "node": { "name": self.node } } },
+        });
+        if let Some(domain) = &self.broadcast_domain {
+            body["broadcast_domain"] = serde_json::json!({ "name": domain });
+        }
+        body
+    }
+}
+
+/// A broadcast domain (`/api/network/ethernet/broadcast-domains`) and its ports.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct BroadcastDomain {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default)]
+    pub mtu: Option<u64>,
+    #[serde(default)]
+    pub ipspace: Option<ObjectRef>,
+    #[serde(default)]
+    pub ports: Vec<PortRef>,
+}
+
+pub(crate) const BROADCAST_DOMAIN_FIELDS: &str =
+    "uuid,name,mtu,ipspace.name,ports.name,ports.uuid,ports.node.name";
+
+/// Body of `POST /api/network/ethernet/broadcast-domains`, in the `Default` IPspace unless
+/// `ipspace` names another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BroadcastDomainCreate {
+    pub name: String,
+    pub mtu: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipspace: Option<ObjectRef>,
+}
+
+/// An SVM's static route (`/api/network/ip/routes`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Route {
+    pub uuid: String,
+    /// `0.0.0.0/0` (or `::/0`) for the default route.
+    #[serde(default)]
+    pub destination: Option<IpInfo>,
+    pub gateway: String,
+    /// Absent on a cluster-scoped route.
+    #[serde(default)]
+    pub svm: Option<ObjectRef>,
+    #[serde(default)]
+    pub metric: Option<u64>,
+}
+
+pub(crate) const ROUTE_FIELDS: &str =
+    "uuid,svm.name,svm.uuid,destination.address,destination.netmask,gateway,metric";
+
+/// Body of `POST /api/network/ip/routes` for an SVM. Without a destination ONTAP makes the
+/// default route of the gateway's family.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RouteCreate {
+    pub svm: ObjectRef,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<IpInfo>,
+    pub gateway: String,
+}
+
 /// A BGP peer group (`/api/network/ip/bgp/peer-groups`, ONTAP 9.7+): its existence means the
 /// cluster announces VIP interfaces to routers.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]

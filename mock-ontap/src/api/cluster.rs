@@ -108,24 +108,6 @@ pub async fn aggregate(
     Ok(Json(project_single(&query, &record, &["uuid", "name"])))
 }
 
-pub async fn ports(
-    State(state): State<MockState>,
-    Extension(who): Extension<Principal>,
-    Query(query): Query<Pairs>,
-) -> ApiResult<Json<Value>> {
-    require_admin(&who)?;
-    let q = ListQuery::parse(query, &schema::PORTS)?;
-    let (model, _) = state.model();
-    let mut records: Vec<Value> = model.cluster.ports.iter().map(|p| p.to_json()).collect();
-    sort_by_uuid(&mut records);
-    Ok(Json(q.collection(
-        "/api/network/ethernet/ports",
-        &["uuid"],
-        &["uuid", "name", "node.name"],
-        records,
-    )))
-}
-
 fn sort_by_uuid(records: &mut [Value]) {
     records.sort_by(|a, b| a["uuid"].as_str().cmp(&b["uuid"].as_str()));
 }

@@ -6,6 +6,7 @@ mod bgp;
 mod cluster;
 mod interfaces;
 mod jobs;
+mod network;
 mod protocols;
 mod roles;
 mod storage;
@@ -39,7 +40,7 @@ pub fn routes(state: MockState) -> Router<MockState> {
         .route("/api/cluster/nodes/{uuid}", get(cluster::node))
         .route("/api/storage/aggregates", get(cluster::aggregates))
         .route("/api/storage/aggregates/{uuid}", get(cluster::aggregate))
-        .route("/api/network/ethernet/ports", get(cluster::ports))
+        .merge(network::routes())
         .route("/api/cluster/jobs", get(jobs::list))
         .route("/api/cluster/jobs/{uuid}", get(jobs::get))
         .route("/api/svm/svms", get(svms::list).post(svms::create))

@@ -201,23 +201,6 @@ impl Aggregate {
     }
 }
 
-impl Port {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "uuid": self.uuid,
-            "name": self.name,
-            "node": self.node.reference(),
-            "type": "physical",
-            "state": "up",
-            "enabled": true,
-            "mtu": 1500,
-            "speed": 10000,
-            "broadcast_domain": { "name": "Default", "ipspace": { "name": "Default" } },
-            "_links": { "self": { "href": format!("/api/network/ethernet/ports/{}", self.uuid) } },
-        })
-    }
-}
-
 fn parse_version(text: &str) -> anyhow::Result<Version> {
     let parts: Vec<u32> = text
         .split('.')

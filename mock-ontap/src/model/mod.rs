@@ -14,6 +14,7 @@ mod bgp;
 pub mod cluster;
 mod interface;
 mod job;
+mod network;
 mod protocol;
 mod role;
 mod service;
@@ -33,6 +34,7 @@ pub use account::{AccountCreate, AccountPatch};
 pub use bgp::PeerGroupCreate;
 pub use interface::{InterfaceCreate, InterfacePatch};
 pub use job::{InjectedFailure, Job};
+pub use network::{DomainCreate, PortCreate, RouteCreate};
 pub use protocol::{Protocol, ServiceCreate, ServicePatch};
 pub use storage::San;
 pub use svm_request::{SvmCreate, SvmPatch};
@@ -124,6 +126,7 @@ pub struct Model {
     svms: svm::Svms,
     accounts: account::Accounts,
     interfaces: interface::Interfaces,
+    network: network::Network,
     peer_groups: bgp::PeerGroups,
     roles: role::Roles,
     jobs: job::Jobs,
@@ -138,9 +141,11 @@ pub const EMS_LOGS: usize = 100;
 
 impl Model {
     pub fn new(config: &MockConfig) -> anyhow::Result<Self> {
+        let cluster = Cluster::from_spec(&config.cluster)?;
         Ok(Self {
             settings: config.settings.clone(),
-            cluster: Arc::new(Cluster::from_spec(&config.cluster)?),
+            network: network::Network::new(&cluster),
+            cluster: Arc::new(cluster),
             svms: svm::Svms::default(),
             accounts: account::Accounts::default(),
             interfaces: interface::Interfaces::default(),

@@ -617,6 +617,7 @@ impl Model {
         self.accounts.remove_owner(uuid);
         self.roles.remove_owner(uuid);
         self.interfaces.remove_svm(uuid);
+        self.network.remove_svm(uuid);
         self.storage.remove_svm(uuid);
     }
 }

@@ -121,9 +121,49 @@ pub const PORTS: Schema = Schema {
         "mtu",
         "speed",
         "broadcast_domain.name",
+        "broadcast_domain.uuid",
         "broadcast_domain.ipspace.name",
+        "vlan.tag",
+        "vlan.base_port.name",
+        "vlan.base_port.uuid",
+        "vlan.base_port.node.name",
     ],
     ontap: ontap::PORTS,
+    absent: &[],
+};
+
+pub const BROADCAST_DOMAINS: Schema = Schema {
+    path: "/api/network/ethernet/broadcast-domains",
+    modelled: paths![
+        "uuid",
+        "name",
+        "mtu",
+        "ipspace.name",
+        "ipspace.uuid",
+        "ports.name",
+        "ports.uuid",
+        "ports.node.name",
+    ],
+    ontap: ontap::BROADCAST_DOMAINS,
+    absent: &[],
+};
+
+pub const ROUTES: Schema = Schema {
+    path: "/api/network/ip/routes",
+    modelled: paths![
+        "uuid",
+        "destination.address",
+        "destination.netmask",
+        "destination.family",
+        "gateway",
+        "metric",
+        "scope",
+        "svm.name",
+        "svm.uuid",
+        "ipspace.name",
+        "ipspace.uuid",
+    ],
+    ontap: ontap::ROUTES,
     absent: &[],
 };
 
@@ -647,6 +687,8 @@ pub const ALL: &[Schema] = &[
     NODES,
     AGGREGATES,
     PORTS,
+    BROADCAST_DOMAINS,
+    ROUTES,
     JOBS,
     SVMS,
     INTERFACES,

@@ -233,6 +233,21 @@ pub const CLUSTER: &[&str] = &[
 /// `netapp_ontap.resources.BgpPeerGroup` (9.19.1.0): every top-level field.
 pub const BGP_PEER_GROUPS: &[&str] = &["ipspace", "local", "name", "peer", "state", "uuid"];
 
+/// `netapp_ontap.resources.BroadcastDomain` (9.19.1.0): every top-level field.
+pub const BROADCAST_DOMAINS: &[&str] = &["ipspace", "mtu", "name", "ports", "uuid"];
+
+/// `netapp_ontap.resources.NetworkRoute` (9.19.1.0): every top-level field.
+pub const ROUTES: &[&str] = &[
+    "destination",
+    "gateway",
+    "interfaces",
+    "ipspace",
+    "metric",
+    "scope",
+    "svm",
+    "uuid",
+];
+
 /// `netapp_ontap.resources.NfsService` (9.19.1.0): every top-level field.
 pub const NFS_SERVICES: &[&str] = &[
     "access_cache_config",

@@ -1,7 +1,7 @@
 //! The typed operations the SVM controller uses.
 //!
 //! Accounts and credential checks are in [`accounts`]; SVM limits, usage and QoS policies in
-//! [`limits`]; REST roles in [`roles`].
+//! [`limits`]; REST roles in [`roles`]; ports, broadcast domains and routes in [`network`].
 //!
 //! Conventions:
 //! - Lookups by name return `Ok(None)` only when ONTAP answered successfully with zero records.
@@ -14,6 +14,7 @@
 
 mod accounts;
 mod limits;
+mod network;
 mod roles;
 
 use reqwest::Method;
@@ -22,7 +23,7 @@ use crate::client::{Body, OntapClient, Pages, Request, RetryMode, endpoints};
 use crate::error::{OntapError, Result};
 use crate::model::{
     Account, Aggregate, BgpPeerGroup, ClusterInfo, CreatedKey, INTERFACE_FIELDS, IpInterface,
-    IpInterfaceCreate, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch, SvmState,
+    IpInterfaceCreate, IpInterfacePatch, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch, SvmState,
 };
 
 /// The result of a delete.
@@ -405,6 +406,29 @@ impl OntapClient {
     ///
     /// Not retried; after an ambiguous error use [`interface_by_name`](Self::interface_by_name).
     pub async fn create_interface(&self, interface: &IpInterfaceCreate) -> Result<IpInterface> {
+        self.post_interface(interface, Body::json(interface)?).await
+    }
+
+    /// [`create_interface`](Self::create_interface) on a port of `broadcast_domain`: ONTAP
+    /// picks the port (of `interface.location`'s home node, if it names one); a home port
+    /// outside the domain is refused.
+    pub async fn create_interface_in_broadcast_domain(
+        &self,
+        interface: &IpInterfaceCreate,
+        broadcast_domain: &str,
+    ) -> Result<IpInterface> {
+        let mut body = serde_json::to_value(interface)
+            .map_err(|e| OntapError::InvalidInput(format!("cannot encode request: {e}")))?;
+        body["location"]["broadcast_domain"] = serde_json::json!({ "name": broadcast_domain });
+        self.post_interface(interface, Body::json(&body)?).await
+    }
+
+    /// POSTs `body`, the creation of `interface` as sent.
+    async fn post_interface(
+        &self,
+        interface: &IpInterfaceCreate,
+        body: Body,
+    ) -> Result<IpInterface> {
         let svm_uuid = interface
             .svm
             .uuid
@@ -418,7 +442,7 @@ impl OntapClient {
                 &["api", "network", "ip", "interfaces"],
                 &[("return_records", "true")],
             )?,
-            body: Some(Body::json(interface)?),
+            body: Some(body),
             auth: None,
             retry: RetryMode::Never,
         };
@@ -444,6 +468,21 @@ impl OntapClient {
                     interface.name
                 ))
             })
+    }
+
+    /// Moves an interface (home node and port), switches it, or changes its service policy;
+    /// synchronous in ONTAP.
+    pub async fn patch_interface(&self, uuid: &str, patch: &IpInterfacePatch) -> Result<()> {
+        let uuid = path_value("interface uuid", uuid)?;
+        let req = Request {
+            method: Method::PATCH,
+            endpoint: endpoints::INTERFACE,
+            url: self.url(&["api", "network", "ip", "interfaces", uuid], &[])?,
+            body: Some(Body::json(patch)?),
+            auth: None,
+            retry: RetryMode::Idempotent,
+        };
+        self.mutate(&req).await
     }
 
     pub async fn delete_interface(&self, uuid: &str) -> Result<DeleteOutcome> {

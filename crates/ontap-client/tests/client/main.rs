@@ -6,4 +6,5 @@
 mod client;
 mod http_layer;
 mod limits;
+mod network;
 mod roles;

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult, codes};
-use crate::model::{Model, svm_request::NameRef};
+use crate::model::{Model, network::BroadcastDomain, svm_request::NameRef};
 
 use super::*;
 
@@ -122,52 +122,79 @@ impl Model {
         Ok(())
     }
 
-    /// The home node and port of an interface: the ones named, else (ONTAP picks) the first
-    /// port of the named node or, with only a broadcast domain, of the first node; a VIP
-    /// interface lives on the node's VIP port.
+    /// The home node and port of an interface: the ones named, else the port ONTAP picks: the
+    /// first port of the named node (or, without one, of the first node with a port) that is
+    /// in the named broadcast domain, or in any domain when none is named (a port outside every
+    /// domain cannot host an interface). A VIP interface lives on the node's VIP port.
     fn place(&self, location: &Location, vip: bool) -> ApiResult<(String, String)> {
-        if let Some(domain) = &location.broadcast_domain
-            && domain
-                .name
-                .as_deref()
-                .is_some_and(|n| n != BROADCAST_DOMAIN)
-        {
-            return Err(ApiError::invalid_value(
-                "location.broadcast_domain.name",
-                domain.name.as_deref().unwrap_or_default(),
-            ));
-        }
-        let node = match &location.home_node {
-            Some(r) => self
-                .cluster
-                .node_by(r.uuid.as_deref(), r.name.as_deref())
-                .ok_or_else(|| ApiError::invalid_value("location.home_node", "no such node"))?,
-            None => self
-                .cluster
-                .nodes
-                .first()
-                .ok_or_else(|| no_port("the cluster has no nodes"))?,
-        };
-        let port = if vip {
+        let domain = location
+            .broadcast_domain
+            .as_ref()
+            .map(|d| self.interface_domain(d))
+            .transpose()?;
+        let node = location
+            .home_node
+            .as_ref()
+            .map(|r| {
+                self.cluster
+                    .node_by(r.uuid.as_deref(), r.name.as_deref())
+                    .ok_or_else(|| ApiError::invalid_value("location.home_node", "no such node"))
+            })
+            .transpose()?;
+        if vip {
             // ONTAP picks the node's VIP port, which is in no broadcast domain of the mock.
-            VIP_PORT.to_string()
-        } else {
-            match location.home_port.as_ref().and_then(|p| p.name.as_deref()) {
-                Some(port) => self
-                    .cluster
-                    .port(&node.uuid, port)
-                    .ok_or_else(|| no_such_port(port, &node.name))?,
-                None => self
-                    .cluster
-                    .ports
-                    .iter()
-                    .find(|p| p.node.uuid == node.uuid)
-                    .ok_or_else(|| no_port(&format!("node {} has no ports", node.name)))?,
+            let node = node
+                .or_else(|| self.cluster.nodes.first())
+                .ok_or_else(|| no_port("the cluster has no nodes"))?;
+            return Ok((node.uuid.clone(), VIP_PORT.to_string()));
+        }
+        let named_port = location.home_port.as_ref().and_then(|p| p.name.as_deref());
+        if let Some(port) = named_port {
+            let node = node
+                .or_else(|| self.cluster.nodes.first())
+                .ok_or_else(|| no_port("the cluster has no nodes"))?;
+            let found = self
+                .port_on(&node.uuid, port)
+                .ok_or_else(|| no_such_port(port, &node.name))?;
+            if !may_host(domain.as_ref(), found.domain.as_ref()) {
+                return Err(ApiError::bad_request(
+                    codes::HOME_PORT_NOT_IN_DOMAIN,
+                    format!(
+                        "The Vserver Broadcast-Domain Home-Node and Home-Port combination is not valid: port \"{port}\" of node \"{}\" is not in broadcast domain \"{}\".",
+                        node.name,
+                        domain.as_ref().map_or("(none)", |d| d.name.as_str()),
+                    ),
+                )
+                .with_target("location.home_port.name"));
             }
-            .name
-            .clone()
-        };
-        Ok((node.uuid.clone(), port))
+            return Ok((node.uuid.clone(), found.name));
+        }
+        let home_node = node.or_else(|| {
+            if domain.is_some() {
+                None
+            } else {
+                self.cluster.nodes.first()
+            }
+        });
+        // Ports in node and configuration order, not by uuid, so the pick is predictable.
+        let candidate = self
+            .cluster
+            .nodes
+            .iter()
+            .filter(|n| home_node.is_none_or(|h| h.uuid == n.uuid))
+            .flat_map(|n| self.ports_of_node(&n.uuid))
+            .find(|p| may_host(domain.as_ref(), p.domain.as_ref()));
+        match candidate {
+            Some(port) => Ok((port.node.uuid.clone(), port.name)),
+            None => Err(no_port(&match (home_node, &domain) {
+                (Some(n), Some(d)) => {
+                    format!("node {} has no port in broadcast domain {}", n.name, d.name)
+                }
+                (Some(n), None) => format!("node {} has no ports", n.name),
+                (None, Some(d)) => format!("broadcast domain {} has no ports", d.name),
+                (None, None) => "the cluster has no nodes".into(),
+            })),
+        }
     }
 
     /// `PATCH /api/network/ip/interfaces/{uuid}`: synchronous in ONTAP.
@@ -271,6 +298,17 @@ fn vip_home_port() -> ApiError {
     .with_target("location.home_port")
 }
 
+/// Whether a port in broadcast domain `have` may host an interface asked for in `wanted`: a port
+/// in no domain hosts none (NetApp: until a port is in a broadcast domain "the port cannot host
+/// interfaces").
+fn may_host(wanted: Option<&BroadcastDomain>, have: Option<&BroadcastDomain>) -> bool {
+    match (wanted, have) {
+        (Some(wanted), Some(have)) => wanted.uuid == have.uuid,
+        (None, Some(_)) => true,
+        (_, None) => false,
+    }
+}
+
 /// ONTAP had to pick a port and found none.
 fn no_port(detail: &str) -> ApiError {
     ApiError::bad_request(
@@ -289,20 +327,30 @@ fn no_such_port(port: &str, node: &str) -> ApiError {
     .with_target("location.home_port.name")
 }
 
+/// A service policy the SVM does not have: 53281065 (ONTAP's interface POST and PATCH tables).
 fn validate_service_policy(policy: &str) -> ApiResult<()> {
     match services_of(policy) {
         Some(_) => Ok(()),
-        None => Err(ApiError::invalid_value("service_policy.name", policy)),
+        None => Err(ApiError::bad_request(
+            codes::SERVICE_POLICY_NOT_FOUND,
+            format!("The service_policy \"{policy}\" does not exist in the SVM."),
+        )
+        .with_target("service_policy.name")),
     }
 }
 
 /// Accepts a prefix length (`24`) or, for IPv4, a dotted mask (`255.255.255.0`). A prefix
 /// length beyond the family's is 1966269; anything else unreadable is an invalid value.
 fn validate_netmask(netmask: &str, ipv4: bool) -> ApiResult<()> {
+    prefix_length(netmask, ipv4).map(|_| ())
+}
+
+/// The prefix length a netmask (a prefix length or, for IPv4, a dotted mask) stands for.
+pub(crate) fn prefix_length(netmask: &str, ipv4: bool) -> ApiResult<u32> {
     let max: u32 = if ipv4 { 32 } else { 128 };
     if let Ok(prefix) = netmask.parse::<u32>() {
         if prefix <= max {
-            return Ok(());
+            return Ok(prefix);
         }
         return Err(ApiError::bad_request(
             codes::PREFIX_OUT_OF_RANGE,
@@ -312,14 +360,14 @@ fn validate_netmask(netmask: &str, ipv4: bool) -> ApiResult<()> {
         )
         .with_target("ip.netmask"));
     }
-    let dotted = ipv4
-        && netmask.parse::<std::net::Ipv4Addr>().is_ok_and(|m| {
-            let bits = u32::from(m);
-            bits.leading_ones() + bits.trailing_zeros() == 32
-        });
-    if dotted {
-        Ok(())
-    } else {
-        Err(ApiError::invalid_value("ip.netmask", netmask))
+    let dotted = netmask
+        .parse::<std::net::Ipv4Addr>()
+        .ok()
+        .filter(|_| ipv4)
+        .map(u32::from)
+        .filter(|bits| bits.leading_ones() + bits.trailing_zeros() == 32);
+    match dotted {
+        Some(bits) => Ok(bits.leading_ones()),
+        None => Err(ApiError::invalid_value("ip.netmask", netmask)),
     }
 }

@@ -2,13 +2,12 @@
 //! (there is only the Default IPspace) and names unique per SVM.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Model, Principal, Row, cluster::Cluster, indexed, narrowest, single, svm_request::NameRef,
+    Model, Principal, Row, indexed, narrowest, network::DomainRef, single, svm_request::NameRef,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::query::ListQuery;
@@ -40,9 +39,6 @@ fn services_of(policy: &str) -> Option<&'static [&'static str]> {
         .map(|(_, services)| *services)
 }
 
-/// The broadcast domain every port of the mock is in.
-const BROADCAST_DOMAIN: &str = "Default";
-
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct IpSpec {
     pub address: Option<String>,
@@ -58,7 +54,7 @@ pub struct PortRef {
 pub struct Location {
     pub home_node: Option<NameRef>,
     pub home_port: Option<PortRef>,
-    pub broadcast_domain: Option<NameRef>,
+    pub broadcast_domain: Option<DomainRef>,
     pub auto_revert: Option<bool>,
     // `is_home: true` (revert to the home port) is accepted and changes nothing: the mock's
     // interfaces never leave home.
@@ -210,34 +206,31 @@ impl Interfaces {
     }
 }
 
-/// A copy of an interface with what its JSON needs.
+/// A copy of an interface with what its JSON needs: its SVM, node and port as references and
+/// the broadcast domain of its port.
 pub struct InterfaceRow {
     interface: Interface,
     svm: Value,
-    cluster: Arc<Cluster>,
+    node: Value,
+    port: Value,
+    domain: Option<String>,
 }
 
 impl Row for InterfaceRow {
     fn to_json(&self) -> Value {
-        let InterfaceRow {
-            interface,
-            svm,
-            cluster,
-        } = self;
-        interface.to_json(svm.clone(), cluster)
+        self.interface.to_json(self)
     }
 }
 
 impl Interface {
-    fn to_json(&self, svm: Value, cluster: &Cluster) -> Value {
-        let node = cluster
-            .node_by(Some(&self.node_uuid), None)
-            .map(|n| n.reference())
-            .unwrap_or_else(|| json!({ "uuid": self.node_uuid }));
-        let port = cluster
-            .port(&self.node_uuid, &self.port)
-            .map(|p| json!({ "name": p.name, "uuid": p.uuid, "node": { "name": p.node.name } }))
-            .unwrap_or_else(|| json!({ "name": self.port }));
+    fn to_json(&self, row: &InterfaceRow) -> Value {
+        let InterfaceRow {
+            svm,
+            node,
+            port,
+            domain,
+            ..
+        } = row;
         let family = if self.ip.contains(':') {
             "ipv6"
         } else {
@@ -256,7 +249,7 @@ impl Interface {
                 "home_node": node, "home_port": port,
                 "node": node, "port": port,
                 "is_home": true, "auto_revert": self.auto_revert,
-                "broadcast_domain": { "name": BROADCAST_DOMAIN },
+                "broadcast_domain": { "name": domain },
             },
             "service_policy": { "name": self.service_policy },
             "services": services_of(&self.service_policy).unwrap_or_default(),
@@ -264,7 +257,8 @@ impl Interface {
             "_links": { "self": { "href": format!("/api/network/ip/interfaces/{}", self.uuid) } },
         });
         // A VIP port is in no broadcast domain.
-        if let (true, Some(location)) = (self.vip, interface.get_mut("location"))
+        if let (true, Some(location)) =
+            (self.vip || domain.is_none(), interface.get_mut("location"))
             && let Some(obj) = location.as_object_mut()
         {
             obj.remove("broadcast_domain");
@@ -275,14 +269,32 @@ impl Interface {
 
 impl Model {
     fn interface_row(&self, interface: &Interface) -> InterfaceRow {
+        let home = self.port_on(&interface.node_uuid, &interface.port);
         InterfaceRow {
             interface: interface.clone(),
             svm: self
                 .svm(&interface.svm_uuid)
                 .map(|s| s.reference())
                 .unwrap_or_else(|| json!({ "uuid": interface.svm_uuid })),
-            cluster: self.cluster.clone(),
+            node: self
+                .cluster
+                .node_by(Some(&interface.node_uuid), None)
+                .map(|n| n.reference())
+                .unwrap_or_else(|| json!({ "uuid": interface.node_uuid })),
+            port: home
+                .as_ref()
+                .map(|p| json!({ "name": p.name, "uuid": p.uuid, "node": { "name": p.node.name } }))
+                .unwrap_or_else(|| json!({ "name": interface.port })),
+            domain: home.and_then(|p| p.domain).map(|d| d.name),
         }
+    }
+
+    /// Whether an interface is homed on this port (none ever leaves home).
+    pub(super) fn interfaces_homed_on(&self, node_uuid: &str, port: &str) -> bool {
+        self.interfaces
+            .by_uuid
+            .values()
+            .any(|i| !i.vip && i.node_uuid == node_uuid && i.port == port)
     }
 
     /// The interfaces the principal may see that can match the query, in uuid order: through
@@ -337,3 +349,5 @@ impl Model {
 }
 
 mod change;
+
+pub(super) use change::prefix_length;
