@@ -4,10 +4,10 @@
 use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError, StepFlow, StepName};
 
-use crate::api::conditions::{
+use crate::api::{StorageVirtualMachine, SvmPhase};
+use crate::ontap::conditions::{
     CLUSTER_UNAUTHENTICATED, ClusterStep, FALSE, READY, SvmInvalid, SvmStep, SvmWaiting, TRUE,
 };
-use crate::api::{StorageVirtualMachine, SvmPhase};
 
 use super::ExtensionReconciler;
 use super::plan::Plan;
