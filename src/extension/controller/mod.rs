@@ -36,22 +36,23 @@
 //!   nothing outside the seed: it deletes the ManagedResources and the StorageVirtualMachine
 //!   object and removes the latter's finalizer, orphaning what ONTAP holds.
 //!
-//! One file per concern: [`reconciler`] registers the controller and dispatches a pass to an
-//! operation ([`deliver`] for create, reconcile and restore, [`migrate`], [`delete`]); the steps
-//! those run live with what they bring about ([`plan`], [`svm_object`], [`svm_ready`],
-//! [`credentials`], [`delivery`], [`restore`], [`metal_stack`], [`account_import`]); [`report`]
-//! turns a pass into the Extension's status, [`shoot_health`] reads what Trident in the shoot
-//! reports on the delivered backends for it, and [`reasons`] declares the reasons a step fails
-//! or waits with, and which of them gardenlet reads an error code from.
+//! One file per concern: this module declares the controller, its steps and what it holds;
+//! [`reconciler`] registers it and dispatches a pass to an operation ([`provision`] for create,
+//! reconcile and restore, [`migrate`], [`delete`]); the steps those run live with what they bring
+//! about ([`plan`], [`svm_object`], [`svm_ready`], [`credentials`], [`delivery`], [`restore`],
+//! [`metal_stack`], [`account_import`]); [`report`] turns a pass into the Extension's status,
+//! [`shoot_health`] reads what Trident in the shoot reports on the delivered backends for it, and
+//! [`reasons`] declares the reasons a step fails or waits with, and which of them gardenlet reads
+//! an error code from.
 
 mod account_import;
 mod credentials;
 mod delete;
-mod deliver;
 mod delivery;
 mod metal_stack;
 mod migrate;
 mod plan;
+mod provision;
 mod reasons;
 mod reconciler;
 mod report;

@@ -185,7 +185,7 @@ impl Reconciler for ExtensionReconciler {
             .await?;
         let result = match op {
             LastOperationType::Migrate => self.migrate(ext, steps).await,
-            _ => self.deliver(ext, op, &mut report, steps).await,
+            _ => self.provision(ext, op, &mut report, steps).await,
         };
         self.report(ext, &report, steps).await;
         result?;
