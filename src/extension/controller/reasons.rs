@@ -118,7 +118,9 @@ impl ErrorCodeReason {
 
     /// The reason of a step error, if gardenlet reads an error code from it.
     pub fn of(reason: &str) -> Option<Self> {
-        Self::EVERY_REASON.into_iter().find(|c| c.as_str() == reason)
+        Self::EVERY_REASON
+            .into_iter()
+            .find(|c| c.as_str() == reason)
     }
 
     /// A failure only a change of the Extension (or the shoot) fixes.
@@ -268,7 +270,10 @@ mod tests {
 
     #[test]
     fn every_error_code_reason_is_found_by_its_string() {
-        assert_eq!(ErrorCodeReason::ALL, ErrorCodeReason::EVERY_REASON.as_slice());
+        assert_eq!(
+            ErrorCodeReason::ALL,
+            ErrorCodeReason::EVERY_REASON.as_slice()
+        );
         for reason in ErrorCodeReason::ALL {
             assert_eq!(ErrorCodeReason::of(reason.as_str()), Some(*reason));
         }
