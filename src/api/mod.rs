@@ -5,7 +5,7 @@
 //! (`ontap-operator crds`, see [`crate::manifests`]), and `make test` fails when the two drift.
 
 mod cluster;
-pub mod conditions;
+mod protocol;
 pub mod rules;
 pub mod seed_secret;
 mod svm;
@@ -13,8 +13,9 @@ mod svm;
 pub use cluster::{
     ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
 };
+pub use protocol::Protocol;
 pub use svm::{
-    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, Protocol, ProviderReference,
+    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, ProviderReference,
     StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec,
     SvmMode, SvmPhase, SvmProtocols,
 };

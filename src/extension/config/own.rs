@@ -4,10 +4,15 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use crate::api::DeletionPolicy;
 use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, lif_protocols};
+use crate::api::{DeletionPolicy, Protocol};
 
-use super::*;
+use super::metal_stack::metal_stack_storage_classes;
+use super::{
+    ConfigDefaults, ConfigError, ConfigSource, ExtensionConfig, Lif, StorageClassConfig,
+    SvmSharing, check_dns_subdomain, check_lifs, check_storage_classes, full_prefix, invalid,
+    parse_ip,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
