@@ -318,6 +318,22 @@ pub struct SvmAccountSpec {
     #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
     #[x_kube(validation = Rule::new(rules::NOT_RESERVED_ACCOUNT).message(rules::NOT_RESERVED_ACCOUNT_MESSAGE).reason(Reason::FieldValueForbidden))]
     pub name: Option<String>,
+    /// What the account may do on its SVM. Default: the OntapCluster's `defaults.accountRole`,
+    /// else `Vsadmin`. Changing it changes the account's role in place: its password stays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<AccountRole>,
+}
+
+/// The role an SVM account holds.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum AccountRole {
+    /// ONTAP's built-in SVM administrator: everything on the SVM.
+    #[default]
+    Vsadmin,
+    /// Least privilege for Trident: an SVM-scoped REST role the operator creates and keeps on
+    /// the SVM, holding exactly the privileges NetApp documents for an SVM-scoped Trident user
+    /// (NetApp/trident `contrib/ontap/trident_role/cli_pastable/rest_custom_role_output.txt`).
+    Trident,
 }
 
 /// What a StorageVirtualMachine object manages in ONTAP.

@@ -43,8 +43,8 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::DeletionPolicy;
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
+use crate::api::{AccountRole, DeletionPolicy};
 
 /// metal-stack's providerConfig group/version.
 pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
@@ -210,6 +210,8 @@ pub struct ExtensionConfig {
     /// ([`ConfigDefaults::allow_shoot_images`]).
     pub trident_operator_image: Option<String>,
     pub deletion_policy: DeletionPolicy,
+    /// The shoot's account's role (`svm.accountRole`); `None`: the OntapCluster's default.
+    pub account_role: Option<AccountRole>,
 }
 
 impl ExtensionConfig {

@@ -38,6 +38,9 @@ pub(super) struct SvmConfig {
     protocols: Vec<Protocol>,
     #[serde(default)]
     deletion_policy: DeletionPolicy,
+    /// The shoot's account's role; absent: the OntapCluster's default, else `Vsadmin`.
+    #[serde(default)]
+    account_role: Option<AccountRole>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,6 +126,7 @@ pub(super) fn resolve_ontap(
         storage_classes,
         trident_operator_image: config.trident.operator_image,
         deletion_policy: svm.deletion_policy,
+        account_role: svm.account_role,
     })
 }
 

@@ -12,7 +12,7 @@ use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
 use super::naming::{Names, names_of};
 use super::reconcile::{SvmReconciler, SvmStep};
-use super::tenancy;
+use super::{role, tenancy};
 use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,
 };
@@ -55,6 +55,12 @@ impl SvmReconciler {
                 &cluster.name_any(),
                 self.standings.of(svm) == Standing::Tenant,
             )
+        {
+            return Err(Invalid::NotAllowedByCluster.error(why));
+        }
+        if let Some(allowed) = &cluster.spec.allowed
+            && let Some(why) =
+                role::role_not_allowed(self.account_role(svm), allowed, &cluster.name_any())
         {
             return Err(Invalid::NotAllowedByCluster.error(why));
         }
