@@ -205,7 +205,9 @@ impl SvmReconciler {
             .is_some_and(|cluster| {
                 let within_bounds = cluster.spec.allowed.as_ref().is_none_or(|allowed| {
                     let tenant = self.standings.of(svm) == Standing::Tenant;
+                    let role = role::effective_role(&svm.spec, cluster.spec.defaults.as_ref());
                     tenancy::not_allowed(svm, allowed, "", tenant).is_none()
+                        && role::role_not_allowed(role, allowed, "").is_none()
                 });
                 within_bounds
                     && tenancy::namespace_allowed(
