@@ -32,7 +32,7 @@ pub(crate) struct Trident<'a> {
     pub(crate) svm_uuid: String,
     version: (u64, u64, u64),
     /// Every request sent, `METHOD path?query`, for failure messages.
-    sent: std::cell::RefCell<Vec<String>>,
+    pub(crate) sent: std::cell::RefCell<Vec<String>>,
 }
 
 /// Go's `url.Values.Encode`, which Trident's generated client writes queries with: keys sorted,

@@ -511,6 +511,10 @@ mod tests {
         assert_eq!(names, ["ontap-gold", "ontap-encrypted"]);
         assert!(config.storage_classes[1].encrypted);
         assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
+        assert_eq!(
+            config.account_role, None,
+            "metal-stack's vsadmin, unless the cluster says"
+        );
     }
 
     #[test]
@@ -611,6 +615,10 @@ mod tests {
         assert_eq!(config.storage_classes, metal_stack_storage_classes());
         assert_eq!(config.deletion_policy, DeletionPolicy::Delete);
         assert_eq!(config.cluster, None);
+        assert_eq!(
+            config.account_role, None,
+            "the OntapCluster's default decides"
+        );
     }
 
     #[test]
@@ -621,7 +629,8 @@ mod tests {
                 "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
                 "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24, "protocols": ["nfs"]},
                              {"ip": "192.0.2.12", "prefixLength": 24, "protocols": ["nvme"]}],
-                "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain"},
+                "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain",
+                "accountRole": "Trident"},
             "storageClasses": [
                 {"name": "files", "default": true, "reclaimPolicy": "Retain"},
                 {"name": "blocks", "protocol": "nvme", "encrypted": true}]
@@ -645,6 +654,7 @@ mod tests {
         );
         assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
         assert_eq!(config.trident_operator_image, None);
+        assert_eq!(config.account_role, Some(AccountRole::Trident));
     }
 
     #[test]
