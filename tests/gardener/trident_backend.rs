@@ -315,26 +315,7 @@ async fn every_protocol_works_with_netapps_trident_role() {
     );
     for driver in [Driver::Nvme, Driver::Iscsi, Driver::Nas] {
         let trident = Trident::connect(&w, &user, &password).await;
-        trident.initialize(driver).await;
-        trident
-            .add_backend(driver, "0d6f3a9c-5b2e-4c71-8e4d-a19b2c3d4e5f")
-            .await;
-        trident.poll_state(driver).await;
-        match driver {
-            Driver::Nas => trident.nas_volume_lifecycle("10.250.0.10").await,
-            Driver::Nvme => {
-                trident
-                    .nvme_volume_lifecycle(
-                        "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3510-8052-b4c04f4e3332",
-                    )
-                    .await
-            }
-            Driver::Iscsi => {
-                trident
-                    .iscsi_volume_lifecycle("node-1", "iqn.1994-05.com.redhat:node-1")
-                    .await
-            }
-        }
+        trident.whole_life(driver).await;
         let sent = trident.sent.borrow();
         assert!(
             !sent
