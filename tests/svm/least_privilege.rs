@@ -393,3 +393,64 @@ async fn the_cluster_defaults_and_bounds_the_role() {
         "nothing reached ONTAP"
     );
 }
+
+/// What least privilege costs ONTAP: a pass over a Ready object whose account has the Trident
+/// role sends its login (as the account, `/api/svm/svms`), the administrator's read of the
+/// account and of the role: one each. Provisioning's requests are printed beside a vsadmin
+/// object's, for the benchmark line.
+#[tokio::test]
+async fn a_ready_trident_account_costs_a_login_an_account_read_and_a_role_read_per_pass() {
+    let w = world().await;
+    let mut provisioning = Vec::new();
+    for (name, index, role) in [("plain", 50, "Vsadmin"), ("costed", 51, "Trident")] {
+        let from = w.next_seq().await;
+        create(&w, name, index, role).await;
+        ready(&w, name).await;
+        let sent = w
+            .requests()
+            .await
+            .into_iter()
+            .filter(|r| r["seq"].as_u64() >= Some(from))
+            .count();
+        provisioning.push(format!("{role}: {sent} requests until Ready"));
+    }
+    w.svms().delete("plain", &Default::default()).await.unwrap();
+    w.wait_gone("plain", WITHIN).await;
+    let (_, user) = ready(&w, "costed").await;
+    let login = |r: &Value| {
+        r["path"] == "/api/svm/svms" && r["user"] == user.as_str() && r["status"] == 200
+    };
+    // Two whole passes: from one login to the one two passes later.
+    let from = w.next_seq().await;
+    let window = poll("three logins", WITHIN, async || {
+        let requests: Vec<Value> = w
+            .requests()
+            .await
+            .into_iter()
+            .filter(|r| r["seq"].as_u64() >= Some(from))
+            .collect();
+        let logins: Vec<usize> = requests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| login(r))
+            .map(|(i, _)| i)
+            .collect();
+        match logins.as_slice() {
+            [first, _, third, ..] => Ok(requests[*first..*third].to_vec()),
+            _ => Err(format!("{} logins", logins.len())),
+        }
+    })
+    .await;
+    let count = |path: &str| window.iter().filter(|r| r["path"] == path).count();
+    let per_pass = |path: &str| count(path) as f64 / 2.0;
+    println!(
+        "least privilege: {}; per pass over the Ready object: {} requests in all, account reads {}, role reads {}",
+        provisioning.join(", "),
+        window.len() as f64 / 2.0,
+        per_pass("/api/security/accounts"),
+        per_pass("/api/security/roles"),
+    );
+    assert_eq!(window.iter().filter(|r| login(r)).count(), 2, "{window:#?}");
+    assert_eq!(count("/api/security/accounts"), 2, "{window:#?}");
+    assert_eq!(count("/api/security/roles"), 2, "{window:#?}");
+}
