@@ -58,7 +58,8 @@ fn index_string(index: &str) -> String {
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Secret","type":"string","jsonPath":".status.secretRef"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    printcolumn = r#"{"name":"UUID","type":"string","jsonPath":".status.uuid","priority":1}"#
+    printcolumn = r#"{"name":"UUID","type":"string","jsonPath":".status.uuid","priority":1}"#,
+    printcolumn = r#"{"name":"Role","type":"string","jsonPath":".status.accountRole","priority":1}"#
 )]
 // Setting svmName later is allowed (the object may have started on the default name); the
 // controller compares it with the name it provisioned and reports a mismatch as a condition.
@@ -389,5 +390,8 @@ reconcile_engine::engine_status! {
         /// Name of the seed Secret in the object's namespace.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub secret_ref: Option<String>,
+        /// The role the account was verified to hold on the last pass that reached it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub account_role: Option<AccountRole>,
     }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kube::api::{Patch, PatchParams, PostParams};
-use ontap_operator::api::StorageVirtualMachine;
+use ontap_operator::api::{AccountRole, StorageVirtualMachine};
 use ontap_operator::ontap::svm::role::{TRIDENT_ROLE, VSADMIN_ROLE};
 use ontap_operator::ontap::trident_api::TRIDENT_PRIVILEGES;
 use reqwest::Method;
@@ -242,7 +242,11 @@ async fn switching_the_option_changes_the_accounts_role_in_place() {
     set_role("Trident").await;
     role_becomes(&w, &user, TRIDENT_ROLE).await;
     role_is_netapps(&w, &uuid).await;
-    w.wait_ready("switch", WITHIN).await;
+    let switched = w.wait_ready("switch", WITHIN).await;
+    assert_eq!(
+        switched.status.unwrap().account_role,
+        Some(AccountRole::Trident)
+    );
     assert_eq!(
         as_account(&w, "switch", Method::GET, "/api/security/accounts").await,
         403,
@@ -251,7 +255,11 @@ async fn switching_the_option_changes_the_accounts_role_in_place() {
 
     set_role("Vsadmin").await;
     role_becomes(&w, &user, VSADMIN_ROLE).await;
-    w.wait_ready("switch", WITHIN).await;
+    let back = w.wait_ready("switch", WITHIN).await;
+    assert_eq!(
+        back.status.unwrap().account_role,
+        Some(AccountRole::Vsadmin)
+    );
     assert_eq!(
         as_account(&w, "switch", Method::GET, "/api/security/accounts").await,
         200,
