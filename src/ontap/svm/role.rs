@@ -6,8 +6,8 @@
 
 use kube::runtime::reflector::ObjectRef;
 
+use super::controller_state::SvmReconciler;
 use super::errors::{Failed, ontap_error};
-use super::reconcile::SvmReconciler;
 use crate::api::{
     AccountRole, ClusterAllowances, ClusterDefaults, StorageVirtualMachine,
     StorageVirtualMachineSpec,
