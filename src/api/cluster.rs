@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::rules;
+use super::svm::AccountRole;
 
 /// An ONTAP cluster the operator provisions SVMs on, reached through its cluster management LIF.
 #[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -61,6 +62,18 @@ pub struct OntapClusterSpec {
     /// field) before ONTAP sees it. Absent: no bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<ClusterAllowances>,
+    /// What StorageVirtualMachines on this cluster get where they name nothing themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<ClusterDefaults>,
+}
+
+/// An administrator's defaults for StorageVirtualMachines on this cluster; an object's own field overrides them within ClusterAllowances.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterDefaults {
+    /// The role of an account whose object names none (`spec.account.role`). Absent: `Vsadmin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_role: Option<AccountRole>,
 }
 
 /// An administrator's bounds on what StorageVirtualMachines choose. Each list, when not empty,
@@ -96,6 +109,11 @@ pub struct ClusterAllowances {
     /// Gardener extension's objects may always (a migration retains).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_retain: Option<bool>,
+    /// The account roles objects may hold, when not empty: an administrator forces least
+    /// privilege with `[Trident]`. An object asking for another role is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 2))]
+    pub account_roles: Vec<AccountRole>,
 }
 
 /// A Secret named by namespace and name. The operator reads credential Secrets only in its own

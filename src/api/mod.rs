@@ -11,11 +11,12 @@ pub mod seed_secret;
 mod svm;
 
 pub use cluster::{
-    ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
+    ClusterAllowances, ClusterDefaults, OntapCluster, OntapClusterSpec, OntapClusterStatus,
+    SecretReference,
 };
 pub use protocol::Protocol;
 pub use svm::{
-    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, ProviderReference,
+    AccountRole, ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, ProviderReference,
     StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec,
     SvmMode, SvmPhase, SvmProtocols,
 };

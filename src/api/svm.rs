@@ -59,7 +59,8 @@ fn index_string(index: &str) -> String {
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Secret","type":"string","jsonPath":".status.secretRef"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    printcolumn = r#"{"name":"UUID","type":"string","jsonPath":".status.uuid","priority":1}"#
+    printcolumn = r#"{"name":"UUID","type":"string","jsonPath":".status.uuid","priority":1}"#,
+    printcolumn = r#"{"name":"Role","type":"string","jsonPath":".status.accountRole","priority":1}"#
 )]
 // Setting svmName later is allowed (the object may have started on the default name); the
 // controller compares it with the name it provisioned and reports a mismatch as a condition.
@@ -284,6 +285,22 @@ pub struct SvmAccountSpec {
     #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
     #[x_kube(validation = Rule::new(rules::NOT_RESERVED_ACCOUNT).message(rules::NOT_RESERVED_ACCOUNT_MESSAGE).reason(Reason::FieldValueForbidden))]
     pub name: Option<String>,
+    /// What the account may do on its SVM. Default: the OntapCluster's `defaults.accountRole`,
+    /// else `Vsadmin`. Changing it changes the account's role in place: its password stays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<AccountRole>,
+}
+
+/// The role an SVM account holds.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum AccountRole {
+    /// ONTAP's built-in SVM administrator: everything on the SVM.
+    #[default]
+    Vsadmin,
+    /// Least privilege for Trident: an SVM-scoped REST role the operator creates and keeps on
+    /// the SVM, holding exactly the privileges NetApp documents for an SVM-scoped Trident user
+    /// (NetApp/trident `contrib/ontap/trident_role/cli_pastable/rest_custom_role_output.txt`).
+    Trident,
 }
 
 /// What a StorageVirtualMachine object manages in ONTAP.
@@ -339,5 +356,8 @@ reconcile_engine::engine_status! {
         /// Name of the seed Secret in the object's namespace.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub secret_ref: Option<String>,
+        /// The role the account was verified to hold on the last pass that reached it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub account_role: Option<AccountRole>,
     }
 }

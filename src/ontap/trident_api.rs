@@ -17,7 +17,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ontap_client::AccountApplication;
+use ontap_client::{AccountApplication, RoleAccess};
 
 /// An ONTAP release, `generation.major.minor` as `GET /api/cluster` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -128,6 +128,77 @@ pub fn missing_applications(
         .cloned()
         .collect()
 }
+
+/// The REST privileges NetApp documents for an SVM-scoped Trident user, path for path and
+/// access for access: NetApp/trident `contrib/ontap/trident_role/cli_pastable/
+/// rest_custom_role_output.txt` (`security login rest-role create -role "trident" -api …
+/// -access …`). What an account of role `Trident` holds, nothing more: not even
+/// `/api/protocols/nvme/services`, which Trident's NVMe driver does not read (its `Initialize`,
+/// `storage_drivers/ontap/ontap_san_nvme.go`, decides NVMe support from the cluster version and
+/// finds its LIFs by `services=data_nvme_tcp`), nor `/api/security/accounts`, so the operator
+/// proves such an account's password through `/api/svm/svms`, which the list grants.
+pub const TRIDENT_PRIVILEGES: [(&str, RoleAccess); 42] = [
+    ("/api/application/consistency-groups", RoleAccess::All),
+    (
+        "/api/application/consistency-groups/snapshots",
+        RoleAccess::ReadCreate,
+    ),
+    ("/api/application/containers", RoleAccess::ReadCreate),
+    ("/api/cluster", RoleAccess::Readonly),
+    ("/api/cluster/jobs", RoleAccess::Readonly),
+    ("/api/cluster/nodes", RoleAccess::Readonly),
+    ("/api/cluster/schedules", RoleAccess::Readonly),
+    ("/api/network/fc/interfaces", RoleAccess::Readonly),
+    ("/api/network/ip/interfaces", RoleAccess::Readonly),
+    ("/api/private/cli/volume/recovery-queue", RoleAccess::All),
+    (
+        "/api/private/cli/volume/recovery-queue/purge",
+        RoleAccess::All,
+    ),
+    (
+        "/api/private/cli/vserver/nvme/subsystem/delete",
+        RoleAccess::All,
+    ),
+    ("/api/protocols/cifs/shares", RoleAccess::All),
+    ("/api/protocols/cifs/shares/acls", RoleAccess::All),
+    ("/api/protocols/nfs/export-policies", RoleAccess::All),
+    ("/api/protocols/nfs/export-policies/rules", RoleAccess::All),
+    ("/api/protocols/nvme/subsystem-maps", RoleAccess::All),
+    ("/api/protocols/nvme/subsystems", RoleAccess::All),
+    ("/api/protocols/nvme/subsystems/hosts", RoleAccess::All),
+    ("/api/protocols/san/fcp/services", RoleAccess::Readonly),
+    ("/api/protocols/san/igroups", RoleAccess::All),
+    ("/api/protocols/san/igroups/initiators", RoleAccess::All),
+    (
+        "/api/protocols/san/iscsi/credentials",
+        RoleAccess::ReadModify,
+    ),
+    ("/api/protocols/san/iscsi/services", RoleAccess::Readonly),
+    ("/api/protocols/san/lun-maps", RoleAccess::All),
+    (
+        "/api/protocols/san/lun-maps/reporting-nodes",
+        RoleAccess::All,
+    ),
+    ("/api/snapmirror/policies", RoleAccess::Readonly),
+    ("/api/snapmirror/relationships", RoleAccess::All),
+    (
+        "/api/snapmirror/relationships/transfers",
+        RoleAccess::ReadCreateModify,
+    ),
+    ("/api/storage/aggregates", RoleAccess::Readonly),
+    ("/api/storage/luns", RoleAccess::All),
+    ("/api/storage/luns/attributes", RoleAccess::ReadCreateModify),
+    ("/api/storage/namespaces", RoleAccess::All),
+    ("/api/storage/qtrees", RoleAccess::All),
+    ("/api/storage/quota/rules", RoleAccess::ReadCreateModify),
+    ("/api/storage/storage-units", RoleAccess::ReadCreateModify),
+    ("/api/storage/storage-units/snapshots", RoleAccess::All),
+    ("/api/storage/volumes", RoleAccess::All),
+    ("/api/storage/volumes/snapshots", RoleAccess::All),
+    ("/api/support/ems/application-logs", RoleAccess::ReadCreate),
+    ("/api/svm/peers", RoleAccess::Readonly),
+    ("/api/svm/svms", RoleAccess::Readonly),
+];
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -145,3 +145,35 @@ def test_role_errors_are_netapps_codes(mock, admin, backend_svm):  # noqa: F811 
         answer = mock.raw("POST", "/api/security/roles",
                           json={"name": "bad", "owner": {"uuid": uuid}, "privileges": privileges})
         assert (answer.status_code, answer.json()["error"]["code"]) == (400, code), privileges
+
+
+def test_the_operator_keeps_the_role_and_switches_an_accounts_role(mock, admin, backend_svm):  # noqa: F811 (fixture)
+    """The calls the operator adds for least privilege, as netapp-ontap makes them: a privilege
+    added back and one removed (`RolePrivilege` POST and DELETE), and an account's role changed
+    in place by `PATCH /api/security/accounts/{owner.uuid}/{name}` with `role.name`, after which
+    the account's requests are checked against the new role."""
+    uuid = backend_svm.uuid
+    Role(name="trident", owner={"uuid": uuid},
+         privileges=[{"path": p, "access": a} for p, a in TRIDENT_ROLE if p != "/api/svm/peers"]
+         ).post()
+    added = RolePrivilege(uuid, "trident", path="/api/svm/peers", access="readonly")
+    assert added.post().http_response.status_code == 201
+    extra = RolePrivilege(uuid, "trident", path="/api/security/accounts", access="all")
+    extra.post()
+    RolePrivilege(uuid, "trident", path="/api/security/accounts").delete()
+    [role] = list(Role.get_collection(
+        name="trident", fields=F["ROLE_FIELDS"], **{"owner.uuid": uuid}))
+    assert sorted((p.path, p.access) for p in role.privileges) == sorted(TRIDENT_ROLE)
+
+    Account(owner={"uuid": uuid}, name="lean", role={"name": "vsadmin"},
+            applications=[{"application": "http", "authentication_methods": ["password"]}],
+            password=PASSWORD, locked=False).post()
+    assert mock.raw("GET", "/api/security/accounts", auth=("lean", PASSWORD)).status_code == 200
+    switch = Account(owner={"uuid": uuid}, name="lean")
+    switch.role = {"name": "trident"}
+    switch.patch()
+    found = Account(owner={"uuid": uuid}, name="lean")
+    found.get(fields=F["ACCOUNT_FIELDS"])
+    assert found.role.name == "trident"
+    assert mock.raw("GET", "/api/security/accounts", auth=("lean", PASSWORD)).status_code == 403
+    assert mock.raw("GET", "/api/svm/svms", auth=("lean", PASSWORD)).status_code == 200

@@ -271,3 +271,67 @@ async fn nvme_on_a_cluster_without_nvme_tcp_is_refused() {
 async fn nvme_where_trident_must_speak_zapi_is_refused() {
     nvme_is_refused_on("9.11.1", "implements no NVMe operation").await;
 }
+
+/// Least privilege (`svm.accountRole: Trident`): the shoot's account holds the operator's REST
+/// role with exactly NetApp's privileges for an SVM-scoped Trident user, and Trident's
+/// initialization, AddBackend, state poll and a volume's whole life succeed with it for each
+/// protocol, as the replay derives them from Trident's driver. None of them reads
+/// `/api/protocols/nvme/services`, which the role does not grant: Trident's NVMe `Initialize`
+/// decides NVMe support from the cluster version and finds its LIFs by their services.
+#[tokio::test]
+async fn every_protocol_works_with_netapps_trident_role() {
+    let g = Gardener::start().await;
+    let w = world_on(&g, "9.16.1").await;
+    let ns = g.namespace.clone();
+    create_cluster(&g, &ns, json!({})).await;
+    let config = json!({
+        "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+        "cluster": w.cluster,
+        "svm": {"managementLif": {"ip": "192.0.2.100", "prefixLength": 24},
+                "dataLifs": [
+                    {"ip": "192.0.2.101", "prefixLength": 24, "protocols": ["nvme"]},
+                    {"ip": "192.0.2.102", "prefixLength": 24, "protocols": ["iscsi"]},
+                    {"ip": "192.0.2.103", "prefixLength": 24, "protocols": ["nfs"]}],
+                "protocols": ["nvme", "iscsi", "nfs"],
+                "accountRole": "Trident"}
+    });
+    let ts = create_extension(&g, &ns, config, "reconcile").await;
+    wait_ready(&g, &w, &ns, &ts).await;
+
+    let backends = backend_configs(&g).list(&Default::default()).await.unwrap();
+    assert_eq!(backends.items.len(), 3, "one backend per protocol");
+    let secret = backends.items[0].data["spec"]["credentials"]["name"]
+        .as_str()
+        .unwrap();
+    let (user, password) = shoot_credentials(&g, secret).await.unwrap();
+    let accounts = w.state()["accounts"].as_array().cloned().unwrap();
+    let account = accounts
+        .iter()
+        .find(|a| a["name"] == user.as_str())
+        .unwrap();
+    assert_eq!(
+        account["role"]["name"],
+        ontap_operator::ontap::svm::role::TRIDENT_ROLE
+    );
+    for driver in [Driver::Nvme, Driver::Iscsi, Driver::Nas] {
+        let trident = Trident::connect(&w, &user, &password).await;
+        trident.whole_life(driver).await;
+        let sent = trident.sent.borrow();
+        assert!(
+            !sent
+                .iter()
+                .any(|r| r.contains("/api/protocols/nvme/services")),
+            "{driver:?}: {sent:#?}"
+        );
+    }
+    // What the role does not grant stays refused: the account cannot read the SVM's accounts.
+    let denied = w
+        .mock
+        .http
+        .get(w.mock.url("/api/security/accounts"))
+        .basic_auth(&user, Some(&password))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status().as_u16(), 403);
+}

@@ -32,7 +32,7 @@ pub(crate) struct Trident<'a> {
     pub(crate) svm_uuid: String,
     version: (u64, u64, u64),
     /// Every request sent, `METHOD path?query`, for failure messages.
-    sent: std::cell::RefCell<Vec<String>>,
+    pub(crate) sent: std::cell::RefCell<Vec<String>>,
 }
 
 /// Go's `url.Values.Encode`, which Trident's generated client writes queries with: keys sorted,
@@ -1325,6 +1325,29 @@ impl Driver {
     }
 }
 
+impl Trident<'_> {
+    /// Initialization, AddBackend, the state poll and a volume's whole life of `driver`.
+    pub(crate) async fn whole_life(&self, driver: Driver) {
+        self.initialize(driver).await;
+        self.add_backend(driver, "0d6f3a9c-5b2e-4c71-8e4d-a19b2c3d4e5f")
+            .await;
+        self.poll_state(driver).await;
+        match driver {
+            Driver::Nas => self.nas_volume_lifecycle("10.250.0.10").await,
+            Driver::Nvme => {
+                self.nvme_volume_lifecycle(
+                    "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3510-8052-b4c04f4e3332",
+                )
+                .await
+            }
+            Driver::Iscsi => {
+                self.iscsi_volume_lifecycle("node-1", "iqn.1994-05.com.redhat:node-1")
+                    .await
+            }
+        }
+    }
+}
+
 /// A shoot with all three protocols on an ONTAP of `version`: each delivered backend is
 /// replayed through initialization, AddBackend, the state poll and a volume's whole life, as
 /// the delivered account.
@@ -1365,26 +1388,7 @@ async fn every_backend_works_on(version: &str) {
             .unwrap();
         assert_eq!(spec["useREST"], true, "REST from 9.12.1: {spec}");
         let trident = Trident::connect(&w, &user, &password).await;
-        trident.initialize(driver).await;
-        trident
-            .add_backend(driver, "0d6f3a9c-5b2e-4c71-8e4d-a19b2c3d4e5f")
-            .await;
-        trident.poll_state(driver).await;
-        match driver {
-            Driver::Nas => trident.nas_volume_lifecycle("10.250.0.10").await,
-            Driver::Nvme => {
-                trident
-                    .nvme_volume_lifecycle(
-                        "nqn.2014-08.org.nvmexpress:uuid:4c4c4544-0031-3510-8052-b4c04f4e3332",
-                    )
-                    .await
-            }
-            Driver::Iscsi => {
-                trident
-                    .iscsi_volume_lifecycle("node-1", "iqn.1994-05.com.redhat:node-1")
-                    .await
-            }
-        }
+        trident.whole_life(driver).await;
         println!(
             "{version} {driver:?}: {} requests replayed",
             trident.sent.borrow().len()

@@ -640,6 +640,9 @@ pub struct AccountPatch {
     pub comment: Option<String>,
     /// Replaces the account's applications (ONTAP takes the whole list).
     pub applications: Option<Vec<AccountApplication>>,
+    /// Gives the account another role (`vsadmin` or a REST role of its SVM) in place: its
+    /// password and sessions' credentials stay.
+    pub role: Option<String>,
 }
 
 impl AccountPatch {
@@ -656,6 +659,9 @@ impl AccountPatch {
         }
         if let Some(a) = &self.applications {
             body.insert("applications".into(), serde_json::json!(a));
+        }
+        if let Some(role) = &self.role {
+            body.insert("role".into(), serde_json::json!({ "name": role }));
         }
         serde_json::Value::Object(body)
     }
@@ -1078,6 +1084,7 @@ mod tests {
             locked: Some(false),
             comment: None,
             applications: None,
+            role: None,
         };
         assert_eq!(
             p.body(),
@@ -1093,6 +1100,14 @@ mod tests {
         assert_eq!(
             grant.body(),
             serde_json::json!({"applications": [{"application": "ontapi", "authentication_methods": ["password"]}]})
+        );
+        let switch = AccountPatch {
+            role: Some("trident".into()),
+            ..AccountPatch::default()
+        };
+        assert_eq!(
+            switch.body(),
+            serde_json::json!({"role": {"name": "trident"}})
         );
         assert!(!format!("{p:?}").contains("Abcdefgh1234"));
         assert_eq!(AccountPatch::default().body(), serde_json::json!({}));

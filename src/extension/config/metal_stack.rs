@@ -141,6 +141,9 @@ pub(super) fn resolve_metal_stack(
         storage_classes: metal_stack_storage_classes(),
         trident_operator_image: None,
         deletion_policy: DeletionPolicy::Retain,
+        // metal-stack's extension gives the shoot's account vsadmin: so does its TridentConfig
+        // here, unless the OntapCluster's default says otherwise.
+        account_role: None,
     })
 }
 

@@ -43,8 +43,8 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::DeletionPolicy;
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
+use crate::api::{AccountRole, DeletionPolicy};
 
 /// metal-stack's providerConfig group/version.
 pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
@@ -210,6 +210,8 @@ pub struct ExtensionConfig {
     /// ([`ConfigDefaults::allow_shoot_images`]).
     pub trident_operator_image: Option<String>,
     pub deletion_policy: DeletionPolicy,
+    /// The shoot's account's role (`svm.accountRole`); `None`: the OntapCluster's default.
+    pub account_role: Option<AccountRole>,
 }
 
 impl ExtensionConfig {
@@ -509,6 +511,10 @@ mod tests {
         assert_eq!(names, ["ontap-gold", "ontap-encrypted"]);
         assert!(config.storage_classes[1].encrypted);
         assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
+        assert_eq!(
+            config.account_role, None,
+            "metal-stack's vsadmin, unless the cluster says"
+        );
     }
 
     #[test]
@@ -609,6 +615,10 @@ mod tests {
         assert_eq!(config.storage_classes, metal_stack_storage_classes());
         assert_eq!(config.deletion_policy, DeletionPolicy::Delete);
         assert_eq!(config.cluster, None);
+        assert_eq!(
+            config.account_role, None,
+            "the OntapCluster's default decides"
+        );
     }
 
     #[test]
@@ -619,7 +629,8 @@ mod tests {
                 "managementLif": {"ip": "192.0.2.10", "prefixLength": 24},
                 "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24, "protocols": ["nfs"]},
                              {"ip": "192.0.2.12", "prefixLength": 24, "protocols": ["nvme"]}],
-                "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain"},
+                "aggregates": ["aggr1", "aggr_2"], "protocols": ["nfs", "nvme"], "deletionPolicy": "Retain",
+                "accountRole": "Trident"},
             "storageClasses": [
                 {"name": "files", "default": true, "reclaimPolicy": "Retain"},
                 {"name": "blocks", "protocol": "nvme", "encrypted": true}]
@@ -643,6 +654,7 @@ mod tests {
         );
         assert_eq!(config.deletion_policy, DeletionPolicy::Retain);
         assert_eq!(config.trident_operator_image, None);
+        assert_eq!(config.account_role, Some(AccountRole::Trident));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, lif_protocols};
-use crate::api::{DeletionPolicy, Protocol};
+use crate::api::{AccountRole, DeletionPolicy, Protocol};
 
 use super::metal_stack::metal_stack_storage_classes;
 use super::{
@@ -43,6 +43,9 @@ pub(super) struct SvmConfig {
     protocols: Vec<Protocol>,
     #[serde(default)]
     deletion_policy: DeletionPolicy,
+    /// The shoot's account's role; absent: the OntapCluster's default, else `Vsadmin`.
+    #[serde(default)]
+    account_role: Option<AccountRole>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -128,6 +131,7 @@ pub(super) fn resolve_ontap(
         storage_classes,
         trident_operator_image: config.trident.operator_image,
         deletion_policy: svm.deletion_policy,
+        account_role: svm.account_role,
     })
 }
 

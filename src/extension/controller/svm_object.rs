@@ -98,6 +98,9 @@ impl ExtensionReconciler {
             "secretName": plan.secret,
             "deletionPolicy": deletion_policy,
         });
+        if let Some(role) = config.account_role {
+            extra["account"]["role"] = json!(role);
+        }
         // The project's SVM is the project object's, named: never whichever object provisions
         // an SVM of that name first.
         if let (SvmMode::AccountOnly, Some(project_object)) = (mode, &plan.project_object) {

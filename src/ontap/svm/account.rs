@@ -1,4 +1,4 @@
-//! Step `AccountReady`: the SVM-scoped vsadmin account, unlocked. Its password comes from the
+//! Step `AccountReady`: the SVM-scoped account with its role, unlocked. Its password comes from the
 //! credentials module, which has put it in the seed Secret first.
 
 use kube::runtime::reflector::ObjectRef;
@@ -11,7 +11,8 @@ use super::controller_state::{ONTAP_SETTLING, SvmReconciler};
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::naming::Names;
-use crate::api::StorageVirtualMachine;
+use super::role::{ensure_trident_role, gives, role_name};
+use crate::api::{AccountRole, StorageVirtualMachine};
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{
     Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
@@ -20,7 +21,8 @@ use ontap_client::{
 use reconcile_engine::{Outcome, StepError, StepFlow};
 
 impl SvmReconciler {
-    /// Step `AccountReady`: the SVM-scoped account exists with role vsadmin, unlocked, and is
+    /// Step `AccountReady`: the SVM-scoped account exists with its role (vsadmin, or the
+    /// operator's Trident role, kept on the SVM first), unlocked, and is
     /// this object's: created for it (its comment carries the object's uid), or taken over by an
     /// adoption from where adoption is granted. Any other account of the name is left alone —
     /// no unlock, no password, no delete — or a tenant could name another's account and take it.
@@ -29,7 +31,9 @@ impl SvmReconciler {
     /// account both proves them and reads the account (role, mark; an account that can log in
     /// is not locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM
     /// costs ONTAP this GET, plus the SVM and LIF lookups before it unless the cluster's
-    /// inventory confirms those (`steady`). Otherwise the administrator looks.
+    /// inventory confirms those (`steady`). Otherwise the administrator looks. An account of
+    /// role `Trident` costs three: its login through a path its role grants, the
+    /// administrator's read of its record ([`super::credentials::login_check`]) and of the role.
     pub(super) async fn ensure_account(
         &self,
         svm: &StorageVirtualMachine,
@@ -37,14 +41,36 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         client: &OntapClient,
     ) -> StepFlow<Outcome<Option<Verified>>> {
+        let role = self.account_role(svm);
+        // The role exists before an account is given it; kept on every pass, for a privilege
+        // changed in ONTAP is the account's power changed.
+        let role_restored =
+            role == AccountRole::Trident && ensure_trident_role(client, &ontap_svm.uuid).await?;
+        let outcome = self
+            .ensure_account_with(svm, names, ontap_svm, client, role)
+            .await?;
+        Ok(match outcome {
+            Outcome::Unchanged(verified) if role_restored => Outcome::Changed(verified),
+            outcome => outcome,
+        })
+    }
+
+    async fn ensure_account_with(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+        role: AccountRole,
+    ) -> StepFlow<Outcome<Option<Verified>>> {
         let seed = self.seed_state(svm, names, ontap_svm).await?;
         if let SeedSecretState::Complete { username, password } = &seed.state
             && *username == names.account
             && let AccountCheck::Valid(account) =
-                confirmed_check(client, &ontap_svm.uuid, &names.account, password).await?
+                confirmed_check(client, ontap_svm, &names.account, password, role).await?
         {
-            check_role(&account, names)?;
             let claim = self.claim(svm, names, ontap_svm, &account)?;
+            let switched = switch_role(&account, names, ontap_svm, client, role).await?;
             let remarked = self.remark(svm, names, ontap_svm, &account, client).await?;
             if self
                 .grant_applications(svm, &account, names, ontap_svm, client)
@@ -55,7 +81,7 @@ impl SvmReconciler {
             let verified = Some(Verified {
                 password_set_at: seed.password_set_at,
             });
-            return Ok(if remarked || claim == Claim::Adopt {
+            return Ok(if remarked || switched || claim == Claim::Adopt {
                 Outcome::Changed(verified)
             } else {
                 Outcome::Unchanged(verified)
@@ -81,7 +107,9 @@ impl SvmReconciler {
                     )
                     .into());
             }
-            check_role(&account, names)?;
+            if switch_role(&account, names, ontap_svm, client, role).await? {
+                return Ok(Outcome::Changed(None));
+            }
             if claim != Claim::Adopt && self.remark(svm, names, ontap_svm, &account, client).await?
             {
                 return Ok(Outcome::Changed(None));
@@ -113,7 +141,7 @@ impl SvmReconciler {
         let create = AccountCreate {
             name: names.account.clone(),
             owner_uuid: ontap_svm.uuid.clone(),
-            role: "vsadmin".into(),
+            role: role_name(role).into(),
             password,
             comment: Some(account_comment(&names.uid, &self.standings.of(svm))),
             applications: self.wanted_applications(svm),
@@ -265,15 +293,36 @@ impl SvmReconciler {
     }
 }
 
-/// The account must have role vsadmin; another role is not changed.
-fn check_role(account: &Account, names: &Names) -> Result<(), StepError> {
-    let role = account.role.as_ref().and_then(|r| r.name.as_deref());
-    if role != Some("vsadmin") {
-        return Err(Invalid::AccountRoleMismatch.error(format!(
-            "the account {} has role {}, not vsadmin; it is not changed",
+/// Gives the account the role `role` asks for, in place (its password stays), where it holds
+/// the other role the operator gives: switching `spec.account.role`, or a role changed in ONTAP
+/// between the two. A role someone else gave is not changed. Whether it patched.
+async fn switch_role(
+    account: &Account,
+    names: &Names,
+    ontap_svm: &Svm,
+    client: &OntapClient,
+    role: AccountRole,
+) -> Result<bool, StepError> {
+    let wanted = role_name(role);
+    let held = account.role.as_ref().and_then(|r| r.name.as_deref());
+    match held {
+        Some(held) if held == wanted => Ok(false),
+        Some(held) if gives(held) => {
+            let patch = AccountPatch {
+                role: Some(wanted.to_owned()),
+                ..AccountPatch::default()
+            };
+            client
+                .patch_account(&ontap_svm.uuid, &names.account, &patch)
+                .await
+                .map_err(|e| ontap_error(Failed::AccountRole, e))?;
+            tracing::info!(account = %names.account, svm = %names.svm, from = held, to = wanted, "the account's role was switched");
+            Ok(true)
+        }
+        held => Err(Invalid::AccountRoleMismatch.error(format!(
+            "the account {} has role {}, not {wanted}; a role the operator did not give is not changed",
             names.account,
-            role.unwrap_or("unknown")
-        )));
+            held.unwrap_or("unknown")
+        ))),
     }
-    Ok(())
 }

@@ -13,7 +13,7 @@ use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
 use super::naming::{Names, names_of};
 use super::reconcile::SvmStep;
-use super::tenancy;
+use super::{role, tenancy};
 use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,
 };
@@ -56,6 +56,12 @@ impl SvmReconciler {
                 &cluster.name_any(),
                 self.standings.of(svm) == Standing::Tenant,
             )
+        {
+            return Err(Invalid::NotAllowedByCluster.error(why));
+        }
+        if let Some(allowed) = &cluster.spec.allowed
+            && let Some(why) =
+                role::role_not_allowed(self.account_role(svm), allowed, &cluster.name_any())
         {
             return Err(Invalid::NotAllowedByCluster.error(why));
         }
@@ -200,7 +206,9 @@ impl SvmReconciler {
             .is_some_and(|cluster| {
                 let within_bounds = cluster.spec.allowed.as_ref().is_none_or(|allowed| {
                     let tenant = self.standings.of(svm) == Standing::Tenant;
+                    let role = role::effective_role(&svm.spec, cluster.spec.defaults.as_ref());
                     tenancy::not_allowed(svm, allowed, "", tenant).is_none()
+                        && role::role_not_allowed(role, allowed, "").is_none()
                 });
                 within_bounds
                     && tenancy::namespace_allowed(

@@ -19,9 +19,9 @@ use super::controller_state::SvmReconciler;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::naming::Names;
 use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secret};
-use crate::api::StorageVirtualMachine;
 use crate::api::seed_secret::{SeedFields, SeedSecretError, build_seed_secret, password_set_at};
-use ontap_client::{AccountCheck, OntapClient, Svm};
+use crate::api::{AccountRole, StorageVirtualMachine};
+use ontap_client::{AccountCheck, CredentialCheck, OntapClient, OntapError, Svm};
 use reconcile_engine::{Outcome, StepError, StepFlow};
 
 /// The field manager of the operator's writes to seed Secrets.
@@ -179,10 +179,15 @@ impl SvmReconciler {
             .set_account_password(&ontap_svm.uuid, &names.account, &password)
             .await
             .map_err(|e| ontap_error(Failed::PasswordSet, e))?;
-        match client
-            .verify_account(&ontap_svm.uuid, &names.account, &password)
-            .await
-            .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
+        match login_check(
+            client,
+            ontap_svm,
+            &names.account,
+            &password,
+            self.account_role(svm),
+        )
+        .await
+        .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
         {
             AccountCheck::Valid(_) => Err(Waiting::CredentialsSettling
                 .wait(self.settling_message(), self.settle_window())
@@ -307,19 +312,58 @@ impl SvmReconciler {
 /// 401 or 403 must not mint a new password.
 pub(super) async fn confirmed_check(
     client: &OntapClient,
-    owner_uuid: &str,
+    ontap_svm: &Svm,
     account: &str,
     password: &SecretString,
+    role: AccountRole,
 ) -> Result<AccountCheck, StepError> {
     let check = async || {
-        client
-            .verify_account(owner_uuid, account, password)
+        login_check(client, ontap_svm, account, password, role)
             .await
             .map_err(|e| ontap_error(Failed::CredentialCheck, e))
     };
     match check().await? {
         AccountCheck::Valid(account) => Ok(AccountCheck::Valid(account)),
         AccountCheck::Rejected | AccountCheck::NotAuthorized => check().await,
+    }
+}
+
+/// Logs in as the account with `password` through a request its role grants, and reads the
+/// account. A vsadmin reads its own record: one request. NetApp's Trident role grants nothing
+/// under `/api/security`, so such an account proves its password by reading its SVM
+/// (`/api/svm/svms`, which the role grants and Trident itself reads first), and the
+/// administrator reads the account's record.
+pub(super) async fn login_check(
+    client: &OntapClient,
+    ontap_svm: &Svm,
+    account: &str,
+    password: &SecretString,
+    role: AccountRole,
+) -> Result<AccountCheck, OntapError> {
+    if role == AccountRole::Vsadmin {
+        return client
+            .verify_account(&ontap_svm.uuid, account, password)
+            .await;
+    }
+    match client
+        .verify_credentials(account, password, &ontap_svm.name)
+        .await?
+    {
+        CredentialCheck::Valid { svm_uuid } if svm_uuid.eq_ignore_ascii_case(&ontap_svm.uuid) => {
+            match client.account(&ontap_svm.uuid, account).await? {
+                Some(record) => Ok(AccountCheck::Valid(record)),
+                None => Err(OntapError::Inconsistent(format!(
+                    "{account} logged in to {}, but ONTAP lists no such account",
+                    ontap_svm.name
+                ))),
+            }
+        }
+        CredentialCheck::Valid { svm_uuid } => Err(OntapError::Inconsistent(format!(
+            "{account} logged in to the SVM {svm_uuid}, not to {} ({})",
+            ontap_svm.name, ontap_svm.uuid
+        ))),
+        CredentialCheck::Rejected => Ok(AccountCheck::Rejected),
+        CredentialCheck::NotAuthorized => Ok(AccountCheck::NotAuthorized),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod netmask;
 pub mod password;
 pub mod plan;
 pub mod reconcile;
+pub mod role;
 mod secret;
 pub mod seed_secret;
 mod standing;

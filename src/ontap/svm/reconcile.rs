@@ -273,6 +273,7 @@ impl SvmReconciler {
                 self.ensure_account(svm, &names, &ontap_svm, &client)
             })
             .await?;
+        status.account_role = Some(self.account_role(svm));
         steps
             .step(SvmStep::SecretReady, || {
                 self.ensure_secret(svm, &names, &ontap_svm, &client, verified)

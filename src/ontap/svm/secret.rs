@@ -29,8 +29,9 @@ impl SvmReconciler {
             return self.settled(verified.password_set_at);
         }
         let seed = self.seed_state(svm, names, ontap_svm).await?;
+        let role = self.account_role(svm);
         let check = |password: SecretString| async move {
-            confirmed_check(client, &ontap_svm.uuid, &names.account, &password).await
+            confirmed_check(client, ontap_svm, &names.account, &password, role).await
         };
         match &seed.state {
             SeedSecretState::NotOurs(_) => {
