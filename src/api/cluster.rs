@@ -61,6 +61,22 @@ pub struct OntapClusterSpec {
     /// field) before ONTAP sees it. Absent: no bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<ClusterAllowances>,
+    /// Defaults for the StorageVirtualMachines on this cluster. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<ClusterDefaults>,
+}
+
+/// An administrator's defaults for StorageVirtualMachines on this cluster; an object's own field overrides them within ClusterAllowances.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterDefaults {
+    /// How often an account's password is replaced where the object sets no
+    /// `spec.account.rotationPeriod` (`720h`: hours, minutes and seconds, at least `1m`).
+    /// Absent: no scheduled rotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 32))]
+    #[x_kube(validation = Rule::new(rules::ROTATION_PERIOD).message(rules::ROTATION_PERIOD_MESSAGE))]
+    pub credential_rotation_period: Option<String>,
 }
 
 /// An administrator's bounds on what StorageVirtualMachines choose. Each list, when not empty,

@@ -11,12 +11,13 @@ pub mod seed_secret;
 mod svm;
 
 pub use cluster::{
-    ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
+    ClusterAllowances, ClusterDefaults, OntapCluster, OntapClusterSpec, OntapClusterStatus,
+    SecretReference,
 };
 pub use svm::{
     ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, Protocol, ProviderReference,
-    StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec,
-    SvmMode, SvmPhase, SvmProtocols,
+    ROTATE_CREDENTIALS_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineSpec,
+    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

@@ -12,5 +12,6 @@ mod faults;
 mod hardening;
 mod kube_faults;
 mod provisioning;
+mod rotation;
 mod sharing;
 mod tenancy;

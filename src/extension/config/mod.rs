@@ -210,6 +210,9 @@ pub struct ExtensionConfig {
     /// ([`ConfigDefaults::allow_shoot_images`]).
     pub trident_operator_image: Option<String>,
     pub deletion_policy: DeletionPolicy,
+    /// How often the shoot's account password is rotated (the StorageVirtualMachine's
+    /// `spec.account.rotationPeriod`); `None`: the OntapCluster's default, if any.
+    pub credential_rotation_period: Option<String>,
 }
 
 impl ExtensionConfig {

@@ -5,7 +5,10 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use crate::api::DeletionPolicy;
-use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, lif_protocols};
+use crate::api::rules::{
+    AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ROTATION_PERIOD_MESSAGE,
+    lif_protocols, rotation_period,
+};
 
 use super::*;
 
@@ -38,6 +41,10 @@ pub(super) struct SvmConfig {
     protocols: Vec<Protocol>,
     #[serde(default)]
     deletion_policy: DeletionPolicy,
+    /// How often the account's password is rotated, as the StorageVirtualMachine's
+    /// `spec.account.rotationPeriod`.
+    #[serde(default)]
+    credential_rotation_period: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +116,14 @@ pub(super) fn resolve_ontap(
     if let Some(cluster) = &config.cluster {
         check_dns_subdomain("cluster", cluster)?;
     }
+    if let Some(period) = &svm.credential_rotation_period
+        && rotation_period(period).is_none()
+    {
+        return Err(invalid(
+            "svm.credentialRotationPeriod",
+            ROTATION_PERIOD_MESSAGE,
+        ));
+    }
     if let Some(image) = &config.trident.operator_image {
         check_shoot_image("trident.operatorImage", image, defaults)?;
     }
@@ -123,6 +138,7 @@ pub(super) fn resolve_ontap(
         storage_classes,
         trident_operator_image: config.trident.operator_image,
         deletion_policy: svm.deletion_policy,
+        credential_rotation_period: svm.credential_rotation_period,
     })
 }
 

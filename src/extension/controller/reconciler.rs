@@ -383,6 +383,7 @@ mod tests {
                         connections.clone(),
                         ClusterProbes::new(Default::default()),
                         watcher::Config::default(),
+                        Default::default(),
                     )
                     .map(|_| ())
                 };

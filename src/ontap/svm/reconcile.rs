@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
@@ -17,12 +19,14 @@ use super::authority::Creator;
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::naming::{Names, names_of};
+use super::rotation::{PeriodError, RotationOutcome, Rotations, rotation_plan};
 use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
 use crate::api::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
+use crate::deploy::REPORTER_DOMAIN;
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
@@ -83,6 +87,7 @@ pub fn register(
     connections: ClusterConnections,
     adoption: AdoptionGrant,
     verify: VerifyRequests,
+    rotations: Rotations,
 ) -> Result<(), ManagerError> {
     let clusters = manager.cache::<OntapCluster>()?;
     let svms = manager.cache::<StorageVirtualMachine>()?;
@@ -117,6 +122,16 @@ pub fn register(
         connections,
         own_writes: OwnWrites::default(),
         steady,
+        rotations: rotations.wired(
+            Recorder::new(
+                manager.client().clone(),
+                Reporter {
+                    controller: format!("{REPORTER_DOMAIN}/{CONTROLLER}"),
+                    instance: std::env::var("POD_NAME").ok(),
+                },
+            ),
+            verify.clone(),
+        ),
     };
     manager.register(
         Registration::new(CONTROLLER, reconciler)
@@ -174,6 +189,8 @@ pub struct SvmReconciler {
     pub standings: Standings,
     /// What passes over steady objects may confirm from their cluster's inventory.
     pub steady: SteadyInventory,
+    /// Credential rotations: their record, Events, counter and wake-ups.
+    pub rotations: Rotations,
 }
 
 /// The consumers each provider has: `AccountOnly` objects by the provider they name.
@@ -384,11 +401,39 @@ impl SvmReconciler {
                 self.ensure_account(svm, &names, &ontap_svm, &client)
             })
             .await?;
-        steps
-            .step(SvmStep::SecretReady, || {
-                self.ensure_secret(svm, &names, &ontap_svm, &client, verified)
+        let cluster = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        let rotation = rotation_plan(svm, cluster.as_deref(), Timestamp::now());
+        let mut rotated = RotationOutcome::None;
+        let secret = steps
+            .step(SvmStep::SecretReady, || async {
+                let rotation = rotation.as_ref().map_err(PeriodError::error)?;
+                self.ensure_secret(
+                    svm,
+                    &names,
+                    &ontap_svm,
+                    &client,
+                    verified,
+                    rotation,
+                    &mut rotated,
+                )
+                .await
             })
-            .await?;
+            .await;
+        if let Ok(rotation) = &rotation {
+            self.rotations
+                .record(
+                    svm,
+                    status,
+                    rotation,
+                    rotated,
+                    &names.account,
+                    self.sync_period,
+                )
+                .await;
+        }
+        secret?;
         status.secret_ref = Some(names.secret.clone());
         Ok(())
     }
