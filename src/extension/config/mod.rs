@@ -477,6 +477,7 @@ fn check_storage_classes(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::api::rules::ROTATION_PERIOD_MESSAGE;
     use serde_json::json;
 
     fn parse(v: Value) -> Result<ExtensionConfig, ConfigError> {
@@ -612,6 +613,22 @@ mod tests {
         assert_eq!(config.storage_classes, metal_stack_storage_classes());
         assert_eq!(config.deletion_policy, DeletionPolicy::Delete);
         assert_eq!(config.cluster, None);
+        assert_eq!(config.credential_rotation_period, None);
+    }
+
+    #[test]
+    fn a_rotation_period_is_carried_and_checked_as_the_svm_checks_it() {
+        let with = |period: &str| {
+            let mut svm = minimal_svm();
+            svm["credentialRotationPeriod"] = json!(period);
+            ontap(svm)
+        };
+        let config = parse(with("720h")).unwrap();
+        assert_eq!(config.credential_rotation_period.as_deref(), Some("720h"));
+        assert_eq!(
+            message(with("30s")),
+            format!("providerConfig.svm.credentialRotationPeriod: {ROTATION_PERIOD_MESSAGE}")
+        );
     }
 
     #[test]
