@@ -1,5 +1,6 @@
 //! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
-//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`).
+//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`); what
+//! they all share (the reconciler's state) is below them in `controller_state`.
 //! [`plan`] holds what an `Owned` object wants in ONTAP and what differs from it there (the SVM
 //! plan and the LIF plan): the `svm` and `lifs` steps act on it, and `steady` confirms from it,
 //! so a property of the SVM or a LIF is compared in `plan` alone. `credentials` is the one writer
@@ -15,6 +16,7 @@
 mod account;
 pub mod authority;
 mod cluster;
+mod controller_state;
 mod credentials;
 mod delete;
 pub(crate) mod errors;

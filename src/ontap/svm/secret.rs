@@ -6,10 +6,10 @@
 use secrecy::SecretString;
 
 use super::SeedSecretState;
+use super::controller_state::SvmReconciler;
 use super::credentials::{Seed, Switch, Verified, confirmed_check};
 use super::errors::Invalid;
 use super::naming::Names;
-use super::reconcile::SvmReconciler;
 use super::rotation::{RotationOutcome, RotationPlan, Trigger};
 use crate::api::StorageVirtualMachine;
 use ontap_client::{AccountCheck, OntapClient, Svm};
