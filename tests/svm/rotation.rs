@@ -90,11 +90,17 @@ impl Logger {
         .await;
     }
 
-    /// Stops it; its refusals.
-    async fn finish(self) -> (usize, Vec<String>) {
+    /// Stops it, asserting that it logged in and was never refused.
+    async fn never_refused(self) {
         self.stop.store(true, Ordering::SeqCst);
         let failures = self.task.await.unwrap();
-        (self.logins.load(Ordering::SeqCst), failures)
+        let logins = self.logins.load(Ordering::SeqCst);
+        assert!(logins > 0, "the logger never logged in");
+        assert!(
+            failures.is_empty(),
+            "{} of {logins} logins refused: {failures:?}",
+            failures.len()
+        );
     }
 }
 
@@ -178,12 +184,7 @@ async fn a_requested_rotation_happens_once_per_value_and_logins_never_fail() {
     request_rotation(&world, "rot", "2").await;
     rotated_for(&world, "rot", "2", &second).await;
     logger.logs_in(5).await;
-    let (logins, failures) = logger.finish().await;
-    assert!(
-        failures.is_empty(),
-        "{} of {logins} logins refused: {failures:?}",
-        failures.len()
-    );
+    logger.never_refused().await;
 
     let metrics = world.operator.metrics_text().await;
     let rotations = metric_sum(
@@ -228,12 +229,7 @@ async fn faults_during_the_password_change_converge_and_logins_never_fail() {
         password = rotated_for(&world, "flt", value, &password).await;
         assert_eq!(world.mock.hits(&id).await, 1, "the fault {value} was hit");
     }
-    let (logins, failures) = logger.finish().await;
-    assert!(
-        failures.is_empty(),
-        "{} of {logins} logins refused: {failures:?}",
-        failures.len()
-    );
+    logger.never_refused().await;
     let failed = metric_sum(
         &world.operator.metrics_text().await,
         "ontap_operator_credential_rotations_total",
@@ -313,12 +309,7 @@ async fn a_rotation_interrupted_after_either_write_is_finished() {
         })
         .await;
     }
-    let (logins, failures) = logger.finish().await;
-    assert!(
-        failures.is_empty(),
-        "{} of {logins} logins refused: {failures:?}",
-        failures.len()
-    );
+    logger.never_refused().await;
 }
 
 #[tokio::test]
@@ -410,12 +401,7 @@ async fn the_objects_period_beats_the_clusters_default_and_rotates_on_schedule()
     })
     .await;
     logger.logs_in(3).await;
-    let (logins, failures) = logger.finish().await;
-    assert!(
-        failures.is_empty(),
-        "{} of {logins} logins refused: {failures:?}",
-        failures.len()
-    );
+    logger.never_refused().await;
     let scheduled = metric_sum(
         &world.operator.metrics_text().await,
         "ontap_operator_credential_rotations_total",
