@@ -74,6 +74,13 @@ pub struct ClusterDefaults {
     /// The role of an account whose object names none (`spec.account.role`). Absent: `Vsadmin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_role: Option<AccountRole>,
+    /// How often an account's password is replaced where the object sets no
+    /// `spec.account.rotationPeriod` (`720h`: hours, minutes and seconds, at least `1m`).
+    /// Absent: no scheduled rotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 32))]
+    #[x_kube(validation = Rule::new(rules::ROTATION_PERIOD).message(rules::ROTATION_PERIOD_MESSAGE))]
+    pub credential_rotation_period: Option<String>,
 }
 
 /// An administrator's bounds on what StorageVirtualMachines choose. Each list, when not empty,

@@ -17,8 +17,8 @@ pub use cluster::{
 pub use protocol::Protocol;
 pub use svm::{
     AccountRole, ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, ProviderReference,
-    StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec,
-    SvmMode, SvmPhase, SvmProtocols,
+    ROTATE_CREDENTIALS_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineSpec,
+    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

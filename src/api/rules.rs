@@ -40,6 +40,46 @@ pub const NOT_RESERVED_ACCOUNT: &str =
 pub const NOT_RESERVED_ACCOUNT_MESSAGE: &str =
     "admin, diag, autosupport, root and vsadmin are ONTAP's built-in accounts; choose another name";
 
+/// CEL: a credential rotation period, a Go duration of whole hours, minutes and seconds
+/// (`720h`, `1h30m`), at least a minute: a rotation replaces a password that still works, and
+/// one every few seconds would keep every consumer chasing it. The Rust twin is
+/// [`rotation_period`]. `duration()` only after the pattern held, or an invalid value would be
+/// a CEL runtime error instead of this message.
+pub const ROTATION_PERIOD: &str =
+    "self.matches('^([0-9]{1,9}(h|m|s))+$') && duration(self) >= duration('1m')";
+/// Message for [`ROTATION_PERIOD`].
+pub const ROTATION_PERIOD_MESSAGE: &str =
+    "must be a duration of hours, minutes and seconds such as 720h or 1h30m, at least 1m";
+/// The shortest rotation period.
+pub const MIN_ROTATION_PERIOD: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The period `value` names, if it is one [`ROTATION_PERIOD`] admits: an object stored before
+/// the rule, or written around it, is refused by the controller with the same message.
+pub fn rotation_period(value: &str) -> Option<std::time::Duration> {
+    let mut total = 0u64;
+    let mut digits = String::new();
+    for c in value.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return None,
+        };
+        if digits.is_empty() || digits.len() > 9 {
+            return None;
+        }
+        let amount: u64 = digits.parse().ok()?;
+        total = total.checked_add(amount.checked_mul(unit)?)?;
+        digits.clear();
+    }
+    let period = std::time::Duration::from_secs(total);
+    (digits.is_empty() && !value.is_empty() && period >= MIN_ROTATION_PERIOD).then_some(period)
+}
+
 /// Why the management LIF takes no `protocols`.
 pub const MANAGEMENT_LIF_PROTOCOLS_MESSAGE: &str =
     "the management LIF serves no data protocol: its service policy is default-management";
@@ -155,6 +195,32 @@ pub fn is_account_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotation_periods() {
+        use std::time::Duration;
+        for (ok, secs) in [
+            ("720h", 720 * 3600),
+            ("1h30m", 5400),
+            ("1m", 60),
+            ("90s", 90),
+        ] {
+            assert_eq!(rotation_period(ok), Some(Duration::from_secs(secs)), "{ok}");
+        }
+        for bad in [
+            "",
+            "59s",
+            "h",
+            "1",
+            "1d",
+            "1.5h",
+            "-1h",
+            "1h 30m",
+            "1234567890h",
+        ] {
+            assert_eq!(rotation_period(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn ontap_names() {

@@ -36,6 +36,11 @@ pub const MANAGEMENT_LIF_KEY: &str = "managementLIF";
 pub const SVM_KEY: &str = "svm";
 /// Key of the SVM's ONTAP UUID.
 pub const SVM_UUID_KEY: &str = "svmUUID";
+/// Key present only while a rotation replaces a password that works: the password ONTAP is
+/// being switched to. At every moment ONTAP accepts the account's `password` or, while this key
+/// is present, this one; a reader that is refused with `password` tries this one. Not one of
+/// [`SEED_KEYS`]: a Secret without it is complete.
+pub const NEXT_PASSWORD_KEY: &str = "nextPassword";
 /// Every key of the contract, in the order they are reported.
 pub const SEED_KEYS: [&str; 5] = [
     USERNAME_KEY,

@@ -1,4 +1,4 @@
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -6,6 +6,12 @@ use serde::{Deserialize, Serialize};
 use super::protocol::Protocol;
 use super::rules;
 use super::rules::MANAGEMENT_LIF_PROTOCOLS_MESSAGE;
+
+/// The annotation that asks for the account's password to be rotated now: each new value (a
+/// timestamp, a counter) rotates once, and the status records the value honoured, as
+/// Gardener's `gardener.cloud/operation: rotate-credentials-start` and cert-manager's renewal
+/// request do.
+pub const ROTATE_CREDENTIALS_ANNOTATION: &str = "ontap.storage.dev/rotate-credentials";
 
 /// The most data LIFs an SVM takes.
 pub const MAX_DATA_LIFS: usize = 16;
@@ -277,6 +283,7 @@ pub struct LifSpec {
 
 /// The SVM-scoped administrator account the operator creates and publishes in the seed Secret.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
 pub struct SvmAccountSpec {
     /// Account name: 3–64 characters, a letter or `_`, then letters, digits, `_`, `-`, `.`.
     /// Default: `vsadmin-` and a deterministic suffix.
@@ -285,6 +292,14 @@ pub struct SvmAccountSpec {
     #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
     #[x_kube(validation = Rule::new(rules::NOT_RESERVED_ACCOUNT).message(rules::NOT_RESERVED_ACCOUNT_MESSAGE).reason(Reason::FieldValueForbidden))]
     pub name: Option<String>,
+    /// How often the account's password is replaced (`720h`, `24h`, `90m`: hours, minutes and
+    /// seconds, at least `1m`). Overrides the OntapCluster's `defaults.credentialRotationPeriod`;
+    /// absent in both: no scheduled rotation (`ontap.storage.dev/rotate-credentials` still
+    /// rotates on request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 2, max = 32))]
+    #[x_kube(validation = Rule::new(rules::ROTATION_PERIOD).message(rules::ROTATION_PERIOD_MESSAGE))]
+    pub rotation_period: Option<String>,
     /// What the account may do on its SVM. Default: the OntapCluster's `defaults.accountRole`,
     /// else `Vsadmin`. Changing it changes the account's role in place: its password stays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -359,5 +374,16 @@ reconcile_engine::engine_status! {
         /// The role the account was verified to hold on the last pass that reached it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub account_role: Option<AccountRole>,
+        /// When the account's password was last rotated (on schedule or on request); absent:
+        /// never since the account was made.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub credentials_rotated_at: Option<Time>,
+        /// When the next scheduled rotation is due; absent: no rotation period applies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub credentials_rotation_due: Option<Time>,
+        /// The value of the `ontap.storage.dev/rotate-credentials` annotation last honoured:
+        /// each new value rotates once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rotation_request: Option<String>,
     }
 }

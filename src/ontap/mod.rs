@@ -22,7 +22,7 @@ use reconcile_engine::{Manager, ManagerError};
 
 use cluster::ClusterProbes;
 use connections::{ClientSettings, ClusterConnections};
-use svm::{AdoptionGrant, SeedSecretPrefill, VerifyRequests};
+use svm::{AdoptionGrant, Rotations, SeedSecretPrefill, VerifyRequests};
 
 use crate::api::{OntapCluster, StorageVirtualMachine};
 
@@ -126,7 +126,9 @@ impl Feature for OntapFeature {
             None => watcher::Config::default(),
         };
         let probes = ClusterProbes::new(setup.health.clone());
-        let services = register(setup.manager, connections, probes, clusters)?;
+        let rotations = Rotations::default();
+        rotations.register(setup.registry);
+        let services = register(setup.manager, connections, probes, clusters, rotations)?;
         let state = metrics::OntapStateCollector {
             svms: setup.manager.cache::<StorageVirtualMachine>()?,
             clusters: setup.manager.cache::<OntapCluster>()?,
@@ -140,7 +142,14 @@ impl Feature for OntapFeature {
         let base = offline.read(None, |manager, client| {
             let connections = ClusterConnections::new(client, ClientSettings::default());
             let probes = ClusterProbes::new(Default::default());
-            register(manager, connections, probes, watcher::Config::default()).map(|_| ())
+            register(
+                manager,
+                connections,
+                probes,
+                watcher::Config::default(),
+                Rotations::default(),
+            )
+            .map(|_| ())
         })?;
         Ok(vec![base])
     }
@@ -152,6 +161,7 @@ pub(crate) fn register(
     connections: ClusterConnections,
     probes: ClusterProbes,
     clusters: watcher::Config,
+    rotations: Rotations,
 ) -> Result<OntapServices, ManagerError> {
     cluster::register(manager, connections.clone(), probes, clusters)?;
     let adoption = AdoptionGrant::default();
@@ -162,6 +172,7 @@ pub(crate) fn register(
         connections.clone(),
         adoption.clone(),
         verify.clone(),
+        rotations,
     )?;
     Ok(OntapServices {
         connections,

@@ -23,5 +23,6 @@ mod project_sharing;
 mod registration;
 mod regressions;
 mod restart;
+mod rotation;
 mod trident_backend;
 mod trident_replay;

@@ -483,6 +483,18 @@ async fn invalid_svm_specs_are_rejected_naming_the_field() {
             "spec.clusterRef",
             "Required value",
         ),
+        (
+            "rotation period below a minute",
+            vec![("/spec/account", json!({"rotationPeriod": "30s"}))],
+            "spec.account.rotationPeriod",
+            "at least 1m",
+        ),
+        (
+            "rotation period in days",
+            vec![("/spec/account", json!({"rotationPeriod": "30d"}))],
+            "spec.account.rotationPeriod",
+            "hours, minutes and seconds",
+        ),
     ];
 
     let count = cases.len();
@@ -572,6 +584,10 @@ async fn valid_svm_specs_are_accepted() {
         (
             "svmName All (only lowercase all is reserved)",
             vec![("/spec/svmName", json!("All"))],
+        ),
+        (
+            "rotation period of hours and minutes",
+            vec![("/spec/account", json!({"rotationPeriod": "1h30m"}))],
         ),
     ];
     for (i, (case, edits)) in cases.into_iter().enumerate() {
@@ -732,6 +748,13 @@ async fn invalid_cluster_specs_are_rejected_naming_the_field() {
     let api = dynamic_api::<OntapCluster>(&env, false);
     let prefix = &env.namespace;
     let cases: Vec<(&str, &str, Value, &str, &str)> = vec![
+        (
+            "rotation period default below a minute",
+            "/spec/defaults",
+            json!({"credentialRotationPeriod": "59s"}),
+            "spec.defaults.credentialRotationPeriod",
+            "at least 1m",
+        ),
         (
             "plain http",
             "/spec/endpoint",

@@ -406,12 +406,20 @@ async fn install_cluster(env: &TestEnv, name: &str, mock: &Mock, suffix: &str) {
 /// Whether `username`/`password` authenticate against `mock` and see `svm`, as a workload
 /// using the seed Secret would.
 pub async fn authenticates_on(mock: &Mock, username: &str, password: &str, svm: &str) -> bool {
-    let response = mock
-        .http
-        .get(format!(
-            "{}/api/svm/svms?name={svm}&fields=name",
-            mock.base_url()
-        ))
+    authenticates_at(&mock.http, &mock.base_url(), username, password, svm).await
+}
+
+/// [`authenticates_on`] through `http` at the mock's `base_url`, for a task that outlives a
+/// borrow of the mock.
+pub async fn authenticates_at(
+    http: &reqwest::Client,
+    base_url: &str,
+    username: &str,
+    password: &str,
+    svm: &str,
+) -> bool {
+    let response = http
+        .get(format!("{base_url}/api/svm/svms?name={svm}&fields=name"))
         .basic_auth(username, Some(password))
         .send()
         .await

@@ -13,5 +13,6 @@ mod hardening;
 mod kube_faults;
 mod least_privilege;
 mod provisioning;
+mod rotation;
 mod sharing;
 mod tenancy;

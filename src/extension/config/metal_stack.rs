@@ -144,6 +144,8 @@ pub(super) fn resolve_metal_stack(
         // metal-stack's extension gives the shoot's account vsadmin: so does its TridentConfig
         // here, unless the OntapCluster's default says otherwise.
         account_role: None,
+        // metal-stack's extension never rotates: the OntapCluster's default decides.
+        credential_rotation_period: None,
     })
 }
 

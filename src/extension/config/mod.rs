@@ -212,6 +212,9 @@ pub struct ExtensionConfig {
     pub deletion_policy: DeletionPolicy,
     /// The shoot's account's role (`svm.accountRole`); `None`: the OntapCluster's default.
     pub account_role: Option<AccountRole>,
+    /// How often the shoot's account password is rotated (the StorageVirtualMachine's
+    /// `spec.account.rotationPeriod`); `None`: the OntapCluster's default, if any.
+    pub credential_rotation_period: Option<String>,
 }
 
 impl ExtensionConfig {
@@ -476,6 +479,7 @@ fn check_storage_classes(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::api::rules::ROTATION_PERIOD_MESSAGE;
     use serde_json::json;
 
     fn parse(v: Value) -> Result<ExtensionConfig, ConfigError> {
@@ -618,6 +622,22 @@ mod tests {
         assert_eq!(
             config.account_role, None,
             "the OntapCluster's default decides"
+        );
+        assert_eq!(config.credential_rotation_period, None);
+    }
+
+    #[test]
+    fn a_rotation_period_is_carried_and_checked_as_the_svm_checks_it() {
+        let with = |period: &str| {
+            let mut svm = minimal_svm();
+            svm["credentialRotationPeriod"] = json!(period);
+            ontap(svm)
+        };
+        let config = parse(with("720h")).unwrap();
+        assert_eq!(config.credential_rotation_period.as_deref(), Some("720h"));
+        assert_eq!(
+            message(with("30s")),
+            format!("providerConfig.svm.credentialRotationPeriod: {ROTATION_PERIOD_MESSAGE}")
         );
     }
 

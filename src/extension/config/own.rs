@@ -4,7 +4,10 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, lif_protocols};
+use crate::api::rules::{
+    AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ROTATION_PERIOD_MESSAGE,
+    lif_protocols, rotation_period,
+};
 use crate::api::{AccountRole, DeletionPolicy, Protocol};
 
 use super::metal_stack::metal_stack_storage_classes;
@@ -46,6 +49,10 @@ pub(super) struct SvmConfig {
     /// The shoot's account's role; absent: the OntapCluster's default, else `Vsadmin`.
     #[serde(default)]
     account_role: Option<AccountRole>,
+    /// How often the account's password is rotated, as the StorageVirtualMachine's
+    /// `spec.account.rotationPeriod`.
+    #[serde(default)]
+    credential_rotation_period: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,6 +124,14 @@ pub(super) fn resolve_ontap(
     if let Some(cluster) = &config.cluster {
         check_dns_subdomain("cluster", cluster)?;
     }
+    if let Some(period) = &svm.credential_rotation_period
+        && rotation_period(period).is_none()
+    {
+        return Err(invalid(
+            "svm.credentialRotationPeriod",
+            ROTATION_PERIOD_MESSAGE,
+        ));
+    }
     if let Some(image) = &config.trident.operator_image {
         check_shoot_image("trident.operatorImage", image, defaults)?;
     }
@@ -132,6 +147,7 @@ pub(super) fn resolve_ontap(
         trident_operator_image: config.trident.operator_image,
         deletion_policy: svm.deletion_policy,
         account_role: svm.account_role,
+        credential_rotation_period: svm.credential_rotation_period,
     })
 }
 

@@ -313,6 +313,7 @@ mod tests {
                         connections.clone(),
                         ClusterProbes::new(Default::default()),
                         watcher::Config::default(),
+                        Default::default(),
                     )
                     .map(|_| ())
                 };

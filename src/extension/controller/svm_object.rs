@@ -94,7 +94,7 @@ impl ExtensionReconciler {
         };
         let mut extra = json!({
             "mode": mode,
-            "account": {"name": plan.account},
+            "account": {"name": plan.account, "rotationPeriod": config.credential_rotation_period},
             "secretName": plan.secret,
             "deletionPolicy": deletion_policy,
         });

@@ -78,9 +78,7 @@ impl SvmReconciler {
             {
                 return Ok(Outcome::Changed(None));
             }
-            let verified = Some(Verified {
-                password_set_at: seed.password_set_at,
-            });
+            let verified = Some(Verified { seed: seed.clone() });
             return Ok(if remarked || switched || claim == Claim::Adopt {
                 Outcome::Changed(verified)
             } else {

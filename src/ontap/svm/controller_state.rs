@@ -12,6 +12,7 @@ use kube::{Client, ResourceExt};
 
 use super::authority::Creator;
 use super::naming::Names;
+use super::rotation::Rotations;
 use super::standing::Standings;
 use super::steady::SteadyInventory;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode};
@@ -43,6 +44,8 @@ pub struct SvmReconciler {
     pub standings: Standings,
     /// What passes over steady objects may confirm from their cluster's inventory.
     pub steady: SteadyInventory,
+    /// Credential rotations: their record, Events, counter and wake-ups.
+    pub rotations: Rotations,
 }
 
 /// The consumers each provider has: `AccountOnly` objects by the provider they name.

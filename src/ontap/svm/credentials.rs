@@ -8,18 +8,21 @@
 
 use std::time::Duration;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
 use super::authority::marked_for;
 use super::controller_state::SvmReconciler;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::naming::Names;
 use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secret};
-use crate::api::seed_secret::{SeedFields, SeedSecretError, build_seed_secret, password_set_at};
+use crate::api::seed_secret::{
+    NEXT_PASSWORD_KEY, SeedFields, SeedSecretError, build_seed_secret, password_set_at, seed_value,
+};
 use crate::api::{AccountRole, StorageVirtualMachine};
 use ontap_client::{AccountCheck, CredentialCheck, OntapClient, OntapError, Svm};
 use reconcile_engine::{Outcome, StepError, StepFlow};
@@ -83,16 +86,29 @@ impl SeedSecretPrefill {
 }
 
 /// The seed Secret as read, and when its password was set.
+#[derive(Clone)]
 pub(super) struct Seed {
     pub(super) state: SeedSecretState,
     pub(super) password_set_at: Option<Timestamp>,
+    /// The password a rotation staged and is switching ONTAP to (`nextPassword`).
+    pub(super) next_password: Option<SecretString>,
     /// The version read; a write is refused if the Secret changed since.
     resource_version: Option<String>,
 }
 
-/// The seed Secret's credentials authenticated as the account in `AccountReady`, this pass.
+/// Whether ONTAP may hold a staged password already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Switch {
+    /// Staged in this very pass: no request carried it yet.
+    NotYet,
+    /// Staged by an earlier pass, whose request may have landed.
+    Unknown,
+}
+
+/// The seed Secret's credentials authenticated as the account in `AccountReady`, this pass:
+/// the Secret as that step read it.
 pub(super) struct Verified {
-    pub(super) password_set_at: Option<Timestamp>,
+    pub(super) seed: Seed,
 }
 
 impl SvmReconciler {
@@ -112,6 +128,10 @@ impl SvmReconciler {
         Ok(Seed {
             state: inspect_seed_secret(current.as_ref(), &expected),
             password_set_at: current.as_ref().and_then(password_set_at),
+            next_password: current
+                .as_ref()
+                .and_then(|s| seed_value(s, NEXT_PASSWORD_KEY))
+                .map(|p| SecretString::from(p.to_owned())),
             resource_version: current.and_then(|s| s.metadata.resource_version),
         })
     }
@@ -155,10 +175,12 @@ impl SvmReconciler {
             names,
             ontap_svm,
             password,
+            None,
             seed.password_set_at,
             seed.resource_version.as_deref(),
         )
         .await
+        .map(drop)
     }
 
     /// A new password: into the Secret first, then into ONTAP, then checked; Ready waits out
@@ -216,6 +238,7 @@ impl SvmReconciler {
             names,
             ontap_svm,
             &password,
+            None,
             password_set_at,
             seed.resource_version.as_deref(),
         )
@@ -223,18 +246,108 @@ impl SvmReconciler {
         Ok(password)
     }
 
+    /// Replaces `working`, the Secret's password that authenticates, without a moment in which
+    /// the Secret holds no password ONTAP accepts: the new one is staged beside it
+    /// (`nextPassword`), then ONTAP is switched to it (atomically: one password per account),
+    /// then it is checked and published as `password`. `when` the password was last set is
+    /// kept: every password request this sends carries the staged value, so none that lands
+    /// late can undo the switch, and the working one was past its settling window already.
+    pub(super) async fn rotate_working(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+        seed: &Seed,
+        working: &SecretString,
+    ) -> Result<(), StepError> {
+        let next = generate_password(&names.account);
+        let staged = self
+            .write_secret(
+                svm,
+                names,
+                ontap_svm,
+                working,
+                Some(&next),
+                seed.password_set_at,
+                seed.resource_version.as_deref(),
+            )
+            .await?;
+        let staged = Seed {
+            resource_version: staged,
+            next_password: Some(next),
+            ..seed.clone()
+        };
+        self.switch_to_next(svm, names, ontap_svm, client, &staged, Switch::NotYet)
+            .await
+    }
+
+    /// Switches ONTAP to the password `seed` has staged, checks it and publishes it: the second
+    /// half of [`Self::rotate_working`], and how a pass resumes a rotation that a crash or a
+    /// failed request interrupted (`Switch::Unknown`: ONTAP may hold it already, and refuses
+    /// a password it holds as the new one, so it is asked first).
+    pub(super) async fn switch_to_next(
+        &self,
+        svm: &StorageVirtualMachine,
+        names: &Names,
+        ontap_svm: &Svm,
+        client: &OntapClient,
+        seed: &Seed,
+        switch: Switch,
+    ) -> Result<(), StepError> {
+        let Some(next) = &seed.next_password else {
+            return Ok(());
+        };
+        let check = async || {
+            client
+                .verify_account(&ontap_svm.uuid, &names.account, next)
+                .await
+                .map_err(|e| ontap_error(Failed::CredentialCheck, e))
+        };
+        let holds = switch == Switch::Unknown && matches!(check().await?, AccountCheck::Valid(_));
+        if !holds {
+            client
+                .set_account_password(&ontap_svm.uuid, &names.account, next)
+                .await
+                .map_err(|e| ontap_error(Failed::PasswordSet, e))?;
+            match check().await? {
+                AccountCheck::Valid(_) => {}
+                other => {
+                    return Err(Transient::CredentialsRejected.error(format!(
+                        "ONTAP did not accept the rotated password of {} ({other:?})",
+                        names.account
+                    )));
+                }
+            }
+        }
+        self.write_secret(
+            svm,
+            names,
+            ontap_svm,
+            next,
+            None,
+            seed.password_set_at,
+            seed.resource_version.as_deref(),
+        )
+        .await
+        .map(drop)
+    }
+
     /// Creates the seed Secret (when none was read) or replaces the one read at
-    /// `read_version`, with `password`. A Secret created or changed by someone else meanwhile
-    /// is a conflict, never overwritten and so never adopted (and deleted with the object).
+    /// `read_version`, with `password` (and `next`, a rotation's staged password); the version
+    /// written. A Secret created or changed by someone else meanwhile is a conflict, never
+    /// overwritten and so never adopted (and deleted with the object).
+    #[allow(clippy::too_many_arguments)]
     async fn write_secret(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         ontap_svm: &Svm,
         password: &SecretString,
+        next: Option<&SecretString>,
         password_set_at: Option<Timestamp>,
         read_version: Option<&str>,
-    ) -> Result<(), StepError> {
+    ) -> Result<Option<String>, StepError> {
         let fields = SeedFields {
             username: names.account.clone(),
             password: password.clone(),
@@ -245,6 +358,14 @@ impl SvmReconciler {
         };
         let mut secret = build_seed_secret(svm, &fields)
             .map_err(|e| Transient::SecretBuildFailed.error(e.to_string()))?;
+        // Applied without it, the key is removed: server-side apply drops what the field
+        // manager applied before and no longer applies.
+        if let (Some(next), Some(data)) = (next, secret.data.as_mut()) {
+            data.insert(
+                NEXT_PASSWORD_KEY.to_owned(),
+                ByteString(next.expose_secret().as_bytes().to_vec()),
+            );
+        }
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), &names.namespace);
         let pending = self
             .own_writes
@@ -277,7 +398,7 @@ impl SvmReconciler {
             e => StepError::from_kube(Failed::SecretWrite.as_str(), e),
         })?;
         pending.done(&written);
-        Ok(())
+        Ok(written.metadata.resource_version)
     }
 
     /// How long after a password was set a request carrying an older one may still land: the

@@ -72,6 +72,8 @@ reasons! {
     pub enum Invalid {
         Spec => "InvalidSpec",
         Lifs => "InvalidLIFs",
+        /// A rotation period admission would refuse (an object stored before the rule).
+        RotationPeriod => "InvalidRotationPeriod",
         ShareWith => "InvalidShareWith",
         NamespaceSelector => "InvalidNamespaceSelector",
         NamespaceNotAllowed => "NamespaceNotAllowed",

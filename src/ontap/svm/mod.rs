@@ -27,6 +27,7 @@ pub mod password;
 pub mod plan;
 pub mod reconcile;
 pub mod role;
+mod rotation;
 mod secret;
 pub mod seed_secret;
 mod standing;
@@ -44,6 +45,7 @@ pub use plan::{
     StateAction, SvmPlan, data_service_policy, desired_lifs, desired_svm, plan_lifs, plan_svm,
     protocol_changes,
 };
+pub use rotation::Rotations;
 pub use seed_secret::{ExpectedSeed, SeedField, SeedSecretState, inspect_seed_secret};
 pub use standing::{Adopters, AdoptionGrant};
 // The steps name it through `super::`, as they did when it was this module's.

@@ -4,6 +4,8 @@
 //! earlier pass or an earlier step's success.
 
 use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{CustomResourceExt, ResourceExt};
@@ -13,12 +15,14 @@ use super::controller_state::{Consumers, SvmReconciler};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::naming::names_of;
+use super::rotation::{PeriodError, RotationOutcome, Rotations, rotation_plan};
 use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
 use crate::api::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,
 };
+use crate::deploy::REPORTER_DOMAIN;
 use crate::ontap::connections::ClusterConnections;
 use reconcile_engine::{
     ErrorCategory, Halt, Lifecycle, Manager, ManagerError, Outcome, OwnWrites, Reconciler,
@@ -70,6 +74,7 @@ pub fn register(
     connections: ClusterConnections,
     adoption: AdoptionGrant,
     verify: VerifyRequests,
+    rotations: Rotations,
 ) -> Result<(), ManagerError> {
     let clusters = manager.cache::<OntapCluster>()?;
     let svms = manager.cache::<StorageVirtualMachine>()?;
@@ -104,6 +109,16 @@ pub fn register(
         connections,
         own_writes: OwnWrites::default(),
         steady,
+        rotations: rotations.wired(
+            Recorder::new(
+                manager.client().clone(),
+                Reporter {
+                    controller: format!("{REPORTER_DOMAIN}/{CONTROLLER}"),
+                    instance: std::env::var("POD_NAME").ok(),
+                },
+            ),
+            verify.clone(),
+        ),
     };
     manager.register(
         Registration::new(CONTROLLER, reconciler)
@@ -274,11 +289,39 @@ impl SvmReconciler {
             })
             .await?;
         status.account_role = Some(self.account_role(svm));
-        steps
-            .step(SvmStep::SecretReady, || {
-                self.ensure_secret(svm, &names, &ontap_svm, &client, verified)
+        let cluster = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        let rotation = rotation_plan(svm, cluster.as_deref(), Timestamp::now());
+        let mut rotated = RotationOutcome::None;
+        let secret = steps
+            .step(SvmStep::SecretReady, || async {
+                let rotation = rotation.as_ref().map_err(PeriodError::error)?;
+                self.ensure_secret(
+                    svm,
+                    &names,
+                    &ontap_svm,
+                    &client,
+                    verified,
+                    rotation,
+                    &mut rotated,
+                )
+                .await
             })
-            .await?;
+            .await;
+        if let Ok(rotation) = &rotation {
+            self.rotations
+                .record(
+                    svm,
+                    status,
+                    rotation,
+                    rotated,
+                    &names.account,
+                    self.sync_period,
+                )
+                .await;
+        }
+        secret?;
         status.secret_ref = Some(names.secret.clone());
         Ok(())
     }

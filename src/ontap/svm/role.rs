@@ -209,11 +209,15 @@ mod tests {
                 "dataLifs": [{"ip": "192.0.2.11", "prefixLength": 24}],
             }))
             .unwrap_or_else(|e| panic!("{e}"));
-            spec.account = Some(SvmAccountSpec { name: None, role });
+            spec.account = Some(SvmAccountSpec {
+                role,
+                ..Default::default()
+            });
             spec
         };
         let trident = ClusterDefaults {
             account_role: Some(AccountRole::Trident),
+            ..Default::default()
         };
         assert_eq!(effective_role(&spec_with(None), None), AccountRole::Vsadmin);
         assert_eq!(
