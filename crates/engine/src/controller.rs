@@ -351,7 +351,7 @@ async fn feed_from_cache<R: Reconciler>(
     while let Some(change) = changes.next().await {
         match change {
             Change::Applied(_) | Change::Present(_) => {
-                let Some(obj) = change.object(&state.cache) else {
+                let Some(obj) = state.cache.object_of(&change) else {
                     continue;
                 };
                 let r = lean_ref(&*obj);
@@ -432,7 +432,7 @@ async fn owners_to_reconcile<P: Object, C: Object>(
     own_writes: Option<&OwnWrites>,
     wakes: &(dyn Fn(&C) -> bool + Send + Sync),
 ) -> Vec<ObjectRef<P>> {
-    let Some(child) = change.object(children) else {
+    let Some(child) = children.object_of(change) else {
         return Vec::new();
     };
     let deleted = matches!(change, Change::Deleted(_));

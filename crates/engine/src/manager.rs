@@ -441,7 +441,7 @@ where
             let own = own.clone();
             let (changes, listed) = until_listed(watched.subscribe());
             let stream = changes.flat_map(move |change| {
-                let Some(obj) = change.object(&watched) else {
+                let Some(obj) = watched.object_of(&change) else {
                     return futures::stream::iter(Vec::new());
                 };
                 let queued = map(&obj, &own);
