@@ -22,7 +22,7 @@ pub enum Change<K: Resource<DynamicType = ()>> {
     /// Deleted.
     Deleted(Arc<K>),
     /// Every object of a (re)list has been announced before this: a subscriber that has handled
-    /// the changes up to here has seen the whole list ([`until_listed`]).
+    /// the changes up to here has seen the whole list (`until_listed`).
     Listed,
 }
 

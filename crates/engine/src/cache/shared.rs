@@ -132,9 +132,9 @@ impl<K: Object> SharedCache<K> {
             .unwrap_or_else(PoisonError::into_inner) = Some(task);
     }
 
-    /// Keeps the objects packed from now on (see [`Store`]): for a kind with tens of thousands
+    /// Keeps the objects packed from now on (see the store's documentation): for a kind with tens of thousands
     /// of objects that reconciles read one at a time. A kind that a reconcile scans whole
-    /// ([`Store::state`]) is better held decoded.
+    /// (a `Store` state) is better held decoded.
     pub fn pack_objects(&self) {
         self.inner.store.pack_objects();
     }
