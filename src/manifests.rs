@@ -47,7 +47,7 @@ fn base_rules(declarations: &[Declarations]) -> Vec<PolicyRule> {
         .flat_map(|part| part.rules.iter().cloned())
         .chain(metrics_auth_rules())
         .collect();
-    reconcile_engine::manager::merge_rules(&rules)
+    reconcile_engine::merge_rules(&rules)
 }
 
 /// The ClusterRole rules of every installation of the operator (the chart's
@@ -160,7 +160,7 @@ pub fn chart_rules_files() -> Result<Vec<(String, String)>, ManifestError> {
             format!("deploy/chart/files/clusterrole-rules-{switch}.yaml"),
             format!(
                 "{GENERATED}{}",
-                serde_yaml::to_string(&reconcile_engine::manager::merge_rules(&rules))?
+                serde_yaml::to_string(&reconcile_engine::merge_rules(&rules))?
             ),
         ));
     }

@@ -6,7 +6,7 @@
 //! very same conditions, and the status diff finds nothing to write.
 //!
 //! Steps that did not run this time (a step before them halted) become `Unknown` with reason
-//! [`NOT_REACHED`]: claiming they are still `True` would repeat exactly the mistake this engine
+//! `NOT_REACHED`: claiming they are still `True` would repeat exactly the mistake this engine
 //! exists to prevent — trusting an earlier success instead of looking.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -19,21 +19,21 @@ pub const READY: &str = "Ready";
 /// Reason of a completed step and of `Ready` when every step completed.
 pub const SUCCEEDED: &str = "Succeeded";
 /// Reason of a step that did not run because an earlier one halted.
-pub const NOT_REACHED: &str = "NotReached";
+pub(crate) const NOT_REACHED: &str = "NotReached";
 
 /// `True`, `False` or `Unknown`.
 pub const TRUE: &str = "True";
 /// See [`TRUE`].
 pub const FALSE: &str = "False";
 /// See [`TRUE`].
-pub const UNKNOWN: &str = "Unknown";
+pub(crate) const UNKNOWN: &str = "Unknown";
 
 /// Computes the conditions after a reconcile from the current ones and the step records.
 ///
 /// The result lists `Ready` first, then the executed steps in order, then (only if a step
 /// halted) the previously known steps that were not reached. When every step completed,
 /// conditions of steps that no longer exist are dropped.
-pub fn compute_conditions(
+pub(crate) fn compute_conditions(
     current: &[Condition],
     records: &[StepRecord],
     generation: Option<i64>,
@@ -129,7 +129,7 @@ pub fn transition(
 }
 
 /// The condition of type `type_`, if present.
-pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+pub(crate) fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conditions.iter().find(|c| c.type_ == type_)
 }
 

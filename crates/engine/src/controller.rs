@@ -26,8 +26,8 @@ use super::remote::RemoteSystems;
 use super::requeue::{Backoff, TokenBucket};
 use super::worker::{Requeue, WaitingRoom, Worker};
 
-pub use super::object::{EngineResource, Object, StatusOf};
-pub use super::reconciler::{Lifecycle, Reconciler};
+use super::object::Object;
+use super::reconciler::Reconciler;
 
 /// A stream of objects to reconcile besides the changes of the controller's own cache.
 pub(crate) type Trigger<K> = BoxStream<'static, ObjectRef<K>>;
@@ -95,21 +95,7 @@ impl<R: Reconciler> Controller<R> {
         self.in_flight.clone()
     }
 
-    /// Also reconcile the owner (of this controller's kind) whenever an object in `children`
-    /// changes — how a parent learns that a child became ready.
-    pub fn owns<C: Object>(mut self, children: &SharedCache<C>) -> Self {
-        let (owners, listed) = owner_triggers(
-            children,
-            &self.cache,
-            self.reconciler.own_writes(),
-            wakes_always(),
-        );
-        self.waits.push(listed);
-        self.triggers.push(owners);
-        self
-    }
-
-    /// Also reconcile the objects this stream names (for relations `owns` does not cover).
+    /// Also reconcile the objects this stream names (for relations ownership does not cover).
     pub fn triggers(
         mut self,
         stream: impl futures::Stream<Item = ObjectRef<R::Resource>> + Send + 'static,
@@ -351,7 +337,7 @@ async fn feed_from_cache<R: Reconciler>(
     while let Some(change) = changes.next().await {
         match change {
             Change::Applied(_) | Change::Present(_) => {
-                let Some(obj) = change.object(&state.cache) else {
+                let Some(obj) = state.cache.object_of(&change) else {
                     continue;
                 };
                 let r = lean_ref(&*obj);
@@ -432,7 +418,7 @@ async fn owners_to_reconcile<P: Object, C: Object>(
     own_writes: Option<&OwnWrites>,
     wakes: &(dyn Fn(&C) -> bool + Send + Sync),
 ) -> Vec<ObjectRef<P>> {
-    let Some(child) = change.object(children) else {
+    let Some(child) = children.object_of(change) else {
         return Vec::new();
     };
     let deleted = matches!(change, Change::Deleted(_));

@@ -123,7 +123,7 @@ impl StepError {
 
     /// Another system refused the request as invalid (an HTTP 400 whose code we do not know).
     /// Shown like an invalid spec, but also tried again on a slow backoff
-    /// ([`REJECTED_BACKOFF_BASE`](crate::requeue::REJECTED_BACKOFF_BASE) doubling up to the
+    /// (`REJECTED_BACKOFF_BASE` doubling up to the
     /// sync period): a refusal this side cannot explain is most likely a request the other
     /// side's version does not take, which retrying will not fix, but it may as well be a
     /// passing state of that system, and a one-off must not hold the object for a whole sync
@@ -156,7 +156,7 @@ impl StepError {
     /// whether the user's spec is to blame or our own request was wrong; a step that knows should
     /// return [`StepError::invalid`] itself.
     ///
-    /// The message is the API server's own, said once in plain words (see [`describe_kube`]).
+    /// The message is the API server's own, said once in plain words (see `describe_kube`).
     pub fn from_kube(reason: impl Into<Cow<'static, str>>, err: kube::Error) -> Self {
         let reason = reason.into();
         let message = describe_kube(&err);
@@ -206,19 +206,6 @@ impl StepError {
 /// answer of the API server its message, reason and code once — not kube's `Display`, which
 /// appends a Rust `Debug` dump of the whole `Status` (repeating an admission policy's message
 /// three times).
-///
-/// ```
-/// let err = kube::Error::Api(Box::new(kube::core::Status {
-///     code: 422,
-///     reason: "Invalid".into(),
-///     message: "spec.size: Invalid value: 0: must be positive".into(),
-///     ..Default::default()
-/// }));
-/// assert_eq!(
-///     reconcile_engine::error::describe_kube(&err),
-///     "the API server answered: spec.size: Invalid value: 0: must be positive (Invalid, HTTP 422)"
-/// );
-/// ```
 pub fn describe_kube(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) => {
@@ -265,6 +252,20 @@ pub(crate) fn api_error(code: u16) -> kube::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_answer_is_described_by_its_message_reason_and_code_once() {
+        let err = kube::Error::Api(Box::new(kube::core::Status {
+            code: 422,
+            reason: "Invalid".into(),
+            message: "spec.size: Invalid value: 0: must be positive".into(),
+            ..Default::default()
+        }));
+        assert_eq!(
+            describe_kube(&err),
+            "the API server answered: spec.size: Invalid value: 0: must be positive (Invalid, HTTP 422)"
+        );
+    }
 
     #[test]
     fn kube_conflict_is_conflict_everything_else_transient() {

@@ -1,56 +1,4 @@
-//! The one way a step says "not done": a [`StepFlow`] whose error, [`Unfinished`], is a wait or
-//! a failure, and which `?` carries out of a step body and of every helper it calls.
-//!
-//! A step body returns `StepFlow<Outcome<T>>`: what it found ([`Outcome::Unchanged`] or
-//! [`Outcome::Changed`], with what later steps need), or why the step is unfinished. A helper
-//! that may have to wait returns a `StepFlow<T>` too, so its wait leaves the step with `?` as a
-//! failure does, and a body never spells out "if the helper waits, wait":
-//!
-//! ```
-//! use std::time::Duration;
-//!
-//! use reconcile_engine::{Outcome, StepError, StepFlow, StepRunner, Summary, Wait};
-//!
-//! reconcile_engine::steps! { enum Demo { SvmReady, AccountReady } }
-//!
-//! /// A lookup that may have to wait: `?` passes the wait (or a failure) on.
-//! async fn find_svm(state: Option<&str>) -> StepFlow<&str> {
-//!     match state {
-//!         Some("running") => Ok("svm-1"),
-//!         Some(other) => Err(StepError::invalid("SvmBroken", other).into()),
-//!         None => Err(Wait::new(
-//!             "SvmStarting",
-//!             "ONTAP is still creating the SVM",
-//!             Duration::from_secs(10),
-//!         )
-//!         .into()),
-//!     }
-//! }
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let mut steps = StepRunner::new("demo");
-//! let reconcile = async {
-//!     let svm = steps
-//!         .step(Demo::SvmReady, || async {
-//!             let svm = find_svm(None).await?; // waits: the step ends here, waiting
-//!             Ok(Outcome::Unchanged(svm))
-//!         })
-//!         .await?;
-//!     steps
-//!         .step(Demo::AccountReady, || async move { Ok(Outcome::Unchanged(svm)) })
-//!         .await?;
-//!     Ok::<_, reconcile_engine::Halt>(())
-//! };
-//! assert_eq!(reconcile.await.unwrap_err().step(), "SvmReady");
-//! let Summary::Waiting { step, wait } = steps.summary() else { panic!("not waiting") };
-//! assert_eq!((step, wait.reason.as_ref()), (Demo::SvmReady, "SvmStarting"));
-//! assert_eq!(steps.records().len(), 1, "AccountReady never ran");
-//! # }
-//! ```
-//!
-//! A helper with a changed/unchanged answer of its own (a sub-step) returns a
-//! `StepFlow<Outcome<T>>`; the body takes its value with
-//! `let svm = existing_svm(..).await?.into_value();`.
+//! How a step says it goes on, waits or fails; told on [`StepFlow`], which the crate exports.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -100,7 +48,61 @@ impl Wait {
 }
 
 /// What a step body, or a helper it calls, goes on with (`Ok`), or why the step is unfinished
-/// (`Err`: a wait or a failure). See the [module documentation](self).
+/// (`Err`: a wait or a failure).
+///
+/// The one way a step says "not done": a [`StepFlow`] whose error, [`Unfinished`], is a wait or
+/// a failure, and which `?` carries out of a step body and of every helper it calls.
+///
+/// A step body returns `StepFlow<Outcome<T>>`: what it found ([`Outcome::Unchanged`](crate::Outcome::Unchanged) or
+/// [`Outcome::Changed`](crate::Outcome::Changed), with what later steps need), or why the step is unfinished. A helper
+/// that may have to wait returns a `StepFlow<T>` too, so its wait leaves the step with `?` as a
+/// failure does, and a body never spells out "if the helper waits, wait":
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use reconcile_engine::{Outcome, StepError, StepFlow, StepRunner, Summary, Wait};
+///
+/// reconcile_engine::steps! { enum Demo { SvmReady, AccountReady } }
+///
+/// /// A lookup that may have to wait: `?` passes the wait (or a failure) on.
+/// async fn find_svm(state: Option<&str>) -> StepFlow<&str> {
+///     match state {
+///         Some("running") => Ok("svm-1"),
+///         Some(other) => Err(StepError::invalid("SvmBroken", other).into()),
+///         None => Err(Wait::new(
+///             "SvmStarting",
+///             "ONTAP is still creating the SVM",
+///             Duration::from_secs(10),
+///         )
+///         .into()),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut steps = StepRunner::new("demo");
+/// let reconcile = async {
+///     let svm = steps
+///         .step(Demo::SvmReady, || async {
+///             let svm = find_svm(None).await?; // waits: the step ends here, waiting
+///             Ok(Outcome::Unchanged(svm))
+///         })
+///         .await?;
+///     steps
+///         .step(Demo::AccountReady, || async move { Ok(Outcome::Unchanged(svm)) })
+///         .await?;
+///     Ok::<_, reconcile_engine::Halt>(())
+/// };
+/// assert_eq!(reconcile.await.unwrap_err().step(), "SvmReady");
+/// let Summary::Waiting { step, wait } = steps.summary() else { panic!("not waiting") };
+/// assert_eq!((step, wait.reason.as_ref()), (Demo::SvmReady, "SvmStarting"));
+/// assert_eq!(steps.records().len(), 1, "AccountReady never ran");
+/// # }
+/// ```
+///
+/// A helper with a changed/unchanged answer of its own (a sub-step) returns a
+/// `StepFlow<Outcome<T>>`; the body takes its value with
+/// `let svm = existing_svm(..).await?.into_value();`.
 pub type StepFlow<T> = Result<T, Unfinished>;
 
 impl From<Wait> for Unfinished {

@@ -41,20 +41,6 @@ impl InFlight {
         let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         state.started.values().next().map(Instant::elapsed)
     }
-
-    /// How many reconciles are running.
-    pub fn len(&self) -> usize {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .started
-            .len()
-    }
-
-    /// Whether none is running.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Drop for Running {
@@ -83,9 +69,7 @@ mod tests {
         assert!(oldest >= Duration::from_millis(20), "{oldest:?}");
         drop(first);
         assert!(in_flight.oldest().unwrap_or_default() < oldest);
-        assert_eq!(in_flight.len(), 1);
         drop(second);
-        assert!(in_flight.is_empty());
         assert_eq!(in_flight.oldest(), None);
     }
 }

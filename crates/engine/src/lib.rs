@@ -9,23 +9,23 @@
 //! while it persists). Step names are typed: an enum per controller ([`steps!`]). Steps are plain
 //! async closures composed with `?`; the first step that fails or waits ends the reconcile.
 //! Helpers a step calls return a [`StepFlow`] too, so `?` carries their waits out of the step as
-//! well as their failures ([`flow`]).
+//! well as their failures ([`StepFlow`]).
 //!
 //! A step that starts a job on a remote system (an ONTAP cluster, say) sends it through the
 //! pass's [`Jobs`]; the controller names each object's [`RemoteSystem`] with its limits — passes
 //! and jobs at once — and the engine keeps to them, without holding workers while passes wait
-//! ([`remote`]).
+//! ([`RemoteSystem`]).
 //!
 //! Around the steps the engine provides what kube-runtime leaves out and operators at scale rely
 //! on in controller-runtime:
 //!
-//! - **Lifecycle** ([`Reconciler`], [`lifecycle`]): the finalizer is added before the first
+//! - **Lifecycle** ([`Reconciler`], [`Lifecycle`]): the finalizer is added before the first
 //!   `reconcile`, `cleanup` runs on deletion, and the finalizer goes only after `cleanup`
 //!   completed — like Gardener's actuators or kube-runtime's `finalizer`.
 //! - **A manager** ([`Manager`], [`Registration`]): one shared cache per kind, a controller
 //!   registered with one call, readiness per cache, liveness per controller, and the RBAC rules
 //!   and CRDs that follow from the registrations.
-//! - **Status discipline** ([`conditions`], [`status`]): one condition per step plus `Ready`,
+//! - **Status discipline** ([`conditions`], [`ConditionedStatus`], [`Halted`]): one condition per step plus `Ready`,
 //!   `observedGeneration`, `lastTransitionTime` moved only when `status` moves, and a merge patch
 //!   only when it differs from what the API server holds — a reconcile that finds nothing to do
 //!   writes nothing. Messages are bounded ([`text`]); a failed write never leaves `Ready=True`
@@ -198,51 +198,61 @@
 
 #![deny(missing_docs)]
 
-pub mod cache;
-pub mod client;
-pub mod conditions;
-pub mod config;
-pub mod controller;
-pub mod error;
-pub mod events;
-pub mod feature;
-pub mod flow;
-pub mod health;
-pub mod inflight;
-pub mod lifecycle;
-pub mod manager;
+// The modules are the engine's own; a controller and the program embedding it see the names
+// re-exported below and the namespaces that follow, so a change inside the engine breaks no
+// caller that these names do not reach.
+mod cache;
+mod client;
+mod config;
+mod controller;
+mod error;
+mod events;
+mod flow;
+mod inflight;
+mod lifecycle;
+mod manager;
 mod manifest;
-pub mod metrics;
-pub mod names;
-pub mod object;
-pub mod own_writes;
+mod metrics;
+mod object;
+mod own_writes;
 mod pass;
 mod queue;
-pub mod reasons;
-pub mod reconciler;
-pub mod remote;
-pub mod requeue;
-pub mod sparse;
-pub mod status;
-pub mod step;
-pub mod text;
+mod reconciler;
+mod remote;
+mod requeue;
+mod sparse;
+mod status;
+mod step;
 mod worker;
 
-pub use cache::{Change, OwnerIndex, ScopedApi, SharedCache, lean_ref, strip_metadata};
-pub use client::{ApiRateLimitLayer, ClientLimits, ConfigLoadError, build_client, load_config};
-pub use config::{EngineConfig, Identity, TraceIdHook};
-pub use controller::Controller;
+// Namespaces whose names read best qualified (`conditions::READY`, `names::DNS_LABEL`).
+pub mod conditions;
+pub mod feature;
+pub mod health;
+pub mod names;
+pub mod reasons;
+pub mod text;
+
+// Writing a controller: its steps, what they return, and what they may use.
 pub use error::{BoxError, ErrorCategory, StepError};
 pub use flow::{StepFlow, Unfinished, Wait};
-pub use inflight::InFlight;
-pub use manager::{
-    Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration, offline_client,
-};
-pub use metrics::Metrics;
 pub use object::{EngineResource, Object, StatusOf};
-pub use own_writes::OwnWrites;
+pub use own_writes::{OwnWrites, PendingWrite};
 pub use reconciler::{Lifecycle, Reconciler};
 pub use remote::{Jobs, RemoteSystem};
-pub use requeue::{Backoff, TokenBucket};
-pub use status::{ConditionedStatus, Halted, StatusWrite};
+pub use sparse::Sparse;
+pub use status::{ConditionedStatus, Halted};
 pub use step::{Halt, Outcome, StepName, StepRecord, StepRunner, StepState, Summary};
+
+// Registering it, and running the manager in a program.
+pub use cache::{Change, SharedCache};
+pub use client::{ClientLimits, ConfigLoadError, build_client, load_config};
+pub use config::{EngineConfig, Identity, TraceIdHook};
+pub use manager::{Check, Manager, ManagerConfig, ManagerError, NoProbes, Probes, Registration};
+pub use manifest::{merge_rules, resource_rule};
+pub use metrics::Metrics;
+
+// For tools that act on an engine's objects from outside it (load generators, probes): the
+// finalizer and status writes as the engine does them.
+pub use lifecycle::{add_finalizer, remove_finalizer};
+pub use status::{patch_status, status_patch};

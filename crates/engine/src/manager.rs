@@ -24,7 +24,7 @@ use kube::{Client, ResourceExt};
 use super::cache::{SharedCache, until_listed};
 use super::config::{EngineConfig, Identity};
 use super::controller::{Controller, Ready, Trigger, WakesOwner, owner_triggers, wakes_always};
-pub use super::manifest::{engine_columns, merge_rules, resource_rule, rule, with_engine_columns};
+pub use super::manifest::{merge_rules, rule, with_engine_columns};
 use super::manifest::{own_rules, with_read};
 use super::metrics::Metrics;
 use super::object::{Object, ScopedApi};
@@ -441,7 +441,7 @@ where
             let own = own.clone();
             let (changes, listed) = until_listed(watched.subscribe());
             let stream = changes.flat_map(move |change| {
-                let Some(obj) = change.object(&watched) else {
+                let Some(obj) = watched.object_of(&change) else {
                     return futures::stream::iter(Vec::new());
                 };
                 let queued = map(&obj, &own);

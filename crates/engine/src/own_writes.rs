@@ -1,15 +1,4 @@
-//! The writes a reconciler made to the children it owns, so that their watch events do not
-//! reconcile the owner again.
-//!
-//! The engine already ignores the events of its own status and finalizer writes. A reconciler that
-//! creates or updates an owned child (a Secret holding what it provisioned) causes an event on that
-//! child, which [`Registration::owns`](crate::Registration::owns) turns into another pass of the
-//! owner — a pass that finds nothing to do, yet costs every request a pass makes. A reconciler that
-//! records each such write here ([`OwnWrites::begin`], then [`PendingWrite::done`]) and returns the
-//! registry from [`Reconciler::own_writes`](crate::Reconciler::own_writes) is spared it: the event
-//! that shows the child at exactly the recorded resourceVersion is dropped once. Any other version
-//! of the child — someone else's change, even one made right after ours — still reconciles the
-//! owner.
+//! The echo of one's own writes told apart; told on [`OwnWrites`], which the crate exports.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,7 +21,20 @@ enum State {
     Written(String),
 }
 
-/// See the [module documentation](self). Cheap to clone; clones share.
+/// Cheap to clone; clones share.
+///
+/// The writes a reconciler made to the children it owns, so that their watch events do not
+/// reconcile the owner again.
+///
+/// The engine already ignores the events of its own status and finalizer writes. A reconciler that
+/// creates or updates an owned child (a Secret holding what it provisioned) causes an event on that
+/// child, which [`Registration::owns`](crate::Registration::owns) turns into another pass of the
+/// owner — a pass that finds nothing to do, yet costs every request a pass makes. A reconciler that
+/// records each such write here ([`OwnWrites::begin`], then [`PendingWrite::done`]) and returns the
+/// registry from [`Reconciler::own_writes`](crate::Reconciler::own_writes) is spared it: the event
+/// that shows the child at exactly the recorded resourceVersion is dropped once. Any other version
+/// of the child — someone else's change, even one made right after ours — still reconciles the
+/// owner.
 #[derive(Clone, Default)]
 pub struct OwnWrites {
     written: Arc<Mutex<HashMap<Key, State>>>,

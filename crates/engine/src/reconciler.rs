@@ -61,7 +61,7 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 
     /// The remote system `obj`'s passes talk to, with what it lets the controller run on it at
-    /// once; the engine keeps to that ([`remote`](crate::remote)). `None` (the default): the
+    /// once; the engine keeps to that ([`Jobs`](crate::Jobs)). `None` (the default): the
     /// passes talk to the API server only. Decided from the object and caches only (no
     /// requests).
     fn remote_system(&self, obj: &Self::Resource) -> Option<RemoteSystem> {

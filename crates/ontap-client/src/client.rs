@@ -24,40 +24,6 @@ use super::metrics::OntapMetrics;
 use super::model::{self, Collection, JobLink};
 use super::trace::TraceparentFn;
 
-/// Path templates: the bounded names used in spans and metrics.
-pub(crate) mod endpoints {
-    pub const CLUSTER: &str = "/api/cluster";
-    pub const NODES: &str = "/api/cluster/nodes";
-    pub const JOB: &str = "/api/cluster/jobs/{uuid}";
-    pub const AGGREGATES: &str = "/api/storage/aggregates";
-    pub const SVMS: &str = "/api/svm/svms";
-    pub const SVM: &str = "/api/svm/svms/{uuid}";
-    pub const INTERFACES: &str = "/api/network/ip/interfaces";
-    pub const INTERFACE: &str = "/api/network/ip/interfaces/{uuid}";
-    pub const BGP_PEER_GROUPS: &str = "/api/network/ip/bgp/peer-groups";
-    pub const PORTS: &str = "/api/network/ethernet/ports";
-    pub const PORT: &str = "/api/network/ethernet/ports/{uuid}";
-    pub const BROADCAST_DOMAINS: &str = "/api/network/ethernet/broadcast-domains";
-    pub const BROADCAST_DOMAIN: &str = "/api/network/ethernet/broadcast-domains/{uuid}";
-    pub const ROUTES: &str = "/api/network/ip/routes";
-    pub const ROUTE: &str = "/api/network/ip/routes/{uuid}";
-    pub const ACCOUNTS: &str = "/api/security/accounts";
-    pub const ACCOUNT: &str = "/api/security/accounts/{owner.uuid}/{name}";
-    pub const NFS_SERVICES: &str = "/api/protocols/nfs/services";
-    pub const NFS_SERVICE: &str = "/api/protocols/nfs/services/{svm.uuid}";
-    pub const ISCSI_SERVICES: &str = "/api/protocols/san/iscsi/services";
-    pub const ISCSI_SERVICE: &str = "/api/protocols/san/iscsi/services/{svm.uuid}";
-    pub const NVME_SERVICES: &str = "/api/protocols/nvme/services";
-    pub const NVME_SERVICE: &str = "/api/protocols/nvme/services/{svm.uuid}";
-    pub const VOLUMES: &str = "/api/storage/volumes";
-    pub const QOS_POLICIES: &str = "/api/storage/qos/policies";
-    pub const QOS_POLICY: &str = "/api/storage/qos/policies/{uuid}";
-    pub const ROLES: &str = "/api/security/roles";
-    pub const ROLE: &str = "/api/security/roles/{owner.uuid}/{name}";
-    pub const ROLE_PRIVILEGES: &str = "/api/security/roles/{owner.uuid}/{name}/privileges";
-    pub const ROLE_PRIVILEGE: &str = "/api/security/roles/{owner.uuid}/{name}/privileges/{path}";
-}
-
 const HAL_JSON: &str = "application/hal+json";
 /// The longest `return_timeout` ONTAP accepts.
 const MAX_RETURN_TIMEOUT_SECONDS: u64 = 120;
@@ -469,7 +435,7 @@ impl OntapClient {
 
     /// A collection read one page of at most `max_records` at a time, for a caller that paces
     /// its pages instead of sending them back to back.
-    pub(crate) fn pages<T: DeserializeOwned>(
+    fn pages<T: DeserializeOwned>(
         &self,
         endpoint: &'static str,
         mut url: Url,
@@ -485,6 +451,19 @@ impl OntapClient {
             seen: std::collections::HashSet::new(),
             _records: std::marker::PhantomData,
         }
+    }
+
+    /// Every record of the collection at `segments` with `fields`, `max_records` per page: the
+    /// one way an operation offers a whole collection to be read page by page.
+    pub(crate) fn listing<T: DeserializeOwned>(
+        &self,
+        endpoint: &'static str,
+        segments: &[&str],
+        fields: &str,
+        max_records: u32,
+    ) -> Result<Pages<T>> {
+        let url = self.url(segments, &[("fields", fields)])?;
+        Ok(self.pages(endpoint, url, max_records))
     }
 
     /// Sends a state-changing request and, when ONTAP answers 202, waits for the job to

@@ -1,11 +1,12 @@
 //! ONTAP's asynchronous jobs: a change ONTAP answers with 202 is done only when its job is, so
 //! the client polls the job until it ends, bounded by the job poll settings.
 
-use super::error::{OntapError, Result};
-use super::model::{self, Job};
 use tracing::{Instrument, field};
 
-use super::client::*;
+use crate::client::OntapClient;
+use crate::endpoints;
+use crate::error::{OntapError, Result};
+use crate::model::{self, Job};
 
 impl OntapClient {
     /// Fetches a job once.

@@ -6,8 +6,10 @@
 //! [`is_ambiguous`](OntapError::is_ambiguous) flag. Passwords stay in
 //! [`secrecy::SecretString`] and appear in no log line, span, error or `Debug` output.
 
+mod answers;
 mod client;
 mod config;
+mod endpoints;
 mod error;
 mod jobs;
 mod metrics;
@@ -15,9 +17,12 @@ mod model;
 mod ops;
 #[cfg(test)]
 mod proptests;
+mod protocol;
+mod query;
 mod tls;
 mod trace;
 
+pub use answers::{AccountCheck, CredentialCheck, DeleteOutcome};
 pub use client::{OntapClient, Pages};
 pub use config::{
     CertificateFingerprint, Credentials, JobPollConfig, OntapConfig, RetryConfig, TlsVerification,
@@ -36,5 +41,5 @@ pub use model::{
     RolePrivilege, Route, RouteCreate, Svm, SvmCreate, SvmLimits, SvmLimitsPatch, SvmPatch,
     SvmState, SvmStorage, SvmStorageLimit, SvmTargetState, VlanCreate, VolumeUsage,
 };
-pub use ops::{AccountCheck, CredentialCheck, DeleteOutcome, Protocol};
+pub use protocol::Protocol;
 pub use trace::{TraceparentFn, is_valid_traceparent, otel_traceparent, random_traceparent};

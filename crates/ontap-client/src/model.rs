@@ -272,6 +272,16 @@ pub(crate) const SVM_LIMIT_FIELDS_BEFORE_9_13_1: &str =
 /// The release that brought an SVM's capacity limit (`storage.limit`).
 pub(crate) const SVM_STORAGE_LIMIT_SINCE: (u32, u32, u32) = (9, 13, 1);
 
+/// `fields=` for [`SvmLimits`] on a cluster of this release: older releases refuse `storage` as
+/// an unknown field.
+pub(crate) fn svm_limit_fields(version: &ClusterVersion) -> &'static str {
+    if (version.generation, version.major, version.minor) >= SVM_STORAGE_LIMIT_SINCE {
+        SVM_LIMIT_FIELDS
+    } else {
+        SVM_LIMIT_FIELDS_BEFORE_9_13_1
+    }
+}
+
 /// The capacity limit part of an SVM PATCH. A `limit` of 0 removes the limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SvmStorageLimit {
@@ -943,6 +953,26 @@ fn de_lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Op
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_limit_from_9_13_1_on() {
+        let version = |generation, major, minor| ClusterVersion {
+            full: String::new(),
+            generation,
+            major,
+            minor,
+        };
+        let knows_limit = |v: &ClusterVersion| svm_limit_fields(v) == SVM_LIMIT_FIELDS;
+        assert!(!knows_limit(&version(9, 12, 1)));
+        assert!(!knows_limit(&version(9, 13, 0)));
+        assert!(knows_limit(&version(9, 13, 1)));
+        assert!(knows_limit(&version(9, 16, 1)));
+        assert!(knows_limit(&version(10, 0, 0)));
+        assert_eq!(
+            svm_limit_fields(&version(9, 12, 1)),
+            SVM_LIMIT_FIELDS_BEFORE_9_13_1
+        );
+    }
 
     #[test]
     fn job_states_parse() {

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::job::{Effect, InjectedFailure, Job};
 use super::protocol::{Protocol, ProtocolState};
+use super::storage::SvmUsage;
 use super::svm_request::{
     DnsSpec, MaxVolumes, NameRef, StorageLimitSpec, SvmCreate, SvmPatch, Toggle,
 };
@@ -136,14 +137,6 @@ impl Svms {
     pub(super) fn starting_at(&self, start: &str) -> impl Iterator<Item = &Svm> {
         self.by_uuid.range(start.to_owned()..).map(|(_, svm)| svm)
     }
-}
-
-/// What an SVM's volumes take: how many there are and the sum of their sizes. A volume counts
-/// from the moment its POST is accepted, as its name is taken from then on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SvmUsage {
-    pub volumes: u64,
-    pub allocated: u64,
 }
 
 /// A copy of an SVM with what its JSON needs.

@@ -55,7 +55,7 @@ const FIELD_MANAGER: &str = "ontap-operator-admission";
 pub async fn run(args: AdmissionArgs) -> anyhow::Result<()> {
     let _telemetry = crate::runtime::telemetry::init(args.log_format)?;
     let runtime = Client::try_from(
-        reconcile_engine::client::load_config(args.kubeconfig.as_deref(), USER_AGENT).await?,
+        reconcile_engine::load_config(args.kubeconfig.as_deref(), USER_AGENT).await?,
     )
     .context("the runtime cluster's client")?;
     let garden_kubeconfig = args.garden_kubeconfig.clone().or_else(|| {
@@ -64,7 +64,7 @@ pub async fn run(args: AdmissionArgs) -> anyhow::Result<()> {
     });
     let garden = match &garden_kubeconfig {
         Some(path) => {
-            Client::try_from(reconcile_engine::client::load_config(Some(path), USER_AGENT).await?)
+            Client::try_from(reconcile_engine::load_config(Some(path), USER_AGENT).await?)
                 .context("the garden's client")?
         }
         None => runtime.clone(),

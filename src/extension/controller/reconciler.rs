@@ -28,10 +28,9 @@ use crate::extension::status::{compute_operation, should_skip_operation};
 use crate::extension::{EXTENSION_TYPE, FINALIZER};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::svm::{SeedSecretPrefill, VerifyRequests};
-use reconcile_engine::manager::resource_rule;
 use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepFlow,
-    StepRunner,
+    StepRunner, resource_rule,
 };
 
 /// What the flags decide for every Extension.

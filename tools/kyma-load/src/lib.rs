@@ -93,7 +93,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(2));
         let mut after = probe_kyma_status(&["logging"]);
         crate::probe::keep_transition_times(&mut after, &before);
-        let patch = reconcile_engine::status::status_patch(&before, &after)
+        let patch = reconcile_engine::status_patch(&before, &after)
             .expect("serializes")
             .expect("a change");
         assert_eq!(

@@ -20,8 +20,7 @@ use kyma_inventory::component::{self, pascal};
 use kyma_inventory::kyma::{self, child_spec, desired_child};
 use kyma_inventory::{STANDARD_COMPONENTS, standard_namespace};
 use reconcile_engine::conditions::{READY, SUCCEEDED};
-use reconcile_engine::lifecycle;
-use reconcile_engine::status::{patch_status, status_patch};
+use reconcile_engine::{add_finalizer, patch_status, remove_finalizer, status_patch};
 use test_support::process::{CpuMeter, CpuUse};
 
 /// The API server's write rate as a plain client (no client-side limit) sees it: `count` small
@@ -277,7 +276,7 @@ async fn the_runs_writes(
     })
     .await?;
     let finalized = round(kymas, "Kyma finalizer patches", |i| {
-        lifecycle::add_finalizer(client, &created[i], kyma::FINALIZER, kyma::CONTROLLER)
+        add_finalizer(client, &created[i], kyma::FINALIZER, kyma::CONTROLLER)
     })
     .await?;
     let mut kyma_versions: Vec<Option<String>> =
@@ -451,7 +450,7 @@ async fn clean_up_kymas(api: &Api<Kyma>) {
         .for_each_concurrent(CREATE_CONCURRENCY, |kyma| {
             let client = client.clone();
             async move {
-                if let Err(e) = lifecycle::remove_finalizer(
+                if let Err(e) = remove_finalizer(
                     &client,
                     &kyma,
                     kyma::FINALIZER,

@@ -16,13 +16,13 @@ pub enum Change<K: Resource<DynamicType = ()>> {
     /// Created or updated.
     Applied(Arc<K>),
     /// Present at a (re)list, or when the subscription began: read it from the cache when
-    /// needed ([`Change::object`]). A reference rather than the object, so that announcing a
+    /// needed ([`SharedCache::object_of`](crate::SharedCache::object_of)). A reference rather than the object, so that announcing a
     /// whole list of a packed kind never decodes the whole list at once.
     Present(SharedRef<K>),
     /// Deleted.
     Deleted(Arc<K>),
     /// Every object of a (re)list has been announced before this: a subscriber that has handled
-    /// the changes up to here has seen the whole list ([`until_listed`]).
+    /// the changes up to here has seen the whole list (`until_listed`).
     Listed,
 }
 

@@ -26,9 +26,6 @@ mod pack;
 mod shared;
 mod store;
 
-pub use crate::object::ScopedApi;
 pub use change::{Change, until_listed};
-pub use meta::{LAST_APPLIED_ANNOTATION, SharedRef, lean_ref, strip_metadata};
-pub use owner_index::OwnerIndex;
+pub use meta::{SharedRef, lean_ref};
 pub use shared::SharedCache;
-pub use store::Store;

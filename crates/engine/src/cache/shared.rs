@@ -132,9 +132,9 @@ impl<K: Object> SharedCache<K> {
             .unwrap_or_else(PoisonError::into_inner) = Some(task);
     }
 
-    /// Keeps the objects packed from now on (see [`Store`]): for a kind with tens of thousands
+    /// Keeps the objects packed from now on (see the store's documentation): for a kind with tens of thousands
     /// of objects that reconciles read one at a time. A kind that a reconcile scans whole
-    /// ([`Store::state`]) is better held decoded.
+    /// (a `Store` state) is better held decoded.
     pub fn pack_objects(&self) {
         self.inner.store.pack_objects();
     }
@@ -177,6 +177,17 @@ impl<K: Object> SharedCache<K> {
         self.inner.store.get(obj_ref)
     }
 
+    /// The object `change` is about, read from this cache for [`Change::Present`]; None for
+    /// [`Change::Listed`] and for an object deleted since. A method of the cache rather than of
+    /// the change, so that what subscribers hear needs nothing of the cache that sends it.
+    pub fn object_of(&self, change: &Change<K>) -> Option<Arc<K>> {
+        match change {
+            Change::Applied(obj) | Change::Deleted(obj) => Some(obj.clone()),
+            Change::Present(key) => self.get(key),
+            Change::Listed => None,
+        }
+    }
+
     /// Whether an object is cached at `obj_ref`, without decoding it.
     pub fn contains(&self, obj_ref: &ObjectRef<K>) -> bool {
         self.inner.store.contains(obj_ref)
@@ -211,18 +222,6 @@ impl<K: Object> SharedCache<K> {
         }
         subscribers.push(tx);
         rx
-    }
-}
-
-impl<K: Object> Change<K> {
-    /// The object the change is about, read from `cache` for [`Change::Present`]; None for
-    /// [`Change::Listed`] and for an object deleted since.
-    pub fn object(&self, cache: &SharedCache<K>) -> Option<Arc<K>> {
-        match self {
-            Change::Applied(obj) | Change::Deleted(obj) => Some(obj.clone()),
-            Change::Present(key) => cache.get(key),
-            Change::Listed => None,
-        }
     }
 }
 

@@ -1,30 +1,4 @@
-//! The remote systems a controller's passes talk to besides the API server — the ONTAP
-//! clusters of the StorageVirtualMachine controller — and what each lets the controller run on
-//! it at once.
-//!
-//! A controller says which [`RemoteSystem`] an object's passes talk to, with its limits
-//! ([`Reconciler::remote_system`](crate::Reconciler::remote_system)), and a step that starts a
-//! job there sends its request through the pass's [`Jobs`]
-//! ([`StepRunner::jobs`](crate::StepRunner::jobs)). That is all a controller sees. The engine
-//! keeps to the limits, and makes sure that waiting for them holds none of the controller's
-//! workers, so that one slow system does not hold back the objects of the others:
-//!
-//! - **Passes at once.** A pass takes one of its system's pass slots before it begins and holds
-//!   it to its end. A pass sends one request at a time, so more passes than the system answers
-//!   requests at once would only wait, holding workers; a system that answers slowly would then
-//!   hold every worker of the controller. As many passes as there are slots wait for one without
-//!   holding a worker; the objects of further passes wait in the system's own line, without a
-//!   pass, and are queued again as waiting passes get their slots.
-//! - **Jobs at once.** A job is work the system runs on its own after a request, answering the
-//!   request when it has ended (an ONTAP job: an SVM created, changed or deleted), and the system
-//!   runs only so many at once, refusing more. A step's first job takes one of the system's job
-//!   slots and the step holds it until it ends, so that a job refused for being one too many
-//!   never costs a request and a pass. Freed slots go to the namespaces waiting in turn, each
-//!   holding at most [`RemoteSystem::jobs_per_namespace`]: one tenant's batch does not queue
-//!   another's first object behind all of it. A pass waits for a slot without holding a worker
-//!   (among the controller's parked passes; when those are as many as allowed the step waits,
-//!   and its object is queued again as soon as one leaves), and waits for the job's answer
-//!   without one too: the slots bound those passes.
+//! A remote system's limits kept to; told on [`Jobs`], which the crate exports.
 
 mod fair_slots;
 
@@ -121,7 +95,35 @@ impl RemoteSystems {
 
 /// The jobs the steps of one pass start on the pass's remote system; take it from the runner
 /// before a step ([`StepRunner::jobs`](crate::StepRunner::jobs)): a step's closure cannot
-/// borrow the runner. Cheap to clone. See the [module documentation](self).
+/// borrow the runner. Cheap to clone.
+///
+/// The remote systems a controller's passes talk to besides the API server — the ONTAP
+/// clusters of the StorageVirtualMachine controller — and what each lets the controller run on
+/// it at once.
+///
+/// A controller says which [`RemoteSystem`] an object's passes talk to, with its limits
+/// ([`Reconciler::remote_system`](crate::Reconciler::remote_system)), and a step that starts a
+/// job there sends its request through the pass's [`Jobs`]
+/// ([`StepRunner::jobs`](crate::StepRunner::jobs)). That is all a controller sees. The engine
+/// keeps to the limits, and makes sure that waiting for them holds none of the controller's
+/// workers, so that one slow system does not hold back the objects of the others:
+///
+/// - **Passes at once.** A pass takes one of its system's pass slots before it begins and holds
+///   it to its end. A pass sends one request at a time, so more passes than the system answers
+///   requests at once would only wait, holding workers; a system that answers slowly would then
+///   hold every worker of the controller. As many passes as there are slots wait for one without
+///   holding a worker; the objects of further passes wait in the system's own line, without a
+///   pass, and are queued again as waiting passes get their slots.
+/// - **Jobs at once.** A job is work the system runs on its own after a request, answering the
+///   request when it has ended (an ONTAP job: an SVM created, changed or deleted), and the system
+///   runs only so many at once, refusing more. A step's first job takes one of the system's job
+///   slots and the step holds it until it ends, so that a job refused for being one too many
+///   never costs a request and a pass. Freed slots go to the namespaces waiting in turn, each
+///   holding at most [`RemoteSystem::jobs_per_namespace`]: one tenant's batch does not queue
+///   another's first object behind all of it. A pass waits for a slot without holding a worker
+///   (among the controller's parked passes; when those are as many as allowed the step waits,
+///   and its object is queued again as soon as one leaves), and waits for the job's answer
+///   without one too: the slots bound those passes.
 #[derive(Clone, Default)]
 pub struct Jobs(Arc<PassJobs>);
 

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::api::{KymaState, KymaStatus};
-use reconcile_engine::sparse::Sparse;
+use reconcile_engine::Sparse;
 
 use super::*;
 

@@ -3,12 +3,13 @@
 use reqwest::Method;
 use secrecy::SecretString;
 
-use crate::client::{Body, OntapClient, Request, RetryMode, endpoints};
+use crate::answers::{AccountCheck, CredentialCheck, DeleteOutcome, deleted, unique_by_name};
+use crate::client::{Body, OntapClient, Request, RetryMode};
 use crate::config::Credentials;
+use crate::endpoints;
 use crate::error::{OntapError, Result};
 use crate::model::{ACCOUNT_FIELDS, Account, AccountCreate, AccountPatch, Svm};
-
-use super::*;
+use crate::query::{filter_value, path_value};
 
 impl OntapClient {
     // -----------------------------------------------------------------------------------------

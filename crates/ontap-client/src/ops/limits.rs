@@ -8,21 +8,15 @@
 
 use reqwest::Method;
 
-use crate::client::{Body, OntapClient, Pages, Request, RetryMode, endpoints};
+use crate::answers::{DeleteOutcome, created_name, deleted, unique_by_name};
+use crate::client::{Body, OntapClient, Pages, Request, RetryMode};
+use crate::endpoints;
 use crate::error::{OntapError, Result};
 use crate::model::{
     ClusterVersion, CreatedKey, QOS_POLICY_FIELDS, QosPolicy, QosPolicyCreate, QosPolicyPatch,
-    SVM_LIMIT_FIELDS, SVM_LIMIT_FIELDS_BEFORE_9_13_1, SVM_STORAGE_LIMIT_SINCE, SvmLimits,
-    SvmLimitsPatch, VOLUME_USAGE_FIELDS, VolumeUsage,
+    SvmLimits, SvmLimitsPatch, VOLUME_USAGE_FIELDS, VolumeUsage, svm_limit_fields,
 };
-
-use super::*;
-
-/// Whether the cluster knows an SVM's capacity limit: older releases refuse `storage` as an
-/// unknown field.
-fn has_storage_limit(version: &ClusterVersion) -> bool {
-    (version.generation, version.major, version.minor) >= SVM_STORAGE_LIMIT_SINCE
-}
+use crate::query::{filter_value, path_value};
 
 impl OntapClient {
     // -----------------------------------------------------------------------------------------
@@ -32,17 +26,10 @@ impl OntapClient {
     /// before 9.13.1 the answer has no `storage`.
     pub async fn svm_limits(&self, uuid: &str, version: &ClusterVersion) -> Result<SvmLimits> {
         let uuid = path_value("SVM uuid", uuid)?;
-        let url = if has_storage_limit(version) {
-            self.url(
-                &["api", "svm", "svms", uuid],
-                &[("fields", SVM_LIMIT_FIELDS)],
-            )?
-        } else {
-            self.url(
-                &["api", "svm", "svms", uuid],
-                &[("fields", SVM_LIMIT_FIELDS_BEFORE_9_13_1)],
-            )?
-        };
+        let url = self.url(
+            &["api", "svm", "svms", uuid],
+            &[("fields", svm_limit_fields(version))],
+        )?;
         self.get_json(endpoints::SVM, url).await
     }
 
@@ -52,15 +39,12 @@ impl OntapClient {
         max_records: u32,
         version: &ClusterVersion,
     ) -> Result<Pages<SvmLimits>> {
-        let url = if has_storage_limit(version) {
-            self.url(&["api", "svm", "svms"], &[("fields", SVM_LIMIT_FIELDS)])?
-        } else {
-            self.url(
-                &["api", "svm", "svms"],
-                &[("fields", SVM_LIMIT_FIELDS_BEFORE_9_13_1)],
-            )?
-        };
-        Ok(self.pages(endpoints::SVMS, url, max_records))
+        self.listing(
+            endpoints::SVMS,
+            &["api", "svm", "svms"],
+            svm_limit_fields(version),
+            max_records,
+        )
     }
 
     /// Sets an SVM's `max_volumes`, capacity limit or QoS policy; waits for the job.
@@ -81,11 +65,12 @@ impl OntapClient {
     /// count and allocated size per SVM, which ONTAP does not report on the SVM (its
     /// `storage.allocated` only while a capacity limit is set).
     pub fn volume_usage_pages(&self, max_records: u32) -> Result<Pages<VolumeUsage>> {
-        let url = self.url(
+        self.listing(
+            endpoints::VOLUMES,
             &["api", "storage", "volumes"],
-            &[("fields", VOLUME_USAGE_FIELDS)],
-        )?;
-        Ok(self.pages(endpoints::VOLUMES, url, max_records))
+            VOLUME_USAGE_FIELDS,
+            max_records,
+        )
     }
 
     // -----------------------------------------------------------------------------------------
@@ -117,11 +102,12 @@ impl OntapClient {
 
     /// Every QoS policy of the cluster, `max_records` per page.
     pub fn qos_policy_pages(&self, max_records: u32) -> Result<Pages<QosPolicy>> {
-        let url = self.url(
+        self.listing(
+            endpoints::QOS_POLICIES,
             &["api", "storage", "qos", "policies"],
-            &[("fields", QOS_POLICY_FIELDS)],
-        )?;
-        Ok(self.pages(endpoints::QOS_POLICIES, url, max_records))
+            QOS_POLICY_FIELDS,
+            max_records,
+        )
     }
 
     /// Creates a QoS policy and waits for the job; returns it as created.
@@ -186,26 +172,5 @@ impl OntapClient {
             retry: RetryMode::Idempotent,
         };
         deleted(self.mutate(&req).await)
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn storage_limit_from_9_13_1_on() {
-        let version = |generation, major, minor| ClusterVersion {
-            full: String::new(),
-            generation,
-            major,
-            minor,
-        };
-        assert!(!has_storage_limit(&version(9, 12, 1)));
-        assert!(!has_storage_limit(&version(9, 13, 0)));
-        assert!(has_storage_limit(&version(9, 13, 1)));
-        assert!(has_storage_limit(&version(9, 16, 1)));
-        assert!(has_storage_limit(&version(10, 0, 0)));
     }
 }

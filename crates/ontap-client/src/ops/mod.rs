@@ -19,153 +19,16 @@ mod roles;
 
 use reqwest::Method;
 
-use crate::client::{Body, OntapClient, Pages, Request, RetryMode, endpoints};
+use crate::answers::{DeleteOutcome, created_name, deleted, unique_by_name};
+use crate::client::{Body, OntapClient, Pages, Request, RetryMode};
+use crate::endpoints;
 use crate::error::{OntapError, Result};
 use crate::model::{
-    Account, Aggregate, BgpPeerGroup, ClusterInfo, CreatedKey, INTERFACE_FIELDS, IpInterface,
+    Aggregate, BgpPeerGroup, ClusterInfo, CreatedKey, INTERFACE_FIELDS, IpInterface,
     IpInterfaceCreate, IpInterfacePatch, Node, SVM_FIELDS, Svm, SvmCreate, SvmPatch, SvmState,
 };
-
-/// The result of a delete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DeleteOutcome {
-    Deleted,
-    /// ONTAP said the object does not exist (HTTP 404).
-    AlreadyAbsent,
-}
-
-/// The verdict on a set of SVM-account credentials.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CredentialCheck {
-    /// ONTAP accepted the credentials and they see the SVM.
-    Valid { svm_uuid: String },
-    /// ONTAP answered 401: wrong user name or password (or a locked account).
-    Rejected,
-    /// Accepted, but the account may not see this SVM (403, or the SVM is not in the answer).
-    NotAuthorized,
-}
-
-impl CredentialCheck {
-    pub fn is_valid(&self) -> bool {
-        matches!(self, Self::Valid { .. })
-    }
-}
-
-/// The verdict on an SVM account's credentials, read as the account itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AccountCheck {
-    /// ONTAP accepted the credentials; the account as it sees itself (role, lock state).
-    Valid(Account),
-    /// ONTAP answered 401: wrong user name or password, or a locked account.
-    Rejected,
-    /// Accepted, but the account may not read its own record (403).
-    NotAuthorized,
-}
-
-/// Characters with a meaning in ONTAP query filters (wildcards, alternatives, negation, ranges).
-/// A name containing one would match other objects.
-fn filter_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
-    if value.is_empty()
-        || value.trim() != value
-        || value.contains(['*', '|', '!', '<', '>', '{', '}'])
-        || value.contains("..")
-    {
-        return Err(OntapError::InvalidInput(format!(
-            "{what} {value:?} cannot be used as an exact ONTAP query filter"
-        )));
-    }
-    Ok(value)
-}
-
-fn path_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
-    if value.is_empty() || value == "." || value == ".." {
-        return Err(OntapError::InvalidInput(format!("empty or invalid {what}")));
-    }
-    Ok(value)
-}
-
-/// At most one record with exactly this name (the filter already asked for it; the comparison
-/// guards against a server that treats it as a pattern).
-fn unique_by_name<T>(
-    endpoint: &'static str,
-    name: &str,
-    records: Vec<T>,
-    name_of: impl Fn(&T) -> &str,
-) -> Result<Option<T>> {
-    let mut matching: Vec<T> = records.into_iter().filter(|r| name_of(r) == name).collect();
-    match matching.len() {
-        0 => Ok(None),
-        1 => Ok(matching.pop()),
-        count => Err(OntapError::MultipleRecords {
-            endpoint,
-            name: name.to_owned(),
-            count,
-        }),
-    }
-}
-
-/// A created record that names another object than the one posted is not ours to build on.
-fn created_name(endpoint: &'static str, name: &str, created: &CreatedKey) -> Result<()> {
-    match created.name.as_deref() {
-        Some(other) if other != name => Err(OntapError::Inconsistent(format!(
-            "{endpoint}: created {name:?}, the answer names {other:?}"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// ONTAP's own "entry doesn't exist" counts as already deleted; any other 404 (a proxy's page)
-/// is an error, or a delete that never reached the cluster would pass for done.
-fn deleted(result: Result<()>) -> Result<DeleteOutcome> {
-    match result {
-        Ok(_) => Ok(DeleteOutcome::Deleted),
-        Err(e) if e.is_not_found() => Ok(DeleteOutcome::AlreadyAbsent),
-        Err(e) => Err(e),
-    }
-}
-
-/// A protocol an SVM serves through a service object of its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    Nfs,
-    Iscsi,
-    Nvme,
-}
-
-impl Protocol {
-    fn collection_path(self) -> &'static [&'static str] {
-        match self {
-            Protocol::Nfs => &["api", "protocols", "nfs", "services"],
-            Protocol::Iscsi => &["api", "protocols", "san", "iscsi", "services"],
-            Protocol::Nvme => &["api", "protocols", "nvme", "services"],
-        }
-    }
-
-    fn collection_endpoint(self) -> &'static str {
-        match self {
-            Protocol::Nfs => endpoints::NFS_SERVICES,
-            Protocol::Iscsi => endpoints::ISCSI_SERVICES,
-            Protocol::Nvme => endpoints::NVME_SERVICES,
-        }
-    }
-
-    fn service_endpoint(self) -> &'static str {
-        match self {
-            Protocol::Nfs => endpoints::NFS_SERVICE,
-            Protocol::Iscsi => endpoints::ISCSI_SERVICE,
-            Protocol::Nvme => endpoints::NVME_SERVICE,
-        }
-    }
-
-    /// The protocol's name as an SVM's fields spell it (`nfs`, `iscsi`, `nvme`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Nfs => "nfs",
-            Protocol::Iscsi => "iscsi",
-            Protocol::Nvme => "nvme",
-        }
-    }
-}
+use crate::protocol::Protocol;
+use crate::query::{filter_value, path_value};
 
 impl OntapClient {
     // -----------------------------------------------------------------------------------------
@@ -217,8 +80,12 @@ impl OntapClient {
     /// Every SVM of the cluster, `max_records` per page: an inventory read in few requests
     /// where looking each SVM up by name would cost one request per SVM.
     pub fn svm_pages(&self, max_records: u32) -> Result<Pages<Svm>> {
-        let url = self.url(&["api", "svm", "svms"], &[("fields", SVM_FIELDS)])?;
-        Ok(self.pages(endpoints::SVMS, url, max_records))
+        self.listing(
+            endpoints::SVMS,
+            &["api", "svm", "svms"],
+            SVM_FIELDS,
+            max_records,
+        )
     }
 
     /// The SVM with this uuid. A missing one is an error with class
@@ -361,11 +228,12 @@ impl OntapClient {
     /// Every IP interface of the cluster, `max_records` per page, with the fields
     /// [`interfaces`](Self::interfaces) reads: cluster-scoped ones carry no `svm`.
     pub fn interface_pages(&self, max_records: u32) -> Result<Pages<IpInterface>> {
-        let url = self.url(
+        self.listing(
+            endpoints::INTERFACES,
             &["api", "network", "ip", "interfaces"],
-            &[("fields", INTERFACE_FIELDS)],
-        )?;
-        Ok(self.pages(endpoints::INTERFACES, url, max_records))
+            INTERFACE_FIELDS,
+            max_records,
+        )
     }
 
     /// Every interface holding this IP address, in any SVM: who holds an address a create was
@@ -496,35 +364,5 @@ impl OntapClient {
             retry: RetryMode::Idempotent,
         };
         deleted(self.mutate(&req).await)
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filter_values_reject_query_syntax() {
-        for bad in ["", " a", "a ", "a*", "a|b", "!a", "<a", "a..b", "{a}"] {
-            assert!(filter_value("x", bad).is_err(), "{bad:?}");
-        }
-        for ok in ["svm1", "svm_a-1.b", "vsadmin"] {
-            assert_eq!(filter_value("x", ok).unwrap(), ok);
-        }
-    }
-
-    #[test]
-    fn unique_by_name_zero_one_many() {
-        fn f(v: Vec<&'static str>) -> Result<Option<&'static str>> {
-            unique_by_name("/api/x", "a", v, |s: &&str| s)
-        }
-        assert_eq!(f(vec![]).unwrap(), None);
-        assert_eq!(f(vec!["b"]).unwrap(), None);
-        assert_eq!(f(vec!["a", "b"]).unwrap(), Some("a"));
-        assert!(matches!(
-            f(vec!["a", "a"]),
-            Err(OntapError::MultipleRecords { count: 2, .. })
-        ));
     }
 }

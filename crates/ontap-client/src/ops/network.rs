@@ -7,14 +7,15 @@
 
 use reqwest::Method;
 
-use crate::client::{Body, OntapClient, Pages, Request, RetryMode, endpoints};
+use crate::answers::{DeleteOutcome, created_name, deleted, same_destination, unique_by_name};
+use crate::client::{Body, OntapClient, Pages, Request, RetryMode};
+use crate::endpoints;
 use crate::error::{OntapError, Result};
 use crate::model::{
     BROADCAST_DOMAIN_FIELDS, BroadcastDomain, BroadcastDomainCreate, CreatedKey, EthernetPort,
     ObjectRef, PORT_FIELDS, PortVlan, ROUTE_FIELDS, Route, RouteCreate, VlanCreate,
 };
-
-use super::*;
+use crate::query::{filter_value, path_value};
 
 impl OntapClient {
     // -----------------------------------------------------------------------------------------
@@ -199,11 +200,12 @@ impl OntapClient {
     /// Every route of the cluster, `max_records` per page, with the fields
     /// [`routes`](Self::routes) reads: cluster-scoped ones carry no `svm`.
     pub fn route_pages(&self, max_records: u32) -> Result<Pages<Route>> {
-        let url = self.url(
+        self.listing(
+            endpoints::ROUTES,
             &["api", "network", "ip", "routes"],
-            &[("fields", ROUTE_FIELDS)],
-        )?;
-        Ok(self.pages(endpoints::ROUTES, url, max_records))
+            ROUTE_FIELDS,
+            max_records,
+        )
     }
 
     /// Creates an SVM route and returns it as created. `route.svm` must carry the SVM's uuid.
@@ -264,63 +266,11 @@ impl OntapClient {
     }
 }
 
-/// Whether a listed route has the destination a create asked for (none: ONTAP's default
-/// route, `/0`).
-fn same_destination(listed: &Route, asked: &RouteCreate) -> bool {
-    match (&listed.destination, &asked.destination) {
-        (Some(have), Some(want)) => have.address == want.address && have.netmask == want.netmask,
-        (Some(have), None) => have.netmask == "0",
-        (None, _) => false,
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::model::IpInfo;
     use crate::{ErrorClass, classify_code, codes};
-
-    fn route(destination: Option<(&str, &str)>) -> Route {
-        Route {
-            uuid: "r".into(),
-            destination: destination.map(|(address, netmask)| IpInfo {
-                address: address.into(),
-                netmask: netmask.into(),
-            }),
-            gateway: "10.0.0.1".into(),
-            svm: None,
-            metric: None,
-        }
-    }
-
-    #[test]
-    fn a_created_route_is_recognised_by_its_destination() {
-        let asked = |destination: Option<(&str, &str)>| RouteCreate {
-            svm: ObjectRef::by_uuid("s"),
-            destination: destination.map(|(address, netmask)| IpInfo {
-                address: address.into(),
-                netmask: netmask.into(),
-            }),
-            gateway: "10.0.0.1".into(),
-        };
-        assert!(same_destination(
-            &route(Some(("0.0.0.0", "0"))),
-            &asked(None)
-        ));
-        assert!(!same_destination(
-            &route(Some(("10.9.0.0", "16"))),
-            &asked(None)
-        ));
-        assert!(same_destination(
-            &route(Some(("10.9.0.0", "16"))),
-            &asked(Some(("10.9.0.0", "16")))
-        ));
-        assert!(!same_destination(
-            &route(Some(("10.9.0.0", "24"))),
-            &asked(Some(("10.9.0.0", "16")))
-        ));
-    }
 
     #[test]
     fn network_refusals_that_depend_on_state_are_conflicts() {

@@ -3,11 +3,12 @@
 
 use reqwest::Method;
 
-use crate::client::{Body, OntapClient, Request, RetryMode, endpoints};
+use crate::answers::{DeleteOutcome, deleted, unique_by_name};
+use crate::client::{Body, OntapClient, Request, RetryMode};
+use crate::endpoints;
 use crate::error::Result;
 use crate::model::{ROLE_FIELDS, Role, RoleAccess, RoleCreate, RolePrivilege};
-
-use super::*;
+use crate::query::{filter_value, path_value};
 
 impl OntapClient {
     /// The URL of one privilege of a role: the path is one segment, its `/` percent-encoded.

@@ -10,29 +10,29 @@
 mod nas;
 mod qos;
 mod san;
-use nas::*;
-use qos::*;
-use san::*;
 
-use axum::{
-    Extension, Json, Router,
-    body::Bytes,
-    extract::{Path, Query, State},
-    response::Response,
-    routing::get,
-};
+use axum::{Extension, Json, Router, routing::get};
 use serde_json::Value;
 
-use super::{
-    Pairs, created, job_answer, ok_empty, parse_body, refuse_unsettable, return_timeout,
-    wants_records, with_location,
-};
+use super::Pairs;
 use crate::{
     error::ApiResult,
-    model::{InjectedFailure, Principal, San},
+    model::{InjectedFailure, San},
     query::{ListQuery, check_single, project_single},
     schema::{self, Schema},
     state::MockState,
+};
+use nas::{
+    iscsi_credentials, policies, policy, policy_create, policy_delete, policy_patch, rule,
+    rule_create, rule_delete, rules, snapshot, snapshot_create, snapshot_delete, snapshots, volume,
+    volume_create, volume_delete, volume_patch, volumes,
+};
+use qos::{qos_policies, qos_policy, qos_policy_create, qos_policy_delete, qos_policy_patch};
+use san::{
+    block_create, block_delete, block_get, block_list, block_patch, group_create, group_delete,
+    group_get, group_list, lun_attribute, lun_attribute_create, lun_attribute_delete,
+    lun_attribute_patch, lun_attributes, map_create, map_delete, map_get, map_list, member_add,
+    member_list, member_remove, reporting_node, reporting_nodes,
 };
 
 type Failure = Option<Extension<InjectedFailure>>;

@@ -1,6 +1,25 @@
 //! Volumes, snapshots and NFS export policies.
 
-use super::*;
+use axum::{
+    Extension, Json,
+    body::Bytes,
+    extract::{Path, Query, State},
+    response::Response,
+};
+use serde_json::Value;
+
+use super::{
+    Failure, POLICY_FIELDS, RULE_FIELDS, SNAPSHOT_POST, VOLUME_NOT_PATCHABLE, VOLUME_PATCH,
+    VOLUME_POST, listing, single,
+};
+use crate::api::{
+    Pairs, created, job_answer, ok_empty, parse_body, refuse_unsettable, return_timeout,
+    wants_records, with_location,
+};
+use crate::error::ApiResult;
+use crate::model::Principal;
+use crate::schema;
+use crate::state::MockState;
 
 // ------------------------------------------------------------------ volumes
 

@@ -2,8 +2,23 @@
 //! SVM's policies); creating, changing and deleting them is for the cluster admin, as ONTAP
 //! leaves policy groups to cluster administrators.
 
-use super::*;
-use crate::api::require_admin;
+use axum::{
+    Extension, Json,
+    body::Bytes,
+    extract::{Path, Query, State},
+    response::Response,
+};
+use serde_json::Value;
+
+use super::{Failure, listing, single};
+use crate::api::{
+    Pairs, job_answer, parse_body, refuse_unsettable, require_admin, return_timeout, wants_records,
+    with_location,
+};
+use crate::error::ApiResult;
+use crate::model::Principal;
+use crate::schema;
+use crate::state::MockState;
 
 const QOS_POST: &[&str] = &[
     "name",

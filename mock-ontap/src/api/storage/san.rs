@@ -1,6 +1,23 @@
 //! LUNs and NVMe namespaces, igroups and subsystems, maps, LUN attributes and reporting nodes.
 
-use super::*;
+use axum::{
+    Extension, Json,
+    body::Bytes,
+    extract::{Path, Query, State},
+    response::Response,
+};
+use serde_json::Value;
+
+use super::{
+    BLOCK_PATCH, HOST_POST, IGROUP_POST, INITIATOR_POST, LUN_ATTRIBUTE_PATCH, LUN_ATTRIBUTE_POST,
+    LUN_MAP_POST, LUN_POST, NAMESPACE_MAP_POST, NAMESPACE_POST, SUBSYSTEM_POST, allow_mapped,
+    listing, paths, schemas, single,
+};
+use crate::api::{Pairs, created, ok_empty, parse_body, wants_records};
+use crate::error::ApiResult;
+use crate::model::{Principal, San};
+use crate::schema;
+use crate::state::MockState;
 
 // ------------------------------------------------------------------ LUNs and namespaces
 

@@ -1,6 +1,10 @@
 //! NFS export policies and their rules, and the iSCSI default initiator security.
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::{ExportPolicy, Rule, at, link, rule_body, str_at};
+use crate::error::{ApiError, ApiResult, codes};
+use crate::model::{Model, Principal};
 
 impl Model {
     // ---------------------------------------------------------------- export policies

@@ -1,7 +1,15 @@
 //! igroups and NVMe subsystems with their members, the maps that expose LUNs and namespaces
 //! through them, and the nodes reporting a LUN map.
 
-use super::*;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{
+    Block, Group, Map, at, link, lun_map_not_found, lun_not_found, new_uuid, reference, str_at,
+    target_nqn, u64_at,
+};
+use crate::error::{ApiError, ApiResult, codes};
+use crate::model::{Model, Principal, San};
 
 impl Model {
     // ---------------------------------------------------------------- igroups and subsystems

@@ -20,14 +20,12 @@ mod san;
 mod volumes;
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Instant;
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::job::{Effect, InjectedFailure, Job, StorageEffect};
-use super::{Model, Principal, svm::SvmUsage};
+use super::{Model, Principal};
 use crate::error::{ApiError, ApiResult, codes};
 
 /// ONTAP's default volume size when a POST names none ("size - 20MB", POST /storage/volumes).
@@ -507,6 +505,14 @@ fn rule_body(body: &Value) -> ApiResult<Value> {
         "chown_mode": str_at(body, "chown_mode").unwrap_or("restricted"),
         "ntfs_unix_security": str_at(body, "ntfs_unix_security").unwrap_or("fail"),
     }))
+}
+
+/// What an SVM's volumes take: how many there are and the sum of their sizes. A volume counts
+/// from the moment its POST is accepted, as its name is taken from then on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SvmUsage {
+    pub volumes: u64,
+    pub allocated: u64,
 }
 
 impl SvmUsage {

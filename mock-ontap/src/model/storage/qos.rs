@@ -3,7 +3,14 @@
 //! are jobs (202 + job), as NetApp's REST reference answers them; a created policy is listed
 //! once its job succeeded, its name is taken from the moment the POST is accepted.
 
-use super::*;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::{Storage, at, bool_at, link, new_uuid, str_at, u64_at};
+use crate::error::{ApiError, ApiResult, codes};
+use crate::model::job::{Effect, InjectedFailure, Job, StorageEffect};
+use crate::model::{Model, Principal};
 
 /// A fixed policy's limits; 0 means none, as netapp-ontap's `QosPolicyFixed` says of each.
 #[derive(Debug, Clone, Default)]

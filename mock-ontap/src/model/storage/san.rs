@@ -1,6 +1,15 @@
 //! LUNs and NVMe namespaces, and LUN attributes.
 
-use super::*;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::{
+    Block, Map, at, attribute_not_found, bool_at, check_attribute, link, lun_attribute_json,
+    lun_attributes_of, lun_not_found, new_uuid, reference, split_path, str_at, u64_at,
+};
+use crate::error::{ApiError, ApiResult, codes};
+use crate::model::{Model, Principal, San};
 
 impl Model {
     // ---------------------------------------------------------------- LUNs and namespaces

@@ -1,6 +1,16 @@
 //! FlexVol volumes and their snapshots: every change a job.
 
-use super::*;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::{
+    DEFAULT_SNAPSHOT_RESERVE, DEFAULT_VOLUME_SIZE, Snapshot, Volume, at, bool_at, link, new_uuid,
+    reference, str_at, u64_at,
+};
+use crate::error::{ApiError, ApiResult, codes};
+use crate::model::job::{Effect, InjectedFailure, Job, StorageEffect};
+use crate::model::{Model, Principal};
 
 impl Model {
     // ---------------------------------------------------------------- volumes

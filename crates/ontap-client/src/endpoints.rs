@@ -1,0 +1,33 @@
+//! Path templates: the bounded names used in spans and metrics. Below the client and the
+//! operations, which both name them.
+
+pub(crate) const CLUSTER: &str = "/api/cluster";
+pub(crate) const NODES: &str = "/api/cluster/nodes";
+pub(crate) const JOB: &str = "/api/cluster/jobs/{uuid}";
+pub(crate) const AGGREGATES: &str = "/api/storage/aggregates";
+pub(crate) const SVMS: &str = "/api/svm/svms";
+pub(crate) const SVM: &str = "/api/svm/svms/{uuid}";
+pub(crate) const INTERFACES: &str = "/api/network/ip/interfaces";
+pub(crate) const INTERFACE: &str = "/api/network/ip/interfaces/{uuid}";
+pub(crate) const BGP_PEER_GROUPS: &str = "/api/network/ip/bgp/peer-groups";
+pub(crate) const PORTS: &str = "/api/network/ethernet/ports";
+pub(crate) const PORT: &str = "/api/network/ethernet/ports/{uuid}";
+pub(crate) const BROADCAST_DOMAINS: &str = "/api/network/ethernet/broadcast-domains";
+pub(crate) const BROADCAST_DOMAIN: &str = "/api/network/ethernet/broadcast-domains/{uuid}";
+pub(crate) const ROUTES: &str = "/api/network/ip/routes";
+pub(crate) const ROUTE: &str = "/api/network/ip/routes/{uuid}";
+pub(crate) const ACCOUNTS: &str = "/api/security/accounts";
+pub(crate) const ACCOUNT: &str = "/api/security/accounts/{owner.uuid}/{name}";
+pub(crate) const NFS_SERVICES: &str = "/api/protocols/nfs/services";
+pub(crate) const NFS_SERVICE: &str = "/api/protocols/nfs/services/{svm.uuid}";
+pub(crate) const ISCSI_SERVICES: &str = "/api/protocols/san/iscsi/services";
+pub(crate) const ISCSI_SERVICE: &str = "/api/protocols/san/iscsi/services/{svm.uuid}";
+pub(crate) const NVME_SERVICES: &str = "/api/protocols/nvme/services";
+pub(crate) const NVME_SERVICE: &str = "/api/protocols/nvme/services/{svm.uuid}";
+pub(crate) const VOLUMES: &str = "/api/storage/volumes";
+pub(crate) const QOS_POLICIES: &str = "/api/storage/qos/policies";
+pub(crate) const QOS_POLICY: &str = "/api/storage/qos/policies/{uuid}";
+pub(crate) const ROLES: &str = "/api/security/roles";
+pub(crate) const ROLE: &str = "/api/security/roles/{owner.uuid}/{name}";
+pub(crate) const ROLE_PRIVILEGES: &str = "/api/security/roles/{owner.uuid}/{name}/privileges";
+pub(crate) const ROLE_PRIVILEGE: &str = "/api/security/roles/{owner.uuid}/{name}/privileges/{path}";
