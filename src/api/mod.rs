@@ -11,12 +11,12 @@ pub mod seed_secret;
 mod svm;
 
 pub use cluster::{
-    ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
+    ClusterAllowances, ClusterDefaults, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
 };
 pub use svm::{
     ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, Protocol, ProviderReference,
     StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec,
-    SvmMode, SvmPhase, SvmProtocols,
+    SvmLimitsSpec, SvmMode, SvmPhase, SvmProtocols, SvmUsage,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

@@ -138,6 +138,7 @@ pub(super) fn resolve_metal_stack(
         storage_classes: metal_stack_storage_classes(),
         trident_operator_image: None,
         deletion_policy: DeletionPolicy::Retain,
+        limits: None,
     })
 }
 

@@ -43,7 +43,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::DeletionPolicy;
+use crate::api::{DeletionPolicy, SvmLimitsSpec};
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
 
 /// metal-stack's providerConfig group/version.
@@ -210,6 +210,8 @@ pub struct ExtensionConfig {
     /// ([`ConfigDefaults::allow_shoot_images`]).
     pub trident_operator_image: Option<String>,
     pub deletion_policy: DeletionPolicy,
+    /// The limits of a shoot's own SVM; `None`: the OntapCluster's defaults.
+    pub limits: Option<SvmLimitsSpec>,
 }
 
 impl ExtensionConfig {

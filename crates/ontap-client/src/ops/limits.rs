@@ -18,10 +18,16 @@ use crate::model::{
 
 use super::*;
 
-/// Whether the cluster knows an SVM's capacity limit: older releases refuse `storage` as an
-/// unknown field.
+impl ClusterVersion {
+    /// Whether the cluster knows an SVM's capacity limit: older releases refuse `storage` as an
+    /// unknown field.
+    pub fn has_svm_storage_limit(&self) -> bool {
+        (self.generation, self.major, self.minor) >= SVM_STORAGE_LIMIT_SINCE
+    }
+}
+
 fn has_storage_limit(version: &ClusterVersion) -> bool {
-    (version.generation, version.major, version.minor) >= SVM_STORAGE_LIMIT_SINCE
+    version.has_svm_storage_limit()
 }
 
 impl OntapClient {
