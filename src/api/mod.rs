@@ -11,7 +11,8 @@ pub mod seed_secret;
 mod svm;
 
 pub use cluster::{
-    ClusterAllowances, ClusterDefaults, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
+    ClusterAllowances, ClusterDefaults, OntapCluster, OntapClusterSpec, OntapClusterStatus,
+    SecretReference,
 };
 pub use svm::{
     ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, Protocol, ProviderReference,

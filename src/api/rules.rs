@@ -244,7 +244,16 @@ mod tests {
         assert_eq!(quantity_bytes("1.5Gi"), Some(3 << 29));
         assert_eq!(quantity_bytes("1048576"), Some(1 << 20));
         assert_eq!(quantity_bytes("0"), Some(0));
-        for refused in ["", "Gi", "1.5", "1e3", "100m", "-1", "20000Ei", "1.0000000001k"] {
+        for refused in [
+            "",
+            "Gi",
+            "1.5",
+            "1e3",
+            "100m",
+            "-1",
+            "20000Ei",
+            "1.0000000001k",
+        ] {
             assert_eq!(quantity_bytes(refused), None, "{refused}");
         }
     }

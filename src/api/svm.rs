@@ -430,4 +430,3 @@ pub struct SvmUsage {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub summary: String,
 }
-

@@ -81,9 +81,10 @@ impl Snapshot {
     /// How many volumes the SVM with that uuid has, where the reading counted them.
     pub fn volumes(&self, svm_uuid: &str) -> Option<u64> {
         let limits = self.limits.as_ref()?;
-        limits.svms.contains_key(svm_uuid).then(|| {
-            limits.volumes.get(svm_uuid).copied().unwrap_or_default()
-        })
+        limits
+            .svms
+            .contains_key(svm_uuid)
+            .then(|| limits.volumes.get(svm_uuid).copied().unwrap_or_default())
     }
 
     /// The interfaces of the SVM with that uuid (none for an SVM the snapshot does not know).

@@ -128,12 +128,33 @@ impl Collector for OntapStateCollector {
         )?;
         let [volumes, max_volumes, storage_used, storage_limit] = &usage_gauges;
         for (name, help, family) in [
-            ("svm_volumes", "Volumes of an SVM with limits, as the cluster's inventory last counted them", volumes),
-            ("svm_max_volumes", "An SVM's volume limit (ONTAP's max_volumes), where it has one", max_volumes),
-            ("svm_storage_used_bytes", "Bytes an SVM's volumes take of its capacity limit (ONTAP's storage.allocated)", storage_used),
-            ("svm_storage_limit_bytes", "An SVM's capacity limit in bytes (ONTAP's storage.limit), where it has one", storage_limit),
+            (
+                "svm_volumes",
+                "Volumes of an SVM with limits, as the cluster's inventory last counted them",
+                volumes,
+            ),
+            (
+                "svm_max_volumes",
+                "An SVM's volume limit (ONTAP's max_volumes), where it has one",
+                max_volumes,
+            ),
+            (
+                "svm_storage_used_bytes",
+                "Bytes an SVM's volumes take of its capacity limit (ONTAP's storage.allocated)",
+                storage_used,
+            ),
+            (
+                "svm_storage_limit_bytes",
+                "An SVM's capacity limit in bytes (ONTAP's storage.limit), where it has one",
+                storage_limit,
+            ),
         ] {
-            encode_gauges(&mut encoder, &format!("{METRIC_PREFIX}_{name}"), help, family)?;
+            encode_gauges(
+                &mut encoder,
+                &format!("{METRIC_PREFIX}_{name}"),
+                help,
+                family,
+            )?;
         }
 
         let conditions = Family::<ClusterConditionLabels, Gauge>::default();

@@ -43,8 +43,8 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::{DeletionPolicy, SvmLimitsSpec};
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
+use crate::api::{DeletionPolicy, SvmLimitsSpec};
 
 /// metal-stack's providerConfig group/version.
 pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
@@ -611,6 +611,26 @@ mod tests {
         assert_eq!(config.storage_classes, metal_stack_storage_classes());
         assert_eq!(config.deletion_policy, DeletionPolicy::Delete);
         assert_eq!(config.cluster, None);
+    }
+
+    #[test]
+    fn own_config_limits_travel_to_the_shoots_own_svm_only() {
+        let mut svm = minimal_svm();
+        svm["limits"] =
+            json!({"maxVolumes": 40, "storageLimit": "200Gi", "storageLimitThresholdAlert": 80});
+        let config = parse(ontap(svm.clone())).unwrap();
+        let limits = config.limits.unwrap();
+        assert_eq!(limits.max_volumes, Some(40));
+        assert_eq!(limits.storage_limit.as_deref(), Some("200Gi"));
+        assert_eq!(limits.storage_limit_threshold_alert, Some(80));
+        let mut bad = svm.clone();
+        bad["limits"]["storageLimit"] = json!("1.5");
+        assert!(
+            message(ontap(bad)).contains("svm.limits.storageLimit"),
+            "a fraction of a byte"
+        );
+        svm["sharing"] = json!("PerProject");
+        assert!(message(ontap(svm)).contains("svm.limits"), "a shared SVM's");
     }
 
     #[test]

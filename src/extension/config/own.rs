@@ -152,7 +152,10 @@ fn check_limits(sharing: SvmSharing, limits: &SvmLimitsSpec) -> Result<(), Confi
             format!("{limit:?} is not a whole number of bytes as a quantity, e.g. 500Gi or 2T"),
         ));
     }
-    if limits.storage_limit_threshold_alert.is_some_and(|p| p > 100) {
+    if limits
+        .storage_limit_threshold_alert
+        .is_some_and(|p| p > 100)
+    {
         return Err(invalid(
             "svm.limits.storageLimitThresholdAlert",
             "a percentage: 0 to 100",

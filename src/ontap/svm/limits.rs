@@ -16,7 +16,9 @@ use super::plan::{
 use super::reconcile::SvmReconciler;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmUsage};
 use crate::ontap::inventory::Snapshot;
-use ontap_client::{ClusterVersion, MaxVolumes, OntapClient, Svm, SvmLimits};
+use ontap_client::{
+    ClusterVersion, MaxVolumes, OntapClient, Svm, SvmLimits, SvmLimitsPatch, SvmStorage,
+};
 use reconcile_engine::{Jobs, Outcome, StepFlow};
 
 /// The version an OntapCluster's status reports (`9.16.1`), once its controller has read it.
@@ -83,7 +85,9 @@ impl SvmReconciler {
         client: &OntapClient,
         jobs: &Jobs,
     ) -> StepFlow<Outcome<Option<SvmUsage>>> {
-        let cluster = self.clusters.get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        let cluster = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
         let wanted = desired_limits_on(svm, cluster.as_deref(), None)
             .map_err(|e| Invalid::Spec.error(e.to_string()))?;
         if wanted.is_empty() {
@@ -120,7 +124,7 @@ impl SvmReconciler {
                                 .await?,
                             Failed::SvmLimits,
                         )?;
-                        (read_limits(client, &ontap_svm.uuid, &version).await?, true)
+                        (applied(found, &patch), true)
                     }
                     LimitsAction::Keep | LimitsAction::Unread => (found, false),
                 }
@@ -156,6 +160,24 @@ async fn read_limits(
         .svm_limits(uuid, version)
         .await
         .map_err(|e| ontap_error(Failed::SvmLimitsLookup, e).into())
+}
+
+/// `found` with `patch` set: what ONTAP shows once it took it, without another read. A usage
+/// ONTAP reports only while a capacity limit is set stays unknown until the next read.
+fn applied(mut found: SvmLimits, patch: &SvmLimitsPatch) -> SvmLimits {
+    if let Some(max_volumes) = patch.max_volumes {
+        found.max_volumes = Some(max_volumes);
+    }
+    if let Some(set) = patch.storage {
+        let storage = found.storage.get_or_insert_with(SvmStorage::default);
+        if let Some(limit) = set.limit {
+            storage.limit = (limit > 0).then_some(limit);
+        }
+        if let Some(alert) = set.limit_threshold_alert {
+            storage.limit_threshold_alert = Some(alert);
+        }
+    }
+    found
 }
 
 /// What an SVM with `limits` and `volumes` uses of its limits.

@@ -22,8 +22,8 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::authority::Standing;
-use super::naming::names_of;
 use super::limits::{cluster_version, desired_limits_on, wants_limits};
+use super::naming::names_of;
 use super::plan::{DesiredSvm, desired_lifs, desired_svm, plan_lifs, plan_svm};
 use super::standing::Standings;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
@@ -370,6 +370,32 @@ mod tests {
     }
 
     #[test]
+    fn limits_are_confirmed_from_the_snapshot_only_as_wanted() {
+        let mut svm = steady();
+        svm.spec.limits = Some(crate::api::SvmLimitsSpec {
+            max_volumes: Some(10),
+            ..Default::default()
+        });
+        let read = |max: &str| {
+            let limits: ontap_client::SvmLimits = serde_json::from_value(
+                serde_json::json!({ "uuid": UUID, "name": "n", "max_volumes": max }),
+            )
+            .unwrap();
+            snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm)).with_limits(vec![limits], Vec::new())
+        };
+        assert!(confirms(&svm, None, &Standing::Tenant, &read("10")));
+        assert!(
+            !confirms(&svm, None, &Standing::Tenant, &read("7")),
+            "drifted"
+        );
+        let unread = snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm));
+        assert!(
+            !confirms(&svm, None, &Standing::Tenant, &unread),
+            "limits wanted, none read"
+        );
+    }
+
+    #[test]
     fn only_ready_owned_objects_at_their_generation_are_steady() {
         let mut changed = steady();
         changed.metadata.generation = Some(4);
@@ -412,7 +438,10 @@ mod tests {
                 confirmed_svm(&desired, UUID, &snapshot).is_none(),
                 "{found:?}"
             );
-            assert!(!confirms(&svm, None, &Standing::Tenant, &snapshot), "{found:?}");
+            assert!(
+                !confirms(&svm, None, &Standing::Tenant, &snapshot),
+                "{found:?}"
+            );
         }
         let absent = snapshot(Vec::new(), ontap_lifs(&svm));
         assert!(confirmed_svm(&desired, UUID, &absent).is_none());
@@ -422,7 +451,12 @@ mod tests {
         assert!(!confirms(&svm, None, &Standing::Tenant, &snapshot_of(lifs)));
         let mut moved = ontap_lifs(&svm);
         moved[0].ip.as_mut().unwrap().address = "192.0.2.99".into();
-        assert!(!confirms(&svm, None, &Standing::Tenant, &snapshot_of(moved)));
+        assert!(!confirms(
+            &svm,
+            None,
+            &Standing::Tenant,
+            &snapshot_of(moved)
+        ));
     }
 
     /// The shortcut and the full pass share one SVM plan: whatever `plan_svm` finds to change,

@@ -156,7 +156,9 @@ impl SvmReconciler {
         client: &OntapClient,
         jobs: &Jobs,
     ) -> StepFlow<Outcome<Svm>> {
-        let cluster = self.clusters.get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        let cluster = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
         let limits = desired_limits_on(
             svm,
             cluster.as_deref(),

@@ -422,6 +422,7 @@ mod tests {
             address_ranges: vec!["192.0.2.0/25".into()],
             svms_per_namespace: None,
             tenant_retain: Some(false),
+            ..ClusterAllowances::default()
         };
         let mut ok = svm("team-a", "db", 1, &["192.0.2.10", "192.0.2.11"]);
         ok.spec.ipspace = Some("tenants".into());

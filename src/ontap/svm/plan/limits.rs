@@ -112,7 +112,11 @@ pub fn beyond_bounds(
     {
         return Some(format!(
             "spec.limits.maxVolumes: the OntapCluster {cluster} allows at most {bound} volumes per SVM{}",
-            if asked == 0 { ", and no SVM without a limit" } else { "" }
+            if asked == 0 {
+                ", and no SVM without a limit"
+            } else {
+                ""
+            }
         ));
     }
     if let (Some(asked), Some(bound)) = (

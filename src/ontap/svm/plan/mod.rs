@@ -7,8 +7,8 @@
 //!
 //! Everything here is pure.
 
-mod limits;
 mod lifs;
+mod limits;
 mod svm;
 
 pub use lifs::{
@@ -53,7 +53,9 @@ pub enum DesiredError {
     },
     #[error("the StorageVirtualMachine has no uid: it must be read from the API server first")]
     MissingUid,
-    #[error("{field}: {value:?} is not a whole number of bytes as a quantity (digits, an optional fraction, and a suffix such as Gi or T)")]
+    #[error(
+        "{field}: {value:?} is not a whole number of bytes as a quantity (digits, an optional fraction, and a suffix such as Gi or T)"
+    )]
     InvalidQuantity { field: String, value: String },
 }
 

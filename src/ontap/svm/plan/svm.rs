@@ -226,7 +226,13 @@ mod tests {
 
     #[test]
     fn the_create_request() {
-        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant, DesiredLimits::default()).unwrap();
+        let desired = desired_svm(
+            &base(),
+            "k8s_team-a_db",
+            &Standing::Tenant,
+            DesiredLimits::default(),
+        )
+        .unwrap();
         assert_eq!(
             serde_json::to_value(desired.create_request()).unwrap(),
             serde_json::json!({
@@ -254,14 +260,26 @@ mod tests {
 
     #[test]
     fn an_svm_as_created_is_as_wanted() {
-        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant, DesiredLimits::default()).unwrap();
+        let desired = desired_svm(
+            &base(),
+            "k8s_team-a_db",
+            &Standing::Tenant,
+            DesiredLimits::default(),
+        )
+        .unwrap();
         let plan = plan_svm(&desired, &as_created(&desired), None);
         assert!(plan.is_empty(), "{plan:?}");
     }
 
     #[test]
     fn the_plan_finds_each_property_that_differs() {
-        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant, DesiredLimits::default()).unwrap();
+        let desired = desired_svm(
+            &base(),
+            "k8s_team-a_db",
+            &Standing::Tenant,
+            DesiredLimits::default(),
+        )
+        .unwrap();
         let plan_of = |change: &dyn Fn(&mut Svm)| {
             let mut found = as_created(&desired);
             change(&mut found);
@@ -300,11 +318,16 @@ mod tests {
 
     #[test]
     fn the_plan_sets_the_limits_that_differ() {
-        let mut desired =
-            desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant, DesiredLimits::default())
-                .unwrap();
+        let mut desired = desired_svm(
+            &base(),
+            "k8s_team-a_db",
+            &Standing::Tenant,
+            DesiredLimits::default(),
+        )
+        .unwrap();
         let found = as_created(&desired);
-        let limits = |value: serde_json::Value| -> SvmLimits { serde_json::from_value(value).unwrap() };
+        let limits =
+            |value: serde_json::Value| -> SvmLimits { serde_json::from_value(value).unwrap() };
         let unlimited = limits(serde_json::json!({
             "uuid": "u", "name": "n", "max_volumes": "unlimited",
             "storage": { "limit_threshold_alert": 90 },
@@ -315,7 +338,10 @@ mod tests {
             storage_limit: Some(1 << 30),
             storage_limit_threshold_alert: Some(90),
         };
-        assert_eq!(plan_svm(&desired, &found, None).limits, LimitsAction::Unread);
+        assert_eq!(
+            plan_svm(&desired, &found, None).limits,
+            LimitsAction::Unread
+        );
         let plan = plan_svm(&desired, &found, Some(&unlimited));
         assert!(!plan.is_empty());
         assert_eq!(
