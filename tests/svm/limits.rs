@@ -116,7 +116,7 @@ async fn limits_come_from_the_object_and_the_clusters_defaults_and_usage_shows_i
         .as_admin(
             Method::POST,
             "/api/storage/volumes",
-            json!({ "name": "vol1", "svm": { "uuid": svm_uuid }, "aggregates": [{ "name": "aggr1" }], "size": GIB }),
+            json!({ "name": "vol1", "svm": { "uuid": svm_uuid }, "aggregates": [{ "name": "aggr1_node01" }], "size": GIB }),
         )
         .await;
     let usage = usage_shown(&world, "capped", |u| u.volumes == Some(1)).await;
@@ -356,6 +356,7 @@ async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
     )
     .await;
     world.wait_cluster_ready(READY_WITHIN).await;
+    let created_from = world.next_seq().await;
     for i in 0..SVMS {
         create_ready(
             &world,
@@ -368,6 +369,32 @@ async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
     // Past the passes the seed Secrets' events and the first inventory read cause.
     world.operator.quiesce(READY_WITHIN).await;
     let from = world.next_seq().await;
+    let provisioning: Vec<Value> = world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| {
+            r["seq"]
+                .as_u64()
+                .is_some_and(|s| s >= created_from && s < from)
+                && r["path"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("/api/svm/svms/"))
+        })
+        .collect();
+    let patches = provisioning
+        .iter()
+        .filter(|r| r["method"] == "PATCH")
+        .count();
+    eprintln!(
+        "provisioning with limits: {:.2} limit requests per SVM ({patches} PATCHes)",
+        provisioning.len() as f64 / f64::from(SVMS)
+    );
+    assert_eq!(
+        patches,
+        usize::from(SVMS),
+        "one PATCH sets an SVM's limits: {provisioning:#?}"
+    );
     // The window measured: two sync periods (with their jitter), in which every SVM is
     // re-verified at least once; the time passing is the point.
     tokio::time::sleep(Duration::from_secs(9)).await;
