@@ -44,7 +44,7 @@ pub fn quantity_bytes(quantity: &str) -> Option<u64> {
     let digits: u128 = format!("{whole}{fraction}").parse().ok()?;
     let scale = 10u128.checked_pow(u32::try_from(fraction.len()).ok()?)?;
     let scaled = digits.checked_mul(multiplier)?;
-    if scaled % scale != 0 {
+    if !scaled.is_multiple_of(scale) {
         return None;
     }
     u64::try_from(scaled / scale).ok()

@@ -332,12 +332,13 @@ async fn a_fault_during_each_limits_request_still_converges() {
         )
         .await;
         world.wait_ready("faulted", READY_WITHIN).await;
+        // ONTAP answers `max_volumes` as a string.
+        let expected = json!(wanted.to_string());
         poll(
             &format!("{case}: max_volumes {wanted}"),
             READY_WITHIN,
             async || {
-                (ontap_limits(&world, &svm_name).await["max_volumes"] == wanted.to_string())
-                    .then_some(())
+                (ontap_limits(&world, &svm_name).await["max_volumes"] == expected).then_some(())
             },
         )
         .await;

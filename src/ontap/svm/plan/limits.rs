@@ -152,7 +152,7 @@ pub fn human_bytes(bytes: u64) -> String {
     ];
     for (unit, size) in UNITS {
         if bytes >= size {
-            return if bytes % size == 0 {
+            return if bytes.is_multiple_of(size) {
                 format!("{}{unit}", bytes / size)
             } else {
                 #[allow(clippy::cast_precision_loss)]
