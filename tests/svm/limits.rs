@@ -11,6 +11,7 @@ use ontap_operator::api::{StorageVirtualMachine, SvmUsage};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::cost::{resync_window, resync_world};
 use crate::support::mock::fast_mock;
 use crate::support::poll;
 use crate::support::svm::SvmWorld;
@@ -18,13 +19,8 @@ use crate::support::svm::SvmWorld;
 const READY_WITHIN: Duration = Duration::from_secs(90);
 const GIB: u64 = 1 << 30;
 
-/// Creates `name` (LIF addresses from `index`) with `limits` and waits until it is Ready.
-async fn create_ready(
-    world: &SvmWorld,
-    name: &str,
-    index: u8,
-    limits: Value,
-) -> StorageVirtualMachine {
+/// Creates `name` (LIF addresses from `index`) with `limits`.
+async fn create(world: &SvmWorld, name: &str, index: u8, limits: Value) {
     let object = world.svm_with(name, index, &json!({ "limits": limits }));
     world
         .svms()
@@ -34,6 +30,16 @@ async fn create_ready(
         )
         .await
         .unwrap();
+}
+
+/// Creates `name` (LIF addresses from `index`) with `limits` and waits until it is Ready.
+async fn create_ready(
+    world: &SvmWorld,
+    name: &str,
+    index: u8,
+    limits: Value,
+) -> StorageVirtualMachine {
+    create(world, name, index, limits).await;
     world.wait_ready(name, READY_WITHIN).await
 }
 
@@ -196,15 +202,7 @@ async fn the_clusters_bounds_refuse_an_object_asking_beyond_them() {
             "spec.limits.storageLimit:",
         ),
     ] {
-        let object = world.svm_with(name, index, &json!({ "limits": limits }));
-        world
-            .svms()
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(object).unwrap(),
-            )
-            .await
-            .unwrap();
+        create(&world, name, index, limits).await;
         let message = world
             .refused_in(
                 &world.env.namespace,
@@ -234,19 +232,13 @@ async fn before_9_13_1_a_capacity_limit_is_a_condition_and_the_rest_converges() 
     mock.cluster.version = "9.12.1".into();
     let world = SvmWorld::with(mock, &[]).await;
     world.wait_cluster_ready(READY_WITHIN).await;
-    let object = world.svm_with(
+    create(
+        &world,
         "old",
         1,
-        &json!({ "limits": { "maxVolumes": 20, "storageLimit": "100Gi" } }),
-    );
-    world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).unwrap(),
-        )
-        .await
-        .unwrap();
+        json!({ "maxVolumes": 20, "storageLimit": "100Gi" }),
+    )
+    .await;
     let message = world
         .refused_in(
             &world.env.namespace,
@@ -351,12 +343,7 @@ async fn a_fault_during_each_limits_request_still_converges() {
 #[tokio::test]
 async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
     const SVMS: u8 = 4;
-    let world = SvmWorld::with(
-        fast_mock(),
-        &["--sync-period=4s", "--ontap-inventory-min-svms=2"],
-    )
-    .await;
-    world.wait_cluster_ready(READY_WITHIN).await;
+    let world = resync_world().await;
     let created_from = world.next_seq().await;
     for i in 0..SVMS {
         create_ready(
@@ -396,51 +383,12 @@ async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
         usize::from(SVMS),
         "one PATCH sets an SVM's limits: {provisioning:#?}"
     );
-    // The window measured: two sync periods (with their jitter), in which every SVM is
-    // re-verified at least once; the time passing is the point.
-    tokio::time::sleep(Duration::from_secs(9)).await;
-    let log: Vec<Value> = world
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= from))
-        .filter(|r| r["path"] != "/api/cluster")
-        .collect();
-    let describe = |r: &Value| {
-        format!(
-            "{} {}?{}",
-            r["method"].as_str().unwrap_or_default(),
-            r["path"].as_str().unwrap_or_default(),
-            r["query"].as_str().unwrap_or_default()
-        )
-    };
-    let all: Vec<String> = log.iter().map(describe).collect();
-    let admin = world.mock.server.admin().user.clone();
-    let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
-    let per_object = log
-        .iter()
-        .filter(|r| {
-            let query = r["query"].as_str().unwrap_or_default();
-            let path = r["path"].as_str().unwrap_or_default();
-            query.contains("name=")
-                || query.contains("svm.uuid=")
-                || path.starts_with("/api/svm/svms/")
-        })
-        .count();
-    let writes = log.iter().filter(|r| r["method"] != "GET").count();
-    assert!(logins >= usize::from(SVMS), "{all:#?}");
-    assert_eq!(
-        per_object, 0,
-        "no SVM's limits are read per object: {all:#?}"
-    );
-    assert_eq!(writes, 0, "a resync writes nothing: {all:#?}");
-    let paged = log.len() - logins;
-    let per_svm = log.len() as f64 / f64::from(SVMS);
+    let window = resync_window(&world, from).await;
     eprintln!(
-        "a resync with limits: {per_svm:.2} ONTAP requests per SVM and pass window: {all:#?}"
+        "a resync with limits: {:.2} ONTAP requests per SVM in the window: {:#?}",
+        (window.paged + window.logins) as f64 / f64::from(SVMS),
+        window.all
     );
-    assert!(
-        paged <= 2 * 4 * 3,
-        "at most four collection reads per half sync period: {all:#?}"
-    );
+    // Four collections: the SVMs, their interfaces, their limits and the cluster's volumes.
+    window.costs_a_login_per_svm(SVMS, 4);
 }

@@ -213,6 +213,17 @@ mod tests {
     use super::*;
     use crate::ontap::svm::plan::tests::{UID, base};
 
+    /// The SVM `base()`, a tenant's object without limits, wants.
+    fn tenant_desired() -> DesiredSvm {
+        desired_svm(
+            &base(),
+            "k8s_team-a_db",
+            &Standing::Tenant,
+            DesiredLimits::default(),
+        )
+        .unwrap()
+    }
+
     /// The SVM ONTAP shows once `desired` was created as it asks.
     fn as_created(desired: &DesiredSvm) -> Svm {
         serde_json::from_value(serde_json::json!({
@@ -226,13 +237,7 @@ mod tests {
 
     #[test]
     fn the_create_request() {
-        let desired = desired_svm(
-            &base(),
-            "k8s_team-a_db",
-            &Standing::Tenant,
-            DesiredLimits::default(),
-        )
-        .unwrap();
+        let desired = tenant_desired();
         assert_eq!(
             serde_json::to_value(desired.create_request()).unwrap(),
             serde_json::json!({
@@ -260,26 +265,14 @@ mod tests {
 
     #[test]
     fn an_svm_as_created_is_as_wanted() {
-        let desired = desired_svm(
-            &base(),
-            "k8s_team-a_db",
-            &Standing::Tenant,
-            DesiredLimits::default(),
-        )
-        .unwrap();
+        let desired = tenant_desired();
         let plan = plan_svm(&desired, &as_created(&desired), None);
         assert!(plan.is_empty(), "{plan:?}");
     }
 
     #[test]
     fn the_plan_finds_each_property_that_differs() {
-        let desired = desired_svm(
-            &base(),
-            "k8s_team-a_db",
-            &Standing::Tenant,
-            DesiredLimits::default(),
-        )
-        .unwrap();
+        let desired = tenant_desired();
         let plan_of = |change: &dyn Fn(&mut Svm)| {
             let mut found = as_created(&desired);
             change(&mut found);
@@ -318,13 +311,7 @@ mod tests {
 
     #[test]
     fn the_plan_sets_the_limits_that_differ() {
-        let mut desired = desired_svm(
-            &base(),
-            "k8s_team-a_db",
-            &Standing::Tenant,
-            DesiredLimits::default(),
-        )
-        .unwrap();
+        let mut desired = tenant_desired();
         let found = as_created(&desired);
         let limits =
             |value: serde_json::Value| -> SvmLimits { serde_json::from_value(value).unwrap() };
