@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::rules;
-use super::svm::AccountRole;
+use super::svm::{AccountRole, SvmLimitsSpec};
 
 /// An ONTAP cluster the operator provisions SVMs on, reached through its cluster management LIF.
 #[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -67,7 +67,8 @@ pub struct OntapClusterSpec {
     pub defaults: Option<ClusterDefaults>,
 }
 
-/// An administrator's defaults for StorageVirtualMachines on this cluster; an object's own field overrides them within ClusterAllowances.
+/// An administrator's defaults for StorageVirtualMachines on this cluster: an object's own field
+/// overrides them, within ClusterAllowances.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterDefaults {
@@ -81,6 +82,9 @@ pub struct ClusterDefaults {
     #[schemars(length(min = 2, max = 32))]
     #[x_kube(validation = Rule::new(rules::ROTATION_PERIOD).message(rules::ROTATION_PERIOD_MESSAGE))]
     pub credential_rotation_period: Option<String>,
+    /// The limits of an `Owned` object's SVM where the object does not set them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<SvmLimitsSpec>,
 }
 
 /// An administrator's bounds on what StorageVirtualMachines choose. Each list, when not empty,
@@ -121,6 +125,18 @@ pub struct ClusterAllowances {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 2))]
     pub account_roles: Vec<AccountRole>,
+    /// The largest `limits.maxVolumes` an object may ask for; an object may then not go
+    /// without one (`0`), and one that sets none, with no default either, gets this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_volumes: Option<u32>,
+    /// The largest `limits.storageLimit` an object may ask for, a quantity (`10Ti`); an object
+    /// may then not go without one (`0`), and one that sets none, with no default either, gets
+    /// this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).compareTo(quantity('0')) > 0").message("must be a positive quantity of bytes, e.g. 10Ti"))]
+    pub max_storage_limit: Option<String>,
 }
 
 /// A Secret named by namespace and name. The operator reads credential Secrets only in its own

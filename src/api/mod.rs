@@ -18,7 +18,8 @@ pub use protocol::Protocol;
 pub use svm::{
     AccountRole, ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, ProviderReference,
     ROTATE_CREDENTIALS_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineSpec,
-    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
+    StorageVirtualMachineStatus, SvmAccountSpec, SvmLimitsSpec, SvmMode, SvmPhase, SvmProtocols,
+    SvmUsage,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

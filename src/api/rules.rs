@@ -13,6 +13,43 @@ pub use reconcile_engine::names::{
     is_dns_label, is_dns_subdomain,
 };
 
+/// The bytes of a Kubernetes quantity: digits with an optional fraction and a binary (`Ki` …
+/// `Ei`) or decimal (`k` … `E`) suffix, whose value is a whole number of bytes. `None` for
+/// anything else (exponent forms, milli-units, fractions of a byte, overflow).
+pub fn quantity_bytes(quantity: &str) -> Option<u64> {
+    let split = quantity
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(quantity.len());
+    let (number, suffix) = quantity.split_at(split);
+    let multiplier: u128 = match suffix {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "Pi" => 1 << 50,
+        "Ei" => 1 << 60,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "P" => 1_000_000_000_000_000,
+        "E" => 1_000_000_000_000_000_000,
+        _ => return None,
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let digits: u128 = format!("{whole}{fraction}").parse().ok()?;
+    let scale = 10u128.checked_pow(u32::try_from(fraction.len()).ok()?)?;
+    let scaled = digits.checked_mul(multiplier)?;
+    if !scaled.is_multiple_of(scale) {
+        return None;
+    }
+    u64::try_from(scaled / scale).ok()
+}
+
 /// CEL: an ONTAP object name (SVM, IPspace, account): a letter or `_`, then letters, digits,
 /// `_`, `-` or `.`. Lengths are enforced by the schema (`maxLength`), which also bounds the CEL
 /// cost estimate.
@@ -264,5 +301,26 @@ mod tests {
             NOT_RESERVED_ACCOUNT.matches('\'').count(),
             2 * RESERVED_ACCOUNTS.len()
         );
+    }
+
+    #[test]
+    fn quantities_become_bytes() {
+        assert_eq!(quantity_bytes("500Gi"), Some(500 << 30));
+        assert_eq!(quantity_bytes("2T"), Some(2_000_000_000_000));
+        assert_eq!(quantity_bytes("1.5Gi"), Some(3 << 29));
+        assert_eq!(quantity_bytes("1048576"), Some(1 << 20));
+        assert_eq!(quantity_bytes("0"), Some(0));
+        for refused in [
+            "",
+            "Gi",
+            "1.5",
+            "1e3",
+            "100m",
+            "-1",
+            "20000Ei",
+            "1.0000000001k",
+        ] {
+            assert_eq!(quantity_bytes(refused), None, "{refused}");
+        }
     }
 }

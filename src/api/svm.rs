@@ -66,7 +66,8 @@ fn index_string(index: &str) -> String {
     printcolumn = r#"{"name":"Secret","type":"string","jsonPath":".status.secretRef"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     printcolumn = r#"{"name":"UUID","type":"string","jsonPath":".status.uuid","priority":1}"#,
-    printcolumn = r#"{"name":"Role","type":"string","jsonPath":".status.accountRole","priority":1}"#
+    printcolumn = r#"{"name":"Role","type":"string","jsonPath":".status.accountRole","priority":1}"#,
+    printcolumn = r#"{"name":"Usage","type":"string","jsonPath":".status.usage.summary","priority":1}"#
 )]
 // Setting svmName later is allowed (the object may have started on the default name); the
 // controller compares it with the name it provisioned and reports a mismatch as a condition.
@@ -121,6 +122,9 @@ fn index_string(index: &str) -> String {
     "'spec.dataLifs: ' + {PROTOCOLS}.filter(p, {ENABLED} && !{SERVED})[0] + ', {}'",
     rules::LIF_PROTOCOL_UNSERVED,
 ))).field_path(".dataLifs"))]
+#[x_kube(validation = Rule::new(
+    "self.mode != 'AccountOnly' || !has(self.limits)"
+).message("an AccountOnly object sets no limits: they belong on the object that provisions the SVM").field_path(".limits"))]
 #[serde(rename_all = "camelCase")]
 pub struct StorageVirtualMachineSpec {
     /// What the object manages in ONTAP: `Owned` (default) the SVM, its LIFs, its account and
@@ -184,6 +188,33 @@ pub struct StorageVirtualMachineSpec {
     /// grant given on both sides, never taken from whoever provisions a name first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<ProviderReference>,
+    /// Capacity limits ONTAP enforces on the SVM (an `Owned` object's only). A field left out
+    /// takes the OntapCluster's `defaults.limits`; with neither, ONTAP's setting is left alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<SvmLimitsSpec>,
+}
+
+/// Limits ONTAP enforces on an SVM: it refuses a volume beyond them. `0` removes a limit (where
+/// the OntapCluster's `allowed` lets an object go without one).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SvmLimitsSpec {
+    /// The most volumes the SVM may hold (ONTAP's `max_volumes`); `0`: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_volumes: Option<u32>,
+    /// The most capacity the SVM's volumes may take together, as a Kubernetes quantity
+    /// (`500Gi`, `2T`; ONTAP's `storage.limit`, in bytes); `0`: unlimited. ONTAP 9.13.1 or
+    /// later: an older cluster leaves it unset, with the condition `LimitsReady` saying why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).compareTo(quantity('0')) >= 0").message("must be a non-negative quantity of bytes, e.g. 500Gi or 2T"))]
+    pub storage_limit: Option<String>,
+    /// The percentage of `storageLimit` at which ONTAP raises its capacity alert
+    /// (`storage.limit_threshold_alert`; ONTAP's default 90).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub storage_limit_threshold_alert: Option<u8>,
 }
 
 /// The StorageVirtualMachine that provisions the SVM an `AccountOnly` object uses.
@@ -385,5 +416,29 @@ reconcile_engine::engine_status! {
         /// each new value rotates once.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub rotation_request: Option<String>,
+        /// What the SVM uses of its limits, as ONTAP last reported it (objects with limits).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub usage: Option<SvmUsage>,
     }
+}
+
+/// An SVM's usage against its limits.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SvmUsage {
+    /// Volumes of the SVM, where counted (from the cluster's inventory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<u64>,
+    /// ONTAP's `max_volumes`; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_volumes: Option<u64>,
+    /// Bytes the SVM's volumes take of the capacity limit (ONTAP's `storage.allocated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_used_bytes: Option<u64>,
+    /// ONTAP's `storage.limit` in bytes; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_limit_bytes: Option<u64>,
+    /// `volumes 3/100, storage 12Gi/500Gi`: what `kubectl get svm -o wide` shows.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
 }

@@ -1,4 +1,5 @@
-//! Each ONTAP cluster's SVMs and IP interfaces as a few paged collection reads last saw them.
+//! Each ONTAP cluster's SVMs and IP interfaces, and where SVMs have limits their limits and
+//! volumes, as a few paged collection reads last saw them.
 //!
 //! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
 //! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
@@ -11,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ontap_client::{IpInterface, OntapClient, OntapError, Pages, Svm};
+use ontap_client::{
+    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, Svm, SvmLimits, VolumeUsage,
+};
 use serde::de::DeserializeOwned;
 
 /// Records per page of an inventory read: ONTAP's own default page is much smaller, and a larger
@@ -27,6 +30,17 @@ pub struct Snapshot {
     started: Instant,
     svms: HashMap<String, Svm>,
     interfaces: HashMap<String, Vec<IpInterface>>,
+    /// Read only while some SVM of the cluster has limits: two more collections for the rest.
+    limits: Option<Limits>,
+}
+
+/// Every SVM's limits and volume count, by SVM uuid.
+#[derive(Debug, Default)]
+struct Limits {
+    svms: HashMap<String, SvmLimits>,
+    volumes: HashMap<String, u64>,
+    /// Records read, for the pages the next read takes.
+    volume_records: usize,
 }
 
 impl Snapshot {
@@ -45,6 +59,34 @@ impl Snapshot {
         self.svms.get(name)
     }
 
+    /// The snapshot with every SVM's limits and volumes as `limits` and `volumes` list them.
+    pub fn with_limits(mut self, limits: Vec<SvmLimits>, volumes: Vec<VolumeUsage>) -> Self {
+        let mut read = Limits::default();
+        limits.into_iter().for_each(|l| read.add_svm(l));
+        volumes.into_iter().for_each(|v| read.add_volume(v));
+        self.limits = Some(read);
+        self
+    }
+
+    /// Whether its reading took limits and volumes too.
+    pub fn has_limits(&self) -> bool {
+        self.limits.is_some()
+    }
+
+    /// The limits of the SVM with that uuid, where the reading took them.
+    pub fn limits(&self, svm_uuid: &str) -> Option<&SvmLimits> {
+        self.limits.as_ref()?.svms.get(svm_uuid)
+    }
+
+    /// How many volumes the SVM with that uuid has, where the reading counted them.
+    pub fn volumes(&self, svm_uuid: &str) -> Option<u64> {
+        let limits = self.limits.as_ref()?;
+        limits
+            .svms
+            .contains_key(svm_uuid)
+            .then(|| limits.volumes.get(svm_uuid).copied().unwrap_or_default())
+    }
+
     /// The interfaces of the SVM with that uuid (none for an SVM the snapshot does not know).
     pub fn interfaces(&self, svm_uuid: &str) -> &[IpInterface] {
         self.interfaces.get(svm_uuid).map_or(&[], Vec::as_slice)
@@ -59,7 +101,24 @@ impl Snapshot {
     pub fn pages(&self) -> usize {
         let interfaces: usize = self.interfaces.values().map(Vec::len).sum();
         let per_page = PAGE_RECORDS as usize;
-        self.svms.len().div_ceil(per_page).max(1) + interfaces.div_ceil(per_page).max(1)
+        let limits = self.limits.as_ref().map_or(0, |l| {
+            l.svms.len().div_ceil(per_page).max(1) + l.volume_records.div_ceil(per_page).max(1)
+        });
+        self.svms.len().div_ceil(per_page).max(1) + interfaces.div_ceil(per_page).max(1) + limits
+    }
+}
+
+impl Limits {
+    fn add_svm(&mut self, limits: SvmLimits) {
+        self.svms.insert(limits.uuid.clone(), limits);
+    }
+
+    /// Only the count is kept: a cluster may have many more volumes than SVMs.
+    fn add_volume(&mut self, volume: VolumeUsage) {
+        self.volume_records += 1;
+        if let Some(uuid) = volume.svm.and_then(|s| s.uuid) {
+            *self.volumes.entry(uuid).or_default() += 1;
+        }
     }
 }
 
@@ -109,6 +168,7 @@ impl Reading {
             started,
             svms: self.svms,
             interfaces: self.interfaces,
+            limits: None,
         }
     }
 }
@@ -152,11 +212,18 @@ impl Inventory {
     }
 
     /// A fresh snapshot of `cluster`, read now (pages back to back) when there is none; passes
-    /// asking while a read is under way wait for it. `None` while reads fail: after a failed
+    /// asking while a read is under way wait for it. With `limits` (the cluster's version),
+    /// only a snapshot with limits and volumes will do. `None` while reads fail: after a failed
     /// read, passes read per object for [`RETRY_AFTER_FAILURE`] rather than each trying the
     /// inventory again, one after another.
-    pub async fn current(&self, cluster: &str, client: &OntapClient) -> Option<Arc<Snapshot>> {
-        if let Some(snapshot) = self.fresh(cluster) {
+    pub async fn current(
+        &self,
+        cluster: &str,
+        client: &OntapClient,
+        limits: Option<&ClusterVersion>,
+    ) -> Option<Arc<Snapshot>> {
+        let usable = |s: &Arc<Snapshot>| limits.is_none() || s.has_limits();
+        if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
         }
         let gate = self
@@ -167,13 +234,13 @@ impl Inventory {
             .or_default()
             .clone();
         let mut failed_at = gate.lock().await;
-        if let Some(snapshot) = self.fresh(cluster) {
+        if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
         }
         if failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE) {
             return None;
         }
-        match self.read(cluster, client, Duration::ZERO).await {
+        match self.read(cluster, client, Duration::ZERO, limits).await {
             Ok(snapshot) => {
                 *failed_at = None;
                 Some(snapshot)
@@ -188,11 +255,14 @@ impl Inventory {
 
     /// Reads `cluster`'s SVMs and interfaces anew, waiting `pace` between pages so that a large
     /// cluster's inventory is spread over time rather than sent in one burst, and keeps it.
+    /// With `limits` (the cluster's version, which says whether ONTAP knows capacity limits),
+    /// every SVM's limits and the cluster's volumes too.
     pub async fn read(
         &self,
         cluster: &str,
         client: &OntapClient,
         pace: Duration,
+        limits: Option<&ClusterVersion>,
     ) -> Result<Arc<Snapshot>, OntapError> {
         let started = Instant::now();
         let mut reading = Reading::sized_like(self.held(cluster).as_deref());
@@ -204,7 +274,22 @@ impl Inventory {
             reading.add_interface(interface);
         })
         .await?;
-        let snapshot = Arc::new(reading.finish(started));
+        let mut snapshot = reading.finish(started);
+        if let Some(version) = limits {
+            let mut read = Limits::default();
+            for_each_record(client.svm_limit_pages(PAGE_RECORDS, version)?, pace, |l| {
+                read.add_svm(l);
+            })
+            .await?;
+            for_each_record(client.volume_usage_pages(PAGE_RECORDS)?, pace, |v| {
+                read.add_volume(v);
+            })
+            .await?;
+            read.svms.shrink_to_fit();
+            read.volumes.shrink_to_fit();
+            snapshot.limits = Some(read);
+        }
+        let snapshot = Arc::new(snapshot);
         self.snapshots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

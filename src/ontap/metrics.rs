@@ -4,7 +4,9 @@
 //!
 //! Labels are bounded: namespaces, the names of OntapClusters (cluster-scoped objects that
 //! administrators create), phases and condition reasons, which are constants in code. Never an
-//! SVM's name or a message.
+//! SVM's name in ONTAP or a message. The usage gauges are per object (`namespace`, `name`), one
+//! series each, and only for objects whose SVM has limits: an alert has to say which SVM is
+//! about to refuse volumes.
 
 use std::sync::atomic::AtomicI64;
 
@@ -25,6 +27,13 @@ pub struct SvmLabels {
     pub namespace: String,
     pub phase: String,
     pub reason: String,
+}
+
+/// `{namespace, name}`: one StorageVirtualMachine object.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SvmObjectLabels {
+    pub namespace: String,
+    pub name: String,
 }
 
 /// `{cluster, condition, status, reason}`: one condition (its type) of an OntapCluster.
@@ -49,7 +58,9 @@ where
     family.encode(encoder.encode_descriptor(name, help, None, family.metric_type())?)
 }
 
-/// `ontap_operator_svms` and `ontap_operator_ontap_cluster_condition`.
+/// `ontap_operator_svms`, `ontap_operator_ontap_cluster_condition` and the usage gauges of SVMs
+/// with limits (`ontap_operator_svm_volumes`, `…_svm_max_volumes`, `…_svm_storage_used_bytes`,
+/// `…_svm_storage_limit_bytes`).
 pub struct OntapStateCollector {
     pub svms: SharedCache<StorageVirtualMachine>,
     pub clusters: SharedCache<OntapCluster>,
@@ -73,7 +84,27 @@ fn phase_name(phase: Option<SvmPhase>) -> String {
 impl Collector for OntapStateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let svms = Family::<SvmLabels, Gauge>::default();
+        let usage_gauges: [Family<SvmObjectLabels, Gauge>; 4] = Default::default();
         for svm in self.svms.store().state() {
+            if let Some(usage) = svm.status.as_ref().and_then(|s| s.usage.as_ref()) {
+                let labels = SvmObjectLabels {
+                    namespace: svm.metadata.namespace.clone().unwrap_or_default(),
+                    name: svm.metadata.name.clone().unwrap_or_default(),
+                };
+                let values = [
+                    usage.volumes,
+                    usage.max_volumes,
+                    usage.storage_used_bytes,
+                    usage.storage_limit_bytes,
+                ];
+                for (family, value) in usage_gauges.iter().zip(values) {
+                    if let Some(value) = value {
+                        family
+                            .get_or_create(&labels)
+                            .set(i64::try_from(value).unwrap_or(i64::MAX));
+                    }
+                }
+            }
             let status = svm.status.as_ref();
             let phase = status.and_then(|s| s.phase);
             let ready = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
@@ -95,6 +126,36 @@ impl Collector for OntapStateCollector {
             "StorageVirtualMachines in the cache by namespace, phase and (when not Ready) the Ready condition's reason",
             &svms,
         )?;
+        let [volumes, max_volumes, storage_used, storage_limit] = &usage_gauges;
+        for (name, help, family) in [
+            (
+                "svm_volumes",
+                "Volumes of an SVM with limits, as the cluster's inventory last counted them",
+                volumes,
+            ),
+            (
+                "svm_max_volumes",
+                "An SVM's volume limit (ONTAP's max_volumes), where it has one",
+                max_volumes,
+            ),
+            (
+                "svm_storage_used_bytes",
+                "Bytes an SVM's volumes take of its capacity limit (ONTAP's storage.allocated)",
+                storage_used,
+            ),
+            (
+                "svm_storage_limit_bytes",
+                "An SVM's capacity limit in bytes (ONTAP's storage.limit), where it has one",
+                storage_limit,
+            ),
+        ] {
+            encode_gauges(
+                &mut encoder,
+                &format!("{METRIC_PREFIX}_{name}"),
+                help,
+                family,
+            )?;
+        }
 
         let conditions = Family::<ClusterConditionLabels, Gauge>::default();
         for cluster in self.clusters.store().state() {

@@ -46,6 +46,75 @@ async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
         .collect()
 }
 
+/// What ONTAP saw in a resync window of Ready SVMs.
+pub(super) struct ResyncWindow {
+    /// Every request, as `METHOD path?query`.
+    pub all: Vec<String>,
+    /// Requests as an SVM's account: the logins that prove seed Secrets.
+    pub logins: usize,
+    /// Lookups of one SVM or its LIFs (by name, by SVM uuid, or an SVM's own path).
+    pub per_object: usize,
+    pub writes: usize,
+    /// The admin's requests: the inventory's collection reads.
+    pub paged: usize,
+}
+
+impl ResyncWindow {
+    /// Asserts that the window cost ONTAP a login per SVM of `svms` and `collections`
+    /// collection reads per half sync period, and nothing per SVM besides.
+    pub(super) fn costs_a_login_per_svm(&self, svms: u8, collections: usize) {
+        let all = &self.all;
+        assert!(
+            self.logins >= usize::from(svms),
+            "every SVM's credentials are proven by a login: {all:#?}"
+        );
+        assert_eq!(
+            self.per_object, 0,
+            "no SVM, its LIFs or its limits are looked up per object: {all:#?}"
+        );
+        assert_eq!(self.writes, 0, "a resync writes nothing: {all:#?}");
+        assert!(
+            self.paged <= collections * 2 * 3,
+            "at most {collections} collection reads per half sync period: {all:#?}"
+        );
+    }
+}
+
+/// The requests of the window that starts at sequence number `from` and lasts two sync periods
+/// of 4 s (with their jitter), in which every SVM is re-verified at least once; the time
+/// passing is the point.
+pub(super) async fn resync_window(world: &SvmWorld, from: u64) -> ResyncWindow {
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let log = requests_since(world, from).await;
+    let describe = |r: &Value| {
+        format!(
+            "{} {}?{}",
+            r["method"].as_str().unwrap_or_default(),
+            r["path"].as_str().unwrap_or_default(),
+            r["query"].as_str().unwrap_or_default()
+        )
+    };
+    let admin = world.mock.server.admin().user.clone();
+    let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
+    let per_object = log
+        .iter()
+        .filter(|r| {
+            let query = r["query"].as_str().unwrap_or_default();
+            let path = r["path"].as_str().unwrap_or_default();
+            query.contains("name=")
+                || query.contains("svm.uuid=")
+                || path.starts_with("/api/svm/svms/")
+        })
+        .count();
+    ResyncWindow {
+        all: log.iter().map(describe).collect(),
+        logins,
+        per_object,
+        writes: log.iter().filter(|r| r["method"] != "GET").count(),
+        paged: log.len() - logins,
+    }
+}
+
 #[tokio::test]
 async fn provisioning_costs_at_most_ten_ontap_requests_per_svm_in_one_pass() {
     const SVMS: u8 = 6;
@@ -138,58 +207,31 @@ async fn create_jobs_run_at_once_on_a_single_worker() {
     assert!(peak >= 2, "one job at a time on one worker: {stats}");
 }
 
-/// A pass over a Ready SVM, in a cluster read as an inventory, costs ONTAP one request: the
-/// login that proves the seed Secret. Its SVM and LIFs come from the cluster's paged reads.
-#[tokio::test]
-async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
-    const SVMS: u8 = 4;
+/// A world whose resyncs [`resync_window`] measures: a sync period of 4 s, and its cluster
+/// read as an inventory from two steady SVMs on.
+pub(super) async fn resync_world() -> SvmWorld {
     let world = SvmWorld::with(
         fast_mock(),
         &["--sync-period=4s", "--ontap-inventory-min-svms=2"],
     )
     .await;
     world.wait_cluster_ready(READY_WITHIN).await;
+    world
+}
+
+/// A pass over a Ready SVM, in a cluster read as an inventory, costs ONTAP one request: the
+/// login that proves the seed Secret. Its SVM and LIFs come from the cluster's paged reads.
+#[tokio::test]
+async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
+    const SVMS: u8 = 4;
+    let world = resync_world().await;
     create_all_ready(&world, SVMS).await;
     // Past the passes the seed Secrets' events and the first inventory read cause.
     passes_ended(&world).await;
     let from = world.next_seq().await;
-    // The window measured: two sync periods (with their jitter), in which every SVM is
-    // re-verified at least once; the time passing is the point.
-    tokio::time::sleep(Duration::from_secs(9)).await;
-    let log = requests_since(&world, from).await;
-    let describe = |r: &Value| {
-        format!(
-            "{} {}?{}",
-            r["method"].as_str().unwrap_or_default(),
-            r["path"].as_str().unwrap_or_default(),
-            r["query"].as_str().unwrap_or_default()
-        )
-    };
-    let all: Vec<String> = log.iter().map(describe).collect();
-    let admin = world.mock.server.admin().user.clone();
-    let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
-    let per_object = log
-        .iter()
-        .filter(|r| {
-            let query = r["query"].as_str().unwrap_or_default();
-            query.contains("name=") || query.contains("svm.uuid=")
-        })
-        .count();
-    let writes = log.iter().filter(|r| r["method"] != "GET").count();
-    assert!(
-        logins >= usize::from(SVMS),
-        "every SVM's credentials are proven by a login: {all:#?}"
-    );
-    assert_eq!(
-        per_object, 0,
-        "no SVM or LIF is looked up per object: {all:#?}"
-    );
-    assert_eq!(writes, 0, "a resync writes nothing: {all:#?}");
-    let paged = log.len() - logins;
-    assert!(
-        paged <= 2 * 2 * 3,
-        "at most two collection reads per half sync period: {all:#?}"
-    );
+    resync_window(&world, from)
+        .await
+        .costs_a_login_per_svm(SVMS, 2);
 }
 
 /// The snapshot a pass confirms from may be older than a change made behind the operator's

@@ -12,6 +12,7 @@ mod faults;
 mod hardening;
 mod kube_faults;
 mod least_privilege;
+mod limits;
 mod provisioning;
 mod rotation;
 mod sharing;

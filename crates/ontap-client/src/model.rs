@@ -272,10 +272,17 @@ pub(crate) const SVM_LIMIT_FIELDS_BEFORE_9_13_1: &str =
 /// The release that brought an SVM's capacity limit (`storage.limit`).
 pub(crate) const SVM_STORAGE_LIMIT_SINCE: (u32, u32, u32) = (9, 13, 1);
 
-/// `fields=` for [`SvmLimits`] on a cluster of this release: older releases refuse `storage` as
-/// an unknown field.
+impl ClusterVersion {
+    /// Whether the cluster knows an SVM's capacity limit: older releases refuse `storage` as an
+    /// unknown field.
+    pub fn has_svm_storage_limit(&self) -> bool {
+        (self.generation, self.major, self.minor) >= SVM_STORAGE_LIMIT_SINCE
+    }
+}
+
+/// `fields=` for [`SvmLimits`] on a cluster of this release.
 pub(crate) fn svm_limit_fields(version: &ClusterVersion) -> &'static str {
-    if (version.generation, version.major, version.minor) >= SVM_STORAGE_LIMIT_SINCE {
+    if version.has_svm_storage_limit() {
         SVM_LIMIT_FIELDS
     } else {
         SVM_LIMIT_FIELDS_BEFORE_9_13_1

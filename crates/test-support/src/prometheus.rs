@@ -288,6 +288,12 @@ pub fn is_kyma_query(expr: &str) -> bool {
     expr.contains(r#"controller=~"kyma|helmcomponent""#) || expr.contains("kyma_render")
 }
 
+/// Dashboard queries of the SVM limits row, which only SVMs with limits answer (their usage
+/// gauges are exported for those alone).
+pub fn is_limits_query(expr: &str) -> bool {
+    expr.contains("ontap_operator_svm_")
+}
+
 /// Dashboard queries of the Extension row, which only the Extension controller answers.
 pub fn is_extension_query(expr: &str) -> bool {
     expr.contains("extension_last_operation")

@@ -146,6 +146,7 @@ pub(super) fn resolve_metal_stack(
         account_role: None,
         // metal-stack's extension never rotates: the OntapCluster's default decides.
         credential_rotation_period: None,
+        limits: None,
     })
 }
 

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
-use crate::api::{AccountRole, DeletionPolicy};
+use crate::api::{AccountRole, DeletionPolicy, SvmLimitsSpec};
 
 /// metal-stack's providerConfig group/version.
 pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
@@ -215,6 +215,8 @@ pub struct ExtensionConfig {
     /// How often the shoot's account password is rotated (the StorageVirtualMachine's
     /// `spec.account.rotationPeriod`); `None`: the OntapCluster's default, if any.
     pub credential_rotation_period: Option<String>,
+    /// The limits of a shoot's own SVM; `None`: the OntapCluster's defaults.
+    pub limits: Option<SvmLimitsSpec>,
 }
 
 impl ExtensionConfig {
@@ -639,6 +641,26 @@ mod tests {
             message(with("30s")),
             format!("providerConfig.svm.credentialRotationPeriod: {ROTATION_PERIOD_MESSAGE}")
         );
+    }
+
+    #[test]
+    fn own_config_limits_travel_to_the_shoots_own_svm_only() {
+        let mut svm = minimal_svm();
+        svm["limits"] =
+            json!({"maxVolumes": 40, "storageLimit": "200Gi", "storageLimitThresholdAlert": 80});
+        let config = parse(ontap(svm.clone())).unwrap();
+        let limits = config.limits.unwrap();
+        assert_eq!(limits.max_volumes, Some(40));
+        assert_eq!(limits.storage_limit.as_deref(), Some("200Gi"));
+        assert_eq!(limits.storage_limit_threshold_alert, Some(80));
+        let mut bad = svm.clone();
+        bad["limits"]["storageLimit"] = json!("1.5");
+        assert!(
+            message(ontap(bad)).contains("svm.limits.storageLimit"),
+            "a fraction of a byte"
+        );
+        svm["sharing"] = json!("PerProject");
+        assert!(message(ontap(svm)).contains("svm.limits"), "a shared SVM's");
     }
 
     #[test]

@@ -6,9 +6,9 @@ use serde::Deserialize;
 
 use crate::api::rules::{
     AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ROTATION_PERIOD_MESSAGE,
-    lif_protocols, rotation_period,
+    lif_protocols, quantity_bytes, rotation_period,
 };
-use crate::api::{AccountRole, DeletionPolicy, Protocol};
+use crate::api::{AccountRole, DeletionPolicy, Protocol, SvmLimitsSpec};
 
 use super::metal_stack::metal_stack_storage_classes;
 use super::{
@@ -53,6 +53,9 @@ pub(super) struct SvmConfig {
     /// `spec.account.rotationPeriod`.
     #[serde(default)]
     credential_rotation_period: Option<String>,
+    /// The limits of the shoot's own SVM, as a StorageVirtualMachine's `limits`.
+    #[serde(default)]
+    limits: Option<SvmLimitsSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -135,6 +138,9 @@ pub(super) fn resolve_ontap(
     if let Some(image) = &config.trident.operator_image {
         check_shoot_image("trident.operatorImage", image, defaults)?;
     }
+    if let Some(limits) = &svm.limits {
+        check_limits(svm.sharing, limits)?;
+    }
     Ok(ExtensionConfig {
         source: ConfigSource::Ontap,
         cluster: config.cluster,
@@ -148,7 +154,37 @@ pub(super) fn resolve_ontap(
         deletion_policy: svm.deletion_policy,
         account_role: svm.account_role,
         credential_rotation_period: svm.credential_rotation_period,
+        limits: svm.limits,
     })
+}
+
+/// Limits as the StorageVirtualMachine admits them, on a shoot's own SVM only: a shoot sharing
+/// its project's SVM changes nothing of it.
+fn check_limits(sharing: SvmSharing, limits: &SvmLimitsSpec) -> Result<(), ConfigError> {
+    if sharing == SvmSharing::PerProject {
+        return Err(invalid(
+            "svm.limits",
+            "a shoot sharing its project's SVM sets no limits on it; they come from the OntapCluster's defaults",
+        ));
+    }
+    if let Some(limit) = &limits.storage_limit
+        && quantity_bytes(limit).is_none()
+    {
+        return Err(invalid(
+            "svm.limits.storageLimit",
+            format!("{limit:?} is not a whole number of bytes as a quantity, e.g. 500Gi or 2T"),
+        ));
+    }
+    if limits
+        .storage_limit_threshold_alert
+        .is_some_and(|p| p > 100)
+    {
+        return Err(invalid(
+            "svm.limits.storageLimitThresholdAlert",
+            "a percentage: 0 to 100",
+        ));
+    }
+    Ok(())
 }
 
 /// An image the shoot owner names: refused unless the operator allows shoots to choose images.

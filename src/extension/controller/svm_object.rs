@@ -103,6 +103,9 @@ impl ExtensionReconciler {
         }
         // The project's SVM is the project object's, named: never whichever object provisions
         // an SVM of that name first.
+        if let (SvmMode::Owned, Some(limits)) = (mode, &config.limits) {
+            extra["limits"] = json!(limits);
+        }
         if let (SvmMode::AccountOnly, Some(project_object)) = (mode, &plan.project_object) {
             extra["provider"] = json!({
                 "namespace": self.settings.project_namespace,

@@ -24,6 +24,8 @@ reasons! {
         SvmAdopt => "SVMAdoptFailed",
         SvmStart => "SVMStartFailed",
         SvmProtocols => "SVMProtocolsFailed",
+        SvmLimitsLookup => "SVMLimitsLookupFailed",
+        SvmLimits => "SVMLimitsFailed",
         SvmDelete => "SVMDeleteFailed",
         LifLookup => "LIFLookupFailed",
         LifCreate => "LIFCreateFailed",
@@ -95,6 +97,8 @@ reasons! {
         /// An account of the name exists that the operator did not create for this object.
         AccountNotOurs => "AccountNotOurs",
         SecretNameInUse => "SecretNameInUse",
+        /// A capacity limit on a cluster before ONTAP 9.13.1, which has none.
+        StorageLimitUnsupported => "StorageLimitUnsupported",
     }
 }
 
@@ -116,6 +120,8 @@ reasons! {
         NotStored => "NotStored",
         SecretBuildFailed => "SecretBuildFailed",
         CredentialsRejected => "CredentialsRejected",
+        /// The OntapCluster's version, which says which limits ONTAP knows, is not known yet.
+        ClusterVersionUnknown => "ClusterVersionUnknown",
     }
 }
 

@@ -21,6 +21,7 @@ mod credentials;
 mod delete;
 pub(crate) mod errors;
 mod lifs;
+mod limits;
 pub mod naming;
 pub mod netmask;
 pub mod password;

@@ -45,6 +45,8 @@ reconcile_engine::steps! {
         AccountReady,
         /// The seed Secret exists and its credentials authenticate against ONTAP.
         SecretReady,
+        /// The SVM's limits are as the spec and the OntapCluster's defaults ask.
+        LimitsReady,
         /// Cleanup: the SVM to delete was looked up.
         SVMFound,
         /// Cleanup: the SVM's LIFs are gone.
@@ -82,6 +84,7 @@ pub fn register(
     let standings = Standings::new(adoption, namespaces.clone());
     let steady = SteadyInventory::new(
         svms.clone(),
+        clusters.clone(),
         standings.clone(),
         manager.config().engine.sync_period,
         connections.inventory_min_svms(),
@@ -323,6 +326,23 @@ impl SvmReconciler {
         }
         secret?;
         status.secret_ref = Some(names.secret.clone());
+        if svm.spec.mode == SvmMode::Owned {
+            let jobs = steps.jobs();
+            let previous = status.usage.clone();
+            status.usage = steps
+                .step(SvmStep::LimitsReady, || {
+                    self.ensure_limits(
+                        svm,
+                        &names,
+                        &ontap_svm,
+                        snapshot.as_deref(),
+                        previous.as_ref(),
+                        &client,
+                        &jobs,
+                    )
+                })
+                .await?;
+        }
         Ok(())
     }
 }

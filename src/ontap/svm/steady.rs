@@ -22,6 +22,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::authority::Standing;
+use super::limits::{cluster_version, desired_limits_on, wants_limits};
 use super::naming::names_of;
 use super::plan::{DesiredSvm, desired_lifs, desired_svm, plan_lifs, plan_svm};
 use super::standing::Standings;
@@ -34,8 +35,9 @@ use reconcile_engine::SharedCache;
 /// How long a cluster's count of steady objects is reused: counting walks every object.
 const COUNT_MAX_AGE: Duration = Duration::from_secs(5);
 
-/// Steady objects per cluster name, and when they were counted.
-type SteadyCounts = (Instant, HashMap<String, usize>);
+/// Per cluster name, its steady objects and whether any object on it has limits of its own; and
+/// when they were counted.
+type SteadyCounts = (Instant, HashMap<String, (usize, bool)>);
 
 /// When a pass over a steady object may use its cluster's inventory, and the refresher that
 /// keeps the inventories fresh.
@@ -49,6 +51,8 @@ pub struct SteadyInventory {
     /// never leaves passes without one.
     refresh: Duration,
     svms: SharedCache<StorageVirtualMachine>,
+    /// Their defaults and bounds decide an SVM's limits, and whether the inventory reads limits.
+    clusters: SharedCache<OntapCluster>,
     /// Each object's standing, which the mark on its SVM records: as its passes read it.
     standings: Standings,
     counts: Arc<Mutex<Option<SteadyCounts>>>,
@@ -58,6 +62,7 @@ impl SteadyInventory {
     /// `sync_period`: the engine's; the inventory is read anew every half of it.
     pub fn new(
         svms: SharedCache<StorageVirtualMachine>,
+        clusters: SharedCache<OntapCluster>,
         standings: Standings,
         sync_period: Duration,
         min_svms: usize,
@@ -68,6 +73,7 @@ impl SteadyInventory {
             min_svms: min_svms.max(1),
             refresh,
             svms,
+            clusters,
             standings,
             counts: Arc::default(),
         }
@@ -85,21 +91,49 @@ impl SteadyInventory {
         if !is_steady(svm) || self.steady_on(cluster) < self.min_svms {
             return None;
         }
-        self.inventory.current(cluster, client).await
+        let limits = match self.limits_version(cluster) {
+            Ok(version) => version,
+            // Limits are wanted, and which fields ONTAP knows is not known yet.
+            Err(()) => return None,
+        };
+        self.inventory
+            .current(cluster, client, limits.as_ref())
+            .await
     }
 
     /// How many steady objects use `cluster`, counted at most every [`COUNT_MAX_AGE`].
     fn steady_on(&self, cluster: &str) -> usize {
+        self.counted(cluster).0
+    }
+
+    /// The version of `cluster` when its inventory is to read limits (some object on it has
+    /// limits, or its administrator sets defaults or bounds); `Ok(None)` when it is not; an error
+    /// when it is but the cluster's version is not known yet.
+    fn limits_version(&self, cluster: &str) -> Result<Option<ontap_client::ClusterVersion>, ()> {
+        let object = self.clusters.get(&ObjectRef::new(cluster));
+        if !self.counted(cluster).1 && !object.as_deref().is_some_and(wants_limits) {
+            return Ok(None);
+        }
+        object
+            .as_deref()
+            .and_then(cluster_version)
+            .map(Some)
+            .ok_or(())
+    }
+
+    /// `cluster`'s steady objects and whether any object on it has limits, counted at most
+    /// every [`COUNT_MAX_AGE`].
+    fn counted(&self, cluster: &str) -> (usize, bool) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         if counts
             .as_ref()
             .is_none_or(|(at, _)| at.elapsed() > COUNT_MAX_AGE)
         {
-            let mut fresh: HashMap<String, usize> = HashMap::new();
+            let mut fresh: HashMap<String, (usize, bool)> = HashMap::new();
             for svm in self.svms.store().state() {
-                if is_steady(&svm) {
-                    *fresh.entry(svm.spec.cluster_ref.name.clone()).or_default() += 1;
-                }
+                let count = fresh.entry(svm.spec.cluster_ref.name.clone()).or_default();
+                count.0 += usize::from(is_steady(&svm));
+                count.1 |= svm.spec.limits.is_some();
             }
             *counts = Some((Instant::now(), fresh));
         }
@@ -170,6 +204,9 @@ impl SteadyInventory {
             self.inventory.forget(&name);
             return Vec::new();
         }
+        let Ok(limits) = self.limits_version(&name) else {
+            return Vec::new();
+        };
         // A cluster the operator cannot reach now is the cluster controller's to report; its
         // passes read per object once the snapshot ages out.
         let Ok(client) = connections.connect(&cluster).await else {
@@ -177,7 +214,11 @@ impl SteadyInventory {
         };
         let pages = self.inventory.fresh(&name).map_or(2, |s| s.pages());
         let pace = window / u32::try_from(pages).unwrap_or(u32::MAX);
-        let snapshot = match self.inventory.read(&name, &client, pace).await {
+        let snapshot = match self
+            .inventory
+            .read(&name, &client, pace, limits.as_ref())
+            .await
+        {
             Ok(snapshot) => snapshot,
             Err(error) => {
                 tracing::warn!(cluster = name, %error, "reading the cluster's inventory failed; its objects are re-verified on their own schedule");
@@ -190,7 +231,7 @@ impl SteadyInventory {
             .state()
             .iter()
             .filter(|svm| svm.spec.cluster_ref.name == name && is_steady(svm))
-            .filter(|svm| !confirms(svm, &self.standings.of(svm), &snapshot))
+            .filter(|svm| !confirms(svm, Some(&cluster), &self.standings.of(svm), &snapshot))
             .map(|svm| ObjectRef::from_obj(&**svm))
             .collect();
         if !drifted.is_empty() {
@@ -218,9 +259,14 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object, of `standing`, wants
-/// them.
-fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapshot) -> bool {
+/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object, of `standing`, on
+/// `cluster`, wants them.
+fn confirms(
+    svm: &StorageVirtualMachine,
+    cluster: Option<&OntapCluster>,
+    standing: &Standing,
+    snapshot: &Snapshot,
+) -> bool {
     let Some(status) = &svm.status else {
         return false;
     };
@@ -228,8 +274,9 @@ fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapsho
         return false;
     };
     let names = names_of(svm, status);
-    desired_svm(svm, &names.svm, standing)
+    desired_limits_on(svm, cluster, cluster.and_then(cluster_version).as_ref())
         .ok()
+        .and_then(|limits| desired_svm(svm, &names.svm, standing, limits).ok())
         .and_then(|desired| confirmed_svm(&desired, recorded, snapshot))
         .is_some_and(|found| lifs_confirmed(svm, &found.uuid, snapshot))
 }
@@ -238,7 +285,8 @@ fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapsho
 /// and its [`plan_svm`] finds nothing to change; `None` when anything is otherwise.
 pub fn confirmed_svm(desired: &DesiredSvm, recorded: &str, snapshot: &Snapshot) -> Option<Svm> {
     let found = snapshot.svm(&desired.name)?;
-    (found.uuid == recorded && plan_svm(desired, found).is_empty()).then(|| found.clone())
+    let limits = snapshot.limits(&found.uuid);
+    (found.uuid == recorded && plan_svm(desired, found, limits).is_empty()).then(|| found.clone())
 }
 
 /// Whether `snapshot` shows the SVM `svm_uuid` with exactly the LIFs `svm` plans.
@@ -253,6 +301,7 @@ mod tests {
     use super::*;
     use crate::api::StorageVirtualMachineStatus;
     use crate::ontap::svm::authority::svm_comment;
+    use crate::ontap::svm::plan::DesiredLimits;
     use crate::ontap::svm::plan::tests::base;
     use ontap_client::{IpInterface, ProtocolState, SvmState};
 
@@ -274,7 +323,7 @@ mod tests {
     /// The SVM `svm`, a tenant's, wants.
     fn desired(svm: &StorageVirtualMachine) -> DesiredSvm {
         let names = names_of(svm, svm.status.as_ref().unwrap());
-        desired_svm(svm, &names.svm, &Standing::Tenant).unwrap()
+        desired_svm(svm, &names.svm, &Standing::Tenant, DesiredLimits::default()).unwrap()
     }
 
     /// ONTAP's record of `svm`'s SVM as the operator made it for a tenant's object.
@@ -317,7 +366,33 @@ mod tests {
             confirmed_svm(&desired(&svm), UUID, &snapshot).unwrap().uuid,
             UUID
         );
-        assert!(confirms(&svm, &Standing::Tenant, &snapshot));
+        assert!(confirms(&svm, None, &Standing::Tenant, &snapshot));
+    }
+
+    #[test]
+    fn limits_are_confirmed_from_the_snapshot_only_as_wanted() {
+        let mut svm = steady();
+        svm.spec.limits = Some(crate::api::SvmLimitsSpec {
+            max_volumes: Some(10),
+            ..Default::default()
+        });
+        let read = |max: &str| {
+            let limits: ontap_client::SvmLimits = serde_json::from_value(
+                serde_json::json!({ "uuid": UUID, "name": "n", "max_volumes": max }),
+            )
+            .unwrap();
+            snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm)).with_limits(vec![limits], Vec::new())
+        };
+        assert!(confirms(&svm, None, &Standing::Tenant, &read("10")));
+        assert!(
+            !confirms(&svm, None, &Standing::Tenant, &read("7")),
+            "drifted"
+        );
+        let unread = snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm));
+        assert!(
+            !confirms(&svm, None, &Standing::Tenant, &unread),
+            "limits wanted, none read"
+        );
     }
 
     #[test]
@@ -363,17 +438,25 @@ mod tests {
                 confirmed_svm(&desired, UUID, &snapshot).is_none(),
                 "{found:?}"
             );
-            assert!(!confirms(&svm, &Standing::Tenant, &snapshot), "{found:?}");
+            assert!(
+                !confirms(&svm, None, &Standing::Tenant, &snapshot),
+                "{found:?}"
+            );
         }
         let absent = snapshot(Vec::new(), ontap_lifs(&svm));
         assert!(confirmed_svm(&desired, UUID, &absent).is_none());
         let mut lifs = ontap_lifs(&svm);
         lifs.pop();
         let snapshot_of = |lifs| snapshot(vec![ontap_svm(&svm)], lifs);
-        assert!(!confirms(&svm, &Standing::Tenant, &snapshot_of(lifs)));
+        assert!(!confirms(&svm, None, &Standing::Tenant, &snapshot_of(lifs)));
         let mut moved = ontap_lifs(&svm);
         moved[0].ip.as_mut().unwrap().address = "192.0.2.99".into();
-        assert!(!confirms(&svm, &Standing::Tenant, &snapshot_of(moved)));
+        assert!(!confirms(
+            &svm,
+            None,
+            &Standing::Tenant,
+            &snapshot_of(moved)
+        ));
     }
 
     /// The shortcut and the full pass share one SVM plan: whatever `plan_svm` finds to change,
@@ -413,7 +496,8 @@ mod tests {
         ];
         let (mut confirmed, mut refused) = (0, 0);
         for standing in &standings {
-            let desired = desired_svm(&svm, &names.svm, standing).unwrap();
+            let desired =
+                desired_svm(&svm, &names.svm, standing, DesiredLimits::default()).unwrap();
             for comment in &comments {
                 for state in states {
                     for iscsi in [false, true] {
@@ -421,10 +505,10 @@ mod tests {
                         found.comment = comment.clone();
                         found.state = state;
                         found.iscsi = Some(ProtocolState { enabled: iscsi });
-                        let as_wanted = plan_svm(&desired, &found).is_empty();
+                        let as_wanted = plan_svm(&desired, &found, None).is_empty();
                         let snapshot = snapshot(vec![found.clone()], ontap_lifs(&svm));
                         assert_eq!(
-                            confirms(&svm, standing, &snapshot),
+                            confirms(&svm, None, standing, &snapshot),
                             as_wanted,
                             "{standing:?} {found:?}"
                         );

@@ -17,6 +17,7 @@ use super::controller_state::{
     EXISTING_SVM_RECHECK, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
 };
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_error, wait_if_busy};
+use super::limits::{cluster_version, desired_limits_on};
 use super::naming::{Names, names_of};
 use super::plan::{DesiredSvm, StateAction, desired_svm, plan_svm};
 use super::steady::confirmed_svm;
@@ -155,7 +156,16 @@ impl SvmReconciler {
         client: &OntapClient,
         jobs: &Jobs,
     ) -> StepFlow<Outcome<Svm>> {
-        let desired = desired_svm(svm, &names.svm, &self.standings.of(svm))
+        let cluster = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        let limits = desired_limits_on(
+            svm,
+            cluster.as_deref(),
+            cluster.as_deref().and_then(cluster_version).as_ref(),
+        )
+        .map_err(|e| Invalid::Spec.error(e.to_string()))?;
+        let desired = desired_svm(svm, &names.svm, &self.standings.of(svm), limits)
             .map_err(|e| Invalid::Spec.error(e.to_string()))?;
         if let Some(found) = snapshot
             .zip(recorded)
@@ -196,7 +206,8 @@ impl SvmReconciler {
             ),
         };
         self.check_takeover(svm, names, desired, recorded, &found)?;
-        let plan = plan_svm(desired, &found);
+        // The limits are `LimitsReady`'s to read and set.
+        let plan = plan_svm(desired, &found, None);
         if plan.mark_anew {
             mark_svm(client, &mut found, &desired.comment, jobs).await?;
         }

@@ -12,6 +12,7 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
 use super::netmask::cidr_contains;
+use super::plan::beyond_bounds;
 use crate::api::{ClusterAllowances, DeletionPolicy, StorageVirtualMachine, SvmMode};
 
 /// Whether a namespace with `labels` may use a cluster with `selector` (none: every namespace).
@@ -64,6 +65,9 @@ pub fn not_allowed(
     }
     if spec.mode == SvmMode::AccountOnly {
         return None;
+    }
+    if let Some(why) = beyond_bounds(spec.limits.as_ref(), allowed, cluster) {
+        return Some(why);
     }
     let listed = |list: &[String], value: &str| list.is_empty() || list.iter().any(|v| v == value);
     let ipspace = spec.ipspace.as_deref().unwrap_or("Default");
@@ -418,7 +422,7 @@ mod tests {
             address_ranges: vec!["192.0.2.0/25".into()],
             svms_per_namespace: None,
             tenant_retain: Some(false),
-            account_roles: Vec::new(),
+            ..ClusterAllowances::default()
         };
         let mut ok = svm("team-a", "db", 1, &["192.0.2.10", "192.0.2.11"]);
         ok.spec.ipspace = Some("tenants".into());

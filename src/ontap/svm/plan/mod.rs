@@ -8,13 +8,17 @@
 //! Everything here is pure.
 
 mod lifs;
+mod limits;
 mod svm;
 
 pub use lifs::{
     DesiredLif, LifPlan, LifRemoval, LifRole, MANAGEMENT_SERVICE_POLICY, Mismatch, RemovalReason,
     data_service_policy, desired_lifs, place_vips, plan_lifs,
 };
-pub use svm::{DesiredSvm, StateAction, SvmPlan, desired_svm, plan_svm, protocol_changes};
+pub use limits::{DesiredLimits, beyond_bounds, desired_limits, human_bytes};
+pub use svm::{
+    DesiredSvm, LimitsAction, StateAction, SvmPlan, desired_svm, plan_svm, protocol_changes,
+};
 
 use std::net::IpAddr;
 
@@ -49,6 +53,10 @@ pub enum DesiredError {
     },
     #[error("the StorageVirtualMachine has no uid: it must be read from the API server first")]
     MissingUid,
+    #[error(
+        "{field}: {value:?} is not a whole number of bytes as a quantity (digits, an optional fraction, and a suffix such as Gi or T)"
+    )]
+    InvalidQuantity { field: String, value: String },
 }
 
 #[cfg(test)]

@@ -5,10 +5,13 @@
 
 use kube::ResourceExt;
 
-use super::DesiredError;
+use super::{DesiredError, DesiredLimits};
 use crate::api::{StorageVirtualMachine, SvmProtocols};
 use crate::ontap::svm::authority::{Mark, Standing, svm_comment};
-use ontap_client::{ObjectRef, Protocol, ProtocolState, Svm, SvmCreate, SvmState};
+use ontap_client::{
+    MaxVolumes, ObjectRef, Protocol, ProtocolState, Svm, SvmCreate, SvmLimits, SvmLimitsPatch,
+    SvmState, SvmStorageLimit,
+};
 
 /// The SVM an `Owned` object wants.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +27,8 @@ pub struct DesiredSvm {
     pub standing: Standing,
     /// The comment that carries its mark ([`svm_comment`]).
     pub comment: String,
+    /// The limits ONTAP is to enforce ([`super::desired_limits`]).
+    pub limits: DesiredLimits,
 }
 
 impl DesiredSvm {
@@ -54,6 +59,7 @@ pub fn desired_svm(
     svm: &StorageVirtualMachine,
     svm_name: &str,
     standing: &Standing,
+    limits: DesiredLimits,
 ) -> Result<DesiredSvm, DesiredError> {
     // The mark names the object by its uid: without one, no SVM could be told to be its own.
     let uid = svm
@@ -73,6 +79,7 @@ pub fn desired_svm(
             &svm.namespace().unwrap_or_default(),
             &svm.name_any(),
         ),
+        limits,
     })
 }
 
@@ -115,24 +122,75 @@ pub struct SvmPlan {
     pub state: StateAction,
     /// The protocols to switch on (`true`) or off, as [`protocol_changes`] orders them.
     pub protocols: Vec<(Protocol, bool)>,
+    pub limits: LimitsAction,
 }
 
 impl SvmPlan {
     /// Whether the SVM is as wanted: nothing to change, nothing unconfirmed.
     pub fn is_empty(&self) -> bool {
-        !self.mark_anew && self.state == StateAction::Keep && self.protocols.is_empty()
+        !self.mark_anew
+            && self.state == StateAction::Keep
+            && self.protocols.is_empty()
+            && self.limits == LimitsAction::Keep
     }
 }
 
-/// Compares the SVM `found` in ONTAP with the one `desired` describes. Which SVM `found` is (the
-/// one of the name, the one the status records) is the caller's lookup; whether the object may
-/// act on it is [`crate::ontap::svm::authority`]'s decision.
-pub fn plan_svm(desired: &DesiredSvm, found: &Svm) -> SvmPlan {
+/// What an SVM's limits call for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitsAction {
+    /// As wanted, or none wanted.
+    Keep,
+    /// Limits are wanted and ONTAP's were not read: nothing confirms them.
+    Unread,
+    /// Set what differs.
+    Set(SvmLimitsPatch),
+}
+
+/// Compares the SVM `found` in ONTAP, with its `limits` where they were read, with the one
+/// `desired` describes. Which SVM `found` is (the one of the name, the one the status records)
+/// is the caller's lookup; whether the object may act on it is
+/// [`crate::ontap::svm::authority`]'s decision.
+pub fn plan_svm(desired: &DesiredSvm, found: &Svm, limits: Option<&SvmLimits>) -> SvmPlan {
     SvmPlan {
         mark_anew: Mark::read(found.comment.as_deref()) != Mark::read(Some(&desired.comment)),
         state: StateAction::of(found.state),
         protocols: protocol_changes(&desired.protocols, found),
+        limits: limit_changes(&desired.limits, limits),
     }
+}
+
+/// The limits to set so that `actual`'s match `desired`. ONTAP reports no `storage.limit`
+/// while none is set, which is what a wanted `0` means; before 9.13.1 it reports no `storage`
+/// at all, and a wanted capacity limit is then a change ONTAP will refuse, for the step to say.
+fn limit_changes(desired: &DesiredLimits, actual: Option<&SvmLimits>) -> LimitsAction {
+    if desired.is_empty() {
+        return LimitsAction::Keep;
+    }
+    let Some(actual) = actual else {
+        return LimitsAction::Unread;
+    };
+    let max_volumes = desired
+        .max_volumes
+        .filter(|want| actual.max_volumes.unwrap_or(MaxVolumes::Unlimited) != *want);
+    let storage = actual.storage.unwrap_or_default();
+    let limit = desired
+        .storage_limit
+        .filter(|want| storage.limit.unwrap_or(0) != *want);
+    let limit_threshold_alert = desired
+        .storage_limit_threshold_alert
+        .filter(|want| storage.limit_threshold_alert != Some(*want));
+    let storage = (limit.is_some() || limit_threshold_alert.is_some()).then_some(SvmStorageLimit {
+        limit,
+        limit_threshold_alert,
+    });
+    if max_volumes.is_none() && storage.is_none() {
+        return LimitsAction::Keep;
+    }
+    LimitsAction::Set(SvmLimitsPatch {
+        max_volumes,
+        storage,
+        qos_policy: None,
+    })
 }
 
 /// The protocols to switch on (`true`) or off so that `actual`'s match `desired`, in a stable
@@ -155,6 +213,17 @@ mod tests {
     use super::*;
     use crate::ontap::svm::plan::tests::{UID, base};
 
+    /// The SVM `base()`, a tenant's object without limits, wants.
+    fn tenant_desired() -> DesiredSvm {
+        desired_svm(
+            &base(),
+            "k8s_team-a_db",
+            &Standing::Tenant,
+            DesiredLimits::default(),
+        )
+        .unwrap()
+    }
+
     /// The SVM ONTAP shows once `desired` was created as it asks.
     fn as_created(desired: &DesiredSvm) -> Svm {
         serde_json::from_value(serde_json::json!({
@@ -168,7 +237,7 @@ mod tests {
 
     #[test]
     fn the_create_request() {
-        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
+        let desired = tenant_desired();
         assert_eq!(
             serde_json::to_value(desired.create_request()).unwrap(),
             serde_json::json!({
@@ -184,30 +253,30 @@ mod tests {
         let mut unstored = base();
         unstored.metadata.uid = None;
         assert_eq!(
-            desired_svm(&unstored, "x", &Standing::Tenant).unwrap_err(),
+            desired_svm(&unstored, "x", &Standing::Tenant, DesiredLimits::default()).unwrap_err(),
             DesiredError::MissingUid
         );
         unstored.metadata.uid = Some(String::new());
         assert_eq!(
-            desired_svm(&unstored, "x", &Standing::Tenant).unwrap_err(),
+            desired_svm(&unstored, "x", &Standing::Tenant, DesiredLimits::default()).unwrap_err(),
             DesiredError::MissingUid
         );
     }
 
     #[test]
     fn an_svm_as_created_is_as_wanted() {
-        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
-        let plan = plan_svm(&desired, &as_created(&desired));
+        let desired = tenant_desired();
+        let plan = plan_svm(&desired, &as_created(&desired), None);
         assert!(plan.is_empty(), "{plan:?}");
     }
 
     #[test]
     fn the_plan_finds_each_property_that_differs() {
-        let desired = desired_svm(&base(), "k8s_team-a_db", &Standing::Tenant).unwrap();
+        let desired = tenant_desired();
         let plan_of = |change: &dyn Fn(&mut Svm)| {
             let mut found = as_created(&desired);
             change(&mut found);
-            plan_svm(&desired, &found)
+            plan_svm(&desired, &found, None)
         };
         let unmarked = plan_of(&|s| s.comment = None);
         assert!(unmarked.mark_anew && !unmarked.is_empty());
@@ -238,6 +307,50 @@ mod tests {
         let iscsi = plan_of(&|s| s.iscsi = Some(ProtocolState { enabled: true }));
         assert_eq!(iscsi.protocols, [(Protocol::Iscsi, false)]);
         assert!(!iscsi.mark_anew && iscsi.state == StateAction::Keep && !iscsi.is_empty());
+    }
+
+    #[test]
+    fn the_plan_sets_the_limits_that_differ() {
+        let mut desired = tenant_desired();
+        let found = as_created(&desired);
+        let limits =
+            |value: serde_json::Value| -> SvmLimits { serde_json::from_value(value).unwrap() };
+        let unlimited = limits(serde_json::json!({
+            "uuid": "u", "name": "n", "max_volumes": "unlimited",
+            "storage": { "limit_threshold_alert": 90 },
+        }));
+        assert_eq!(plan_svm(&desired, &found, None).limits, LimitsAction::Keep);
+        desired.limits = DesiredLimits {
+            max_volumes: Some(MaxVolumes::Limit(10)),
+            storage_limit: Some(1 << 30),
+            storage_limit_threshold_alert: Some(90),
+        };
+        assert_eq!(
+            plan_svm(&desired, &found, None).limits,
+            LimitsAction::Unread
+        );
+        let plan = plan_svm(&desired, &found, Some(&unlimited));
+        assert!(!plan.is_empty());
+        assert_eq!(
+            plan.limits,
+            LimitsAction::Set(SvmLimitsPatch {
+                max_volumes: Some(MaxVolumes::Limit(10)),
+                storage: Some(SvmStorageLimit {
+                    limit: Some(1 << 30),
+                    limit_threshold_alert: None,
+                }),
+                qos_policy: None,
+            })
+        );
+        let as_set = limits(serde_json::json!({
+            "uuid": "u", "name": "n", "max_volumes": "10",
+            "storage": { "limit": 1u64 << 30, "limit_threshold_alert": 90, "allocated": 0 },
+        }));
+        assert!(plan_svm(&desired, &found, Some(&as_set)).is_empty());
+        // A wanted 0 is ONTAP's "no limit", which it shows as no `storage.limit`.
+        desired.limits.storage_limit = Some(0);
+        desired.limits.max_volumes = Some(MaxVolumes::Unlimited);
+        assert!(plan_svm(&desired, &found, Some(&unlimited)).is_empty());
     }
 
     #[test]
