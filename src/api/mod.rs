@@ -14,9 +14,9 @@ pub use cluster::{
     ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
 };
 pub use svm::{
-    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, Protocol, ProviderReference,
-    StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec,
-    SvmMode, SvmPhase, SvmProtocols,
+    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, MAX_ROUTES, Protocol,
+    ProviderReference, RouteSpec, StorageVirtualMachine, StorageVirtualMachineSpec,
+    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

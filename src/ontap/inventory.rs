@@ -1,4 +1,5 @@
-//! Each ONTAP cluster's SVMs and IP interfaces as a few paged collection reads last saw them.
+//! Each ONTAP cluster's SVMs and IP interfaces (and, while an object manages routes, the SVMs'
+//! routes) as a few paged collection reads last saw them.
 //!
 //! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
 //! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
@@ -11,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ontap_client::{IpInterface, OntapClient, OntapError, Pages, Svm};
+use ontap_client::{IpInterface, OntapClient, OntapError, Pages, Route, Svm};
 use serde::de::DeserializeOwned;
 
 /// Records per page of an inventory read: ONTAP's own default page is much smaller, and a larger
@@ -27,6 +28,8 @@ pub struct Snapshot {
     started: Instant,
     svms: HashMap<String, Svm>,
     interfaces: HashMap<String, Vec<IpInterface>>,
+    /// By SVM uuid; `None` when the reading did not read routes (no object managed any).
+    routes: Option<HashMap<String, Vec<Route>>>,
 }
 
 impl Snapshot {
@@ -38,6 +41,24 @@ impl Snapshot {
             .into_iter()
             .for_each(|interface| reading.add_interface(interface));
         reading.finish(started)
+    }
+
+    /// This snapshot with the cluster's `routes` read too.
+    pub fn with_routes(mut self, routes: Vec<Route>) -> Self {
+        let mut by_svm: HashMap<String, Vec<Route>> = HashMap::new();
+        for route in routes {
+            add_route(&mut by_svm, route);
+        }
+        self.routes = Some(by_svm);
+        self
+    }
+
+    /// The routes of the SVM with that uuid, when the reading read routes (none for an SVM it
+    /// does not know).
+    pub fn routes(&self, svm_uuid: &str) -> Option<&[Route]> {
+        self.routes
+            .as_ref()
+            .map(|r| r.get(svm_uuid).map_or(&[][..], Vec::as_slice))
     }
 
     /// The SVM of that name when the snapshot was read.
@@ -59,7 +80,14 @@ impl Snapshot {
     pub fn pages(&self) -> usize {
         let interfaces: usize = self.interfaces.values().map(Vec::len).sum();
         let per_page = PAGE_RECORDS as usize;
-        self.svms.len().div_ceil(per_page).max(1) + interfaces.div_ceil(per_page).max(1)
+        let routes = self.routes.as_ref().map_or(0, |r| {
+            r.values()
+                .map(Vec::len)
+                .sum::<usize>()
+                .div_ceil(per_page)
+                .max(1)
+        });
+        self.svms.len().div_ceil(per_page).max(1) + interfaces.div_ceil(per_page).max(1) + routes
     }
 }
 
@@ -70,6 +98,7 @@ impl Snapshot {
 struct Reading {
     svms: HashMap<String, Svm>,
     interfaces: HashMap<String, Vec<IpInterface>>,
+    routes: Option<HashMap<String, Vec<Route>>>,
 }
 
 impl Reading {
@@ -79,6 +108,7 @@ impl Reading {
         previous.map_or_else(Self::default, |previous| Self {
             svms: HashMap::with_capacity(previous.svms.len()),
             interfaces: HashMap::with_capacity(previous.interfaces.len()),
+            routes: None,
         })
     }
 
@@ -109,7 +139,15 @@ impl Reading {
             started,
             svms: self.svms,
             interfaces: self.interfaces,
+            routes: self.routes,
         }
+    }
+}
+
+/// Files `route` under its SVM; a cluster-scoped route belongs to none and is not kept.
+fn add_route(by_svm: &mut HashMap<String, Vec<Route>>, mut route: Route) {
+    if let Some(uuid) = route.svm.take().and_then(|s| s.uuid) {
+        by_svm.entry(uuid).or_default().push(route);
     }
 }
 
@@ -155,7 +193,13 @@ impl Inventory {
     /// asking while a read is under way wait for it. `None` while reads fail: after a failed
     /// read, passes read per object for [`RETRY_AFTER_FAILURE`] rather than each trying the
     /// inventory again, one after another.
-    pub async fn current(&self, cluster: &str, client: &OntapClient) -> Option<Arc<Snapshot>> {
+    /// `with_routes`: whether a read made now reads the SVMs' routes too.
+    pub async fn current(
+        &self,
+        cluster: &str,
+        client: &OntapClient,
+        with_routes: bool,
+    ) -> Option<Arc<Snapshot>> {
         if let Some(snapshot) = self.fresh(cluster) {
             return Some(snapshot);
         }
@@ -173,7 +217,10 @@ impl Inventory {
         if failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE) {
             return None;
         }
-        match self.read(cluster, client, Duration::ZERO).await {
+        match self
+            .read(cluster, client, Duration::ZERO, with_routes)
+            .await
+        {
             Ok(snapshot) => {
                 *failed_at = None;
                 Some(snapshot)
@@ -186,13 +233,16 @@ impl Inventory {
         }
     }
 
-    /// Reads `cluster`'s SVMs and interfaces anew, waiting `pace` between pages so that a large
-    /// cluster's inventory is spread over time rather than sent in one burst, and keeps it.
+    /// Reads `cluster`'s SVMs and interfaces (and, `with_routes`, routes) anew, waiting `pace`
+    /// between pages so that a large cluster's inventory is spread over time rather than sent
+    /// in one burst, and keeps it. Routes are read only while some object manages routes, so
+    /// that the clusters of objects that do not pay nothing for them.
     pub async fn read(
         &self,
         cluster: &str,
         client: &OntapClient,
         pace: Duration,
+        with_routes: bool,
     ) -> Result<Arc<Snapshot>, OntapError> {
         let started = Instant::now();
         let mut reading = Reading::sized_like(self.held(cluster).as_deref());
@@ -204,6 +254,14 @@ impl Inventory {
             reading.add_interface(interface);
         })
         .await?;
+        if with_routes {
+            let mut routes = HashMap::new();
+            for_each_record(client.route_pages(PAGE_RECORDS)?, pace, |route| {
+                add_route(&mut routes, route);
+            })
+            .await?;
+            reading.routes = Some(routes);
+        }
         let snapshot = Arc::new(reading.finish(started));
         self.snapshots
             .lock()

@@ -11,6 +11,7 @@ mod cost;
 mod faults;
 mod hardening;
 mod kube_faults;
+mod network;
 mod provisioning;
 mod sharing;
 mod tenancy;

@@ -28,6 +28,10 @@ reasons! {
         LifLookup => "LIFLookupFailed",
         LifCreate => "LIFCreateFailed",
         LifDelete => "LIFDeleteFailed",
+        LifUpdate => "LIFUpdateFailed",
+        RouteLookup => "RouteLookupFailed",
+        RouteCreate => "RouteCreateFailed",
+        RouteDelete => "RouteDeleteFailed",
         NodeLookup => "NodeLookupFailed",
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
@@ -68,6 +72,9 @@ reasons! {
     pub enum Invalid {
         Spec => "InvalidSpec",
         Lifs => "InvalidLIFs",
+        /// ONTAP has no port, broadcast domain or service policy of a name a LIF gives.
+        LifPlacement => "LIFPlacementRefused",
+        Routes => "InvalidRoutes",
         ShareWith => "InvalidShareWith",
         NamespaceSelector => "InvalidNamespaceSelector",
         NamespaceNotAllowed => "NamespaceNotAllowed",

@@ -23,7 +23,9 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::authority::Standing;
 use super::naming::names_of;
-use super::plan::{DesiredSvm, desired_lifs, desired_svm, plan_lifs, plan_svm};
+use super::plan::{
+    DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
+};
 use super::standing::Standings;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
@@ -34,8 +36,15 @@ use reconcile_engine::SharedCache;
 /// How long a cluster's count of steady objects is reused: counting walks every object.
 const COUNT_MAX_AGE: Duration = Duration::from_secs(5);
 
+/// A cluster's steady objects, and how many of them manage routes.
+#[derive(Clone, Copy, Debug, Default)]
+struct SteadyCount {
+    objects: usize,
+    routed: usize,
+}
+
 /// Steady objects per cluster name, and when they were counted.
-type SteadyCounts = (Instant, HashMap<String, usize>);
+type SteadyCounts = (Instant, HashMap<String, SteadyCount>);
 
 /// When a pass over a steady object may use its cluster's inventory, and the refresher that
 /// keeps the inventories fresh.
@@ -82,23 +91,28 @@ impl SteadyInventory {
         client: &OntapClient,
     ) -> Option<Arc<Snapshot>> {
         let cluster = &svm.spec.cluster_ref.name;
-        if !is_steady(svm) || self.steady_on(cluster) < self.min_svms {
+        let count = self.steady_on(cluster);
+        if !is_steady(svm) || count.objects < self.min_svms {
             return None;
         }
-        self.inventory.current(cluster, client).await
+        self.inventory
+            .current(cluster, client, count.routed > 0)
+            .await
     }
 
     /// How many steady objects use `cluster`, counted at most every [`COUNT_MAX_AGE`].
-    fn steady_on(&self, cluster: &str) -> usize {
+    fn steady_on(&self, cluster: &str) -> SteadyCount {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         if counts
             .as_ref()
             .is_none_or(|(at, _)| at.elapsed() > COUNT_MAX_AGE)
         {
-            let mut fresh: HashMap<String, usize> = HashMap::new();
+            let mut fresh: HashMap<String, SteadyCount> = HashMap::new();
             for svm in self.svms.store().state() {
                 if is_steady(&svm) {
-                    *fresh.entry(svm.spec.cluster_ref.name.clone()).or_default() += 1;
+                    let count = fresh.entry(svm.spec.cluster_ref.name.clone()).or_default();
+                    count.objects += 1;
+                    count.routed += usize::from(svm.spec.routes.is_some());
                 }
             }
             *counts = Some((Instant::now(), fresh));
@@ -166,7 +180,8 @@ impl SteadyInventory {
         window: Duration,
     ) -> Vec<ObjectRef<StorageVirtualMachine>> {
         let name = cluster.name_any();
-        if self.steady_on(&name) < self.min_svms {
+        let count = self.steady_on(&name);
+        if count.objects < self.min_svms {
             self.inventory.forget(&name);
             return Vec::new();
         }
@@ -177,7 +192,11 @@ impl SteadyInventory {
         };
         let pages = self.inventory.fresh(&name).map_or(2, |s| s.pages());
         let pace = window / u32::try_from(pages).unwrap_or(u32::MAX);
-        let snapshot = match self.inventory.read(&name, &client, pace).await {
+        let snapshot = match self
+            .inventory
+            .read(&name, &client, pace, count.routed > 0)
+            .await
+        {
             Ok(snapshot) => snapshot,
             Err(error) => {
                 tracing::warn!(cluster = name, %error, "reading the cluster's inventory failed; its objects are re-verified on their own schedule");
@@ -197,7 +216,7 @@ impl SteadyInventory {
             tracing::info!(
                 cluster = name,
                 objects = drifted.len(),
-                "the cluster's inventory shows Ready objects' SVMs or LIFs otherwise than wanted; re-verifying them now"
+                "the cluster's inventory shows Ready objects' SVMs, LIFs or routes otherwise than wanted; re-verifying them now"
             );
         }
         drifted
@@ -218,8 +237,8 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object, of `standing`, wants
-/// them.
+/// Whether `snapshot` shows `svm`'s SVM, LIFs and routes exactly as the object, of `standing`,
+/// wants them.
 fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapshot) -> bool {
     let Some(status) = &svm.status else {
         return false;
@@ -231,7 +250,10 @@ fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapsho
     desired_svm(svm, &names.svm, standing)
         .ok()
         .and_then(|desired| confirmed_svm(&desired, recorded, snapshot))
-        .is_some_and(|found| lifs_confirmed(svm, &found.uuid, snapshot))
+        .is_some_and(|found| {
+            lifs_confirmed(svm, &found.uuid, snapshot)
+                && routes_confirmed(svm, &found.uuid, snapshot)
+        })
 }
 
 /// The SVM `desired` describes as `snapshot` shows it, when it is the one recorded as `recorded`
@@ -239,6 +261,18 @@ fn confirms(svm: &StorageVirtualMachine, standing: &Standing, snapshot: &Snapsho
 pub fn confirmed_svm(desired: &DesiredSvm, recorded: &str, snapshot: &Snapshot) -> Option<Svm> {
     let found = snapshot.svm(&desired.name)?;
     (found.uuid == recorded && plan_svm(desired, found).is_empty()).then(|| found.clone())
+}
+
+/// Whether `snapshot` shows the SVM `svm_uuid` with exactly the routes `svm` plans: always for
+/// an object that leaves routes alone, never from a snapshot that did not read routes.
+pub fn routes_confirmed(svm: &StorageVirtualMachine, svm_uuid: &str, snapshot: &Snapshot) -> bool {
+    match desired_routes(svm) {
+        Ok(None) => true,
+        Ok(Some(desired)) => snapshot
+            .routes(svm_uuid)
+            .is_some_and(|actual| plan_routes(&desired, actual).is_empty()),
+        Err(_) => false,
+    }
 }
 
 /// Whether `snapshot` shows the SVM `svm_uuid` with exactly the LIFs `svm` plans.
