@@ -28,6 +28,41 @@ async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
     names
 }
 
+/// What a resync's requests were: each described, the logins (as an SVM's account), the lookups
+/// of one object (by name or SVM uuid) and the writes.
+pub(crate) struct ResyncCost {
+    pub all: Vec<String>,
+    pub logins: usize,
+    pub per_object: usize,
+    pub writes: usize,
+}
+
+impl ResyncCost {
+    pub fn of(world: &SvmWorld, log: &[Value]) -> Self {
+        let describe = |r: &Value| {
+            format!(
+                "{} {}?{}",
+                r["method"].as_str().unwrap_or_default(),
+                r["path"].as_str().unwrap_or_default(),
+                r["query"].as_str().unwrap_or_default()
+            )
+        };
+        let admin = world.mock.server.admin().user.clone();
+        Self {
+            all: log.iter().map(describe).collect(),
+            logins: log.iter().filter(|r| r["user"] != admin.as_str()).count(),
+            per_object: log
+                .iter()
+                .filter(|r| {
+                    let query = r["query"].as_str().unwrap_or_default();
+                    query.contains("name=") || query.contains("svm.uuid=")
+                })
+                .count(),
+            writes: log.iter().filter(|r| r["method"] != "GET").count(),
+        }
+    }
+}
+
 /// Waits until the operator's passes have ended, those that the events of their own writes
 /// cause included.
 async fn passes_ended(world: &SvmWorld) {
@@ -36,7 +71,7 @@ async fn passes_ended(world: &SvmWorld) {
 
 /// The requests ONTAP saw from sequence number `from` on, without the OntapCluster's own probe
 /// (on its own schedule).
-async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
+pub(crate) async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
     world
         .requests()
         .await
@@ -157,25 +192,12 @@ async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
     // re-verified at least once; the time passing is the point.
     tokio::time::sleep(Duration::from_secs(9)).await;
     let log = requests_since(&world, from).await;
-    let describe = |r: &Value| {
-        format!(
-            "{} {}?{}",
-            r["method"].as_str().unwrap_or_default(),
-            r["path"].as_str().unwrap_or_default(),
-            r["query"].as_str().unwrap_or_default()
-        )
-    };
-    let all: Vec<String> = log.iter().map(describe).collect();
-    let admin = world.mock.server.admin().user.clone();
-    let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
-    let per_object = log
-        .iter()
-        .filter(|r| {
-            let query = r["query"].as_str().unwrap_or_default();
-            query.contains("name=") || query.contains("svm.uuid=")
-        })
-        .count();
-    let writes = log.iter().filter(|r| r["method"] != "GET").count();
+    let ResyncCost {
+        all,
+        logins,
+        per_object,
+        writes,
+    } = ResyncCost::of(&world, &log);
     assert!(
         logins >= usize::from(SVMS),
         "every SVM's credentials are proven by a login: {all:#?}"

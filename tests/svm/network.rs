@@ -9,6 +9,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::cost::{ResyncCost, requests_since};
 use crate::support::mock::fast_mock;
 use crate::support::poll;
 use crate::support::svm::SvmWorld;
@@ -75,6 +76,19 @@ async fn spec_patch(world: &SvmWorld, name: &str, spec: Value) {
         .unwrap();
 }
 
+/// Creates the StorageVirtualMachine `object` (a manifest), or gives the API server's refusal.
+async fn create(world: &SvmWorld, object: Value) -> Result<(), String> {
+    world
+        .svms()
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(object).unwrap(),
+        )
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 async fn svm_name_of(world: &SvmWorld, name: &str) -> String {
     let svm = world.wait_ready(name, READY_WITHIN).await;
     svm.status.unwrap().svm_name.unwrap()
@@ -104,7 +118,7 @@ async fn lifs_are_placed_where_the_spec_says_and_moved_in_place() {
             }),
         )
         .await;
-    let create = fail_once(&world, "POST", "/api/network/ip/interfaces");
+    let create_fault = fail_once(&world, "POST", "/api/network/ip/interfaces");
     let object = world.svm_with(
         "placed",
         0,
@@ -116,17 +130,10 @@ async fn lifs_are_placed_where_the_spec_says_and_moved_in_place() {
             ]
         }),
     );
-    world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(&world, object).await.unwrap();
     let svm_name = svm_name_of(&world, "placed").await;
     assert_eq!(
-        world.mock.hits(&create).await,
+        world.mock.hits(&create_fault).await,
         1,
         "the create's fault fired"
     );
@@ -183,15 +190,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
     // What admission can tell alone, it refuses.
     let mut portless = world.svm("portless", 1).json();
     portless["spec"]["dataLifs"][0]["homePort"] = json!("e0c");
-    let refused = world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(portless).unwrap(),
-        )
-        .await
-        .unwrap_err()
-        .to_string();
+    let refused = create(&world, portless).await.unwrap_err();
     assert!(
         refused.contains("homePort names a port of homeNode"),
         "{refused}"
@@ -199,15 +198,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
     let mut host_bits = world.svm("hostbits", 1).json();
     host_bits["spec"]["routes"] =
         json!([{ "destination": "198.51.100.7/24", "gateway": "192.0.2.1" }]);
-    let refused = world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(host_bits).unwrap(),
-        )
-        .await
-        .unwrap_err()
-        .to_string();
+    let refused = create(&world, host_bits).await.unwrap_err();
     assert!(refused.contains("must be a network address"), "{refused}");
 
     // What only ONTAP can tell becomes the condition, naming the field and ONTAP's code.
@@ -223,14 +214,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
         0,
         &json!({ "dataLifs": lif(json!({ "homeNode": "node-01", "homePort": "e9z" })) }),
     );
-    world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(&world, object).await.unwrap();
     for (field, code, next) in [
         (
             "spec.dataLifs[0].homePort",
@@ -288,7 +272,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
 async fn routes_are_made_and_drift_is_repaired_through_faults() {
     // Short sync period: the drift made behind the operator's back is found by a periodic pass.
     let world = SvmWorld::with(fast_mock(), &["--sync-period=3s"]).await;
-    let create = fail_once(&world, "POST", "/api/network/ip/routes");
+    let create_fault = fail_once(&world, "POST", "/api/network/ip/routes");
     let object = world.svm_with(
         "routed",
         0,
@@ -297,17 +281,10 @@ async fn routes_are_made_and_drift_is_repaired_through_faults() {
             { "destination": "198.51.100.0/24", "gateway": "192.0.2.254" }
         ]}),
     );
-    world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(&world, object).await.unwrap();
     let svm_name = svm_name_of(&world, "routed").await;
     assert_eq!(
-        world.mock.hits(&create).await,
+        world.mock.hits(&create_fault).await,
         1,
         "the create's fault fired"
     );
@@ -402,14 +379,7 @@ async fn a_resync_of_routed_svms_reads_routes_from_the_inventory() {
             i,
             &json!({ "routes": [{ "gateway": "192.0.2.1" }] }),
         );
-        world
-            .svms()
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(object).unwrap(),
-            )
-            .await
-            .unwrap();
+        create(&world, object).await.unwrap();
     }
     for i in 0..SVMS {
         world.wait_ready(&format!("resync-{i}"), READY_WITHIN).await;
@@ -438,26 +408,13 @@ async fn a_resync_of_routed_svms_reads_routes_from_the_inventory() {
     // Two sync periods (with their jitter), in which every SVM is re-verified at least once;
     // the time passing is the point.
     tokio::time::sleep(Duration::from_secs(9)).await;
-    let log: Vec<Value> = world
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= from))
-        .filter(|r| r["path"] != "/api/cluster")
-        .collect();
-    let all: Vec<String> = log
-        .iter()
-        .map(|r| format!("{} {}?{}", r["method"], r["path"], r["query"]))
-        .collect();
-    let admin = world.mock.server.admin().user.clone();
-    let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
-    let per_object = log
-        .iter()
-        .filter(|r| {
-            let query = r["query"].as_str().unwrap_or_default();
-            query.contains("name=") || query.contains("svm.uuid=")
-        })
-        .count();
+    let log = requests_since(&world, from).await;
+    let ResyncCost {
+        all,
+        logins,
+        per_object,
+        writes,
+    } = ResyncCost::of(&world, &log);
     let route_reads = log
         .iter()
         .filter(|r| r["path"] == "/api/network/ip/routes")
@@ -465,10 +422,7 @@ async fn a_resync_of_routed_svms_reads_routes_from_the_inventory() {
     assert!(logins >= usize::from(SVMS), "{all:#?}");
     assert_eq!(per_object, 0, "nothing looked up per object: {all:#?}");
     assert!(route_reads >= 1, "routes read with the inventory: {all:#?}");
-    assert!(
-        log.iter().all(|r| r["method"] == "GET"),
-        "a resync writes nothing: {all:#?}"
-    );
+    assert_eq!(writes, 0, "a resync writes nothing: {all:#?}");
     assert!(
         log.len() - logins <= 3 * 2 * 3,
         "at most three collection reads per half sync period: {all:#?}"
