@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::mock::fast_mock;
+use crate::support::poll;
 use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);
@@ -38,6 +39,34 @@ pub(crate) struct ResyncCost {
 }
 
 impl ResyncCost {
+    /// The requests of the next 9 s, two sync periods of 4 s with their jitter, in which every
+    /// SVM is re-verified at least once (the time passing is the point), and their cost.
+    pub async fn over_two_sync_periods(world: &SvmWorld) -> (Vec<Value>, Self) {
+        let from = world.next_seq().await;
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        let log = requests_since(world, from).await;
+        let cost = Self::of(world, &log);
+        (log, cost)
+    }
+
+    /// Waits for the first cluster-wide listing of `path` from now on: an inventory read,
+    /// which the refresher makes only once it counts the objects steady. Passes before it read
+    /// per object, as they do on a cluster whose objects have not been counted steady yet.
+    pub async fn await_inventory_read(world: &SvmWorld, path: &str) {
+        let from = world.next_seq().await;
+        poll("an inventory read", READY_WITHIN, async || {
+            requests_since(world, from)
+                .await
+                .iter()
+                .any(|r| {
+                    let query = r["query"].as_str().unwrap_or_default();
+                    r["path"] == path && !query.contains("svm.uuid=") && !query.contains("name=")
+                })
+                .then_some(())
+        })
+        .await;
+    }
+
     pub fn of(world: &SvmWorld, log: &[Value]) -> Self {
         let describe = |r: &Value| {
             format!(
@@ -71,7 +100,7 @@ async fn passes_ended(world: &SvmWorld) {
 
 /// The requests ONTAP saw from sequence number `from` on, without the OntapCluster's own probe
 /// (on its own schedule).
-pub(crate) async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
+async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
     world
         .requests()
         .await
@@ -187,17 +216,16 @@ async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
     create_all_ready(&world, SVMS).await;
     // Past the passes the seed Secrets' events and the first inventory read cause.
     passes_ended(&world).await;
-    let from = world.next_seq().await;
-    // The window measured: two sync periods (with their jitter), in which every SVM is
-    // re-verified at least once; the time passing is the point.
-    tokio::time::sleep(Duration::from_secs(9)).await;
-    let log = requests_since(&world, from).await;
-    let ResyncCost {
-        all,
-        logins,
-        per_object,
-        writes,
-    } = ResyncCost::of(&world, &log);
+    ResyncCost::await_inventory_read(&world, "/api/network/ip/interfaces").await;
+    let (
+        log,
+        ResyncCost {
+            all,
+            logins,
+            per_object,
+            writes,
+        },
+    ) = ResyncCost::over_two_sync_periods(&world).await;
     assert!(
         logins >= usize::from(SVMS),
         "every SVM's credentials are proven by a login: {all:#?}"

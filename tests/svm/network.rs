@@ -9,7 +9,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cost::{ResyncCost, requests_since};
+use crate::cost::ResyncCost;
 use crate::support::mock::fast_mock;
 use crate::support::poll;
 use crate::support::svm::SvmWorld;
@@ -387,34 +387,16 @@ async fn a_resync_of_routed_svms_reads_routes_from_the_inventory() {
     world.operator.quiesce(READY_WITHIN).await;
     // Measured from the first inventory read that took the routes along: passes before it read
     // per object, as they do on a cluster whose objects have not yet been counted steady.
-    let ready_at = world.next_seq().await;
-    poll("an inventory read with routes", READY_WITHIN, async || {
-        world
-            .requests()
-            .await
-            .iter()
-            .filter(|r| r["seq"].as_u64().is_some_and(|s| s >= ready_at))
-            .any(|r| {
-                r["path"] == "/api/network/ip/routes"
-                    && !r["query"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .contains("svm.uuid=")
-            })
-            .then_some(())
-    })
-    .await;
-    let from = world.next_seq().await;
-    // Two sync periods (with their jitter), in which every SVM is re-verified at least once;
-    // the time passing is the point.
-    tokio::time::sleep(Duration::from_secs(9)).await;
-    let log = requests_since(&world, from).await;
-    let ResyncCost {
-        all,
-        logins,
-        per_object,
-        writes,
-    } = ResyncCost::of(&world, &log);
+    ResyncCost::await_inventory_read(&world, "/api/network/ip/routes").await;
+    let (
+        log,
+        ResyncCost {
+            all,
+            logins,
+            per_object,
+            writes,
+        },
+    ) = ResyncCost::over_two_sync_periods(&world).await;
     let route_reads = log
         .iter()
         .filter(|r| r["path"] == "/api/network/ip/routes")
