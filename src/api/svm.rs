@@ -299,17 +299,16 @@ impl std::fmt::Display for Protocol {
 
 /// A logical interface: one IP address on a home node.
 #[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
-// Placement per ONTAP's interface schema: a port implies its node, and "for POST,
-// broadcast_domain can be specified alone or with home_node"; a VIP LIF has no ethernet port.
+// Placement per ONTAP's interface schema; the Rust twin is `rules::lif_placement`.
 #[x_kube(validation = Rule::new(
     "!has(self.homePort) || has(self.homeNode)"
-).message("homePort names a port of homeNode: set homeNode too").field_path(".homePort"))]
+).message(rules::HOME_PORT_NEEDS_NODE).field_path(".homePort"))]
 #[x_kube(validation = Rule::new(
     "!has(self.homePort) || !has(self.broadcastDomain)"
-).message("homePort and broadcastDomain exclude each other: ONTAP homes a LIF on the port named, or picks a port in the broadcast domain").field_path(".broadcastDomain"))]
+).message(rules::PORT_OR_DOMAIN).field_path(".broadcastDomain"))]
 #[x_kube(validation = Rule::new(
     "!has(self.vip) || !self.vip || (!has(self.homePort) && !has(self.broadcastDomain))"
-).message("a VIP LIF lives on its node's VIP port: it takes no homePort or broadcastDomain").field_path(".vip"))]
+).message(rules::VIP_UNPLACED).field_path(".vip"))]
 #[x_kube(validation = Rule::new(
     "!isIP(self.ip) || self.prefixLength <= (ip(self.ip).family() == 4 ? 32 : 128)"
 ).message("prefixLength must be at most 32 for an IPv4 address and at most 128 for IPv6").field_path(".prefixLength"))]

@@ -138,6 +138,8 @@ pub(super) fn resolve_metal_stack(
         storage_classes: metal_stack_storage_classes(),
         trident_operator_image: None,
         deletion_policy: DeletionPolicy::Retain,
+        lif_placements: Vec::new(),
+        routes: None,
     })
 }
 

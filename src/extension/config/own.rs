@@ -4,8 +4,11 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use crate::api::DeletionPolicy;
-use crate::api::rules::{AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, lif_protocols};
+use crate::api::rules::{
+    AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ONTAP_NAME_MESSAGE, is_ontap_name,
+    lif_placement, lif_protocols,
+};
+use crate::api::{DeletionPolicy, RouteSpec};
 
 use super::*;
 
@@ -38,6 +41,9 @@ pub(super) struct SvmConfig {
     protocols: Vec<Protocol>,
     #[serde(default)]
     deletion_policy: DeletionPolicy,
+    /// The SVM's static routes, as the StorageVirtualMachine's `routes`.
+    #[serde(default)]
+    routes: Option<Vec<RouteSpec>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,6 +56,15 @@ pub(super) struct LifConfig {
     /// Data LIFs only: the protocol the LIF serves, as in the StorageVirtualMachine's LIFs.
     #[serde(default)]
     protocols: Option<Vec<Protocol>>,
+    /// Placement and service policy, as the StorageVirtualMachine's LIFs take them.
+    #[serde(default)]
+    home_node: Option<String>,
+    #[serde(default)]
+    home_port: Option<String>,
+    #[serde(default)]
+    broadcast_domain: Option<String>,
+    #[serde(default)]
+    service_policy: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -112,6 +127,18 @@ pub(super) fn resolve_ontap(
     if let Some(image) = &config.trident.operator_image {
         check_shoot_image("trident.operatorImage", image, defaults)?;
     }
+    let lifs = std::iter::once(("svm.managementLif".to_string(), &svm.management_lif)).chain(
+        svm.data_lifs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (format!("svm.dataLifs[{i}]"), l)),
+    );
+    let lif_placements = lifs
+        .map(|(field, l)| resolve_placement(&field, l))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(routes) = &svm.routes {
+        check_routes(routes)?;
+    }
     Ok(ExtensionConfig {
         source: ConfigSource::Ontap,
         cluster: config.cluster,
@@ -123,7 +150,65 @@ pub(super) fn resolve_ontap(
         storage_classes,
         trident_operator_image: config.trident.operator_image,
         deletion_policy: svm.deletion_policy,
+        lif_placements,
+        routes: svm.routes,
     })
+}
+
+/// A LIF's placement: names as ONTAP takes them, combined as its interface schema allows.
+fn resolve_placement(field: &str, l: &LifConfig) -> Result<LifPlacement, ConfigError> {
+    for (part, name) in [
+        ("homeNode", &l.home_node),
+        ("homePort", &l.home_port),
+        ("broadcastDomain", &l.broadcast_domain),
+        ("servicePolicy", &l.service_policy),
+    ] {
+        if let Some(name) = name
+            && !is_ontap_name(name)
+        {
+            return Err(invalid(format!("{field}.{part}"), ONTAP_NAME_MESSAGE));
+        }
+    }
+    lif_placement(
+        l.home_node.is_some(),
+        l.home_port.is_some(),
+        l.broadcast_domain.is_some(),
+        l.vip,
+    )
+    .map_err(|(part, problem)| invalid(format!("{field}.{part}"), problem))?;
+    Ok(LifPlacement {
+        home_node: l.home_node.clone(),
+        home_port: l.home_port.clone(),
+        broadcast_domain: l.broadcast_domain.clone(),
+        service_policy: l.service_policy.clone(),
+    })
+}
+
+/// Routes as the StorageVirtualMachine's admission takes them: a unicast gateway, and a
+/// destination of its family in CIDR notation.
+fn check_routes(routes: &[RouteSpec]) -> Result<(), ConfigError> {
+    for (i, route) in routes.iter().enumerate() {
+        let gateway = parse_ip(&format!("svm.routes[{i}].gateway"), &route.gateway)?;
+        if let Some(destination) = &route.destination {
+            let field = format!("svm.routes[{i}].destination");
+            let (address, prefix) = destination
+                .split_once('/')
+                .ok_or_else(|| invalid(&field, "must be a network in CIDR notation"))?;
+            let address: IpAddr = address
+                .parse()
+                .map_err(|_| invalid(&field, "must be a network in CIDR notation"))?;
+            let prefix: u8 = prefix
+                .parse()
+                .map_err(|_| invalid(&field, "must be a network in CIDR notation"))?;
+            if prefix > full_prefix(address) || address.is_ipv4() != gateway.is_ipv4() {
+                return Err(invalid(
+                    &field,
+                    "must be a network of the gateway's family in CIDR notation",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An image the shoot owner names: refused unless the operator allows shoots to choose images.

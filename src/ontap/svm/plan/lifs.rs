@@ -12,7 +12,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use super::DesiredError;
-use crate::api::rules::lif_protocols;
+use crate::api::rules::{lif_placement, lif_protocols};
 use crate::api::{LifSpec, Protocol, StorageVirtualMachine};
 use crate::ontap::svm::netmask::{max_prefix, netmask_for, prefix_from_netmask};
 use ontap_client::{
@@ -189,24 +189,16 @@ fn desired_lif(
             max,
         });
     }
-    if lif.home_port.is_some() && lif.home_node.is_none() {
-        return Err(DesiredError::Placement {
-            field: format!("{field}.homePort"),
-            problem: "names a port of homeNode: set homeNode too",
-        });
-    }
-    if lif.home_port.is_some() && lif.broadcast_domain.is_some() {
-        return Err(DesiredError::Placement {
-            field: format!("{field}.broadcastDomain"),
-            problem: "excludes homePort: ONTAP homes a LIF on the port named, or picks a port in the broadcast domain",
-        });
-    }
-    if lif.vip && (lif.home_port.is_some() || lif.broadcast_domain.is_some()) {
-        return Err(DesiredError::Placement {
-            field: format!("{field}.vip"),
-            problem: "a VIP LIF lives on its node's VIP port: it takes no homePort or broadcastDomain",
-        });
-    }
+    lif_placement(
+        lif.home_node.is_some(),
+        lif.home_port.is_some(),
+        lif.broadcast_domain.is_some(),
+        lif.vip,
+    )
+    .map_err(|(part, problem)| DesiredError::Placement {
+        field: format!("{field}.{part}"),
+        problem,
+    })?;
     Ok(DesiredLif {
         name,
         field,
@@ -735,11 +727,11 @@ mod tests {
         for (lif, message) in [
             (
                 json!({ "ip": "192.0.2.11", "prefixLength": 24, "homePort": "e0d" }),
-                "spec.dataLifs[0].homePort: names a port of homeNode: set homeNode too",
+                "spec.dataLifs[0].homePort: homePort names a port of homeNode: set homeNode too",
             ),
             (
                 json!({ "ip": "192.0.2.11", "prefixLength": 24, "homeNode": "n1", "homePort": "e0d", "broadcastDomain": "b" }),
-                "spec.dataLifs[0].broadcastDomain: excludes homePort: ONTAP homes a LIF on the port named, or picks a port in the broadcast domain",
+                "spec.dataLifs[0].broadcastDomain: homePort and broadcastDomain exclude each other: ONTAP homes a LIF on the port named, or picks a port in the broadcast domain",
             ),
             (
                 json!({ "ip": "192.0.2.11", "prefixLength": 32, "vip": true, "broadcastDomain": "b" }),
