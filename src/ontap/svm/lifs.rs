@@ -31,13 +31,7 @@ pub(super) async fn ensure_lifs(
         return Ok(Outcome::unchanged());
     }
     // Replacing another's LIFs cuts its data path: only the SVM's marked owner changes them.
-    let uid = svm.metadata.uid.as_deref().unwrap_or_default();
-    if !may_manage(uid, Mark::read(ontap_svm.comment.as_deref()).as_ref()) {
-        return Err(Invalid::SvmOwnershipChanged.error(format!(
-            "the SVM {} is not marked for this StorageVirtualMachine; its LIFs are left as they are",
-            ontap_svm.name
-        )).into());
-    }
+    owner_changes(svm, ontap_svm, "LIFs")?;
     if plan.create.iter().any(|(_, l)| l.needs_home_node()) {
         let nodes = client
             .nodes()
@@ -110,6 +104,23 @@ fn placement_refused(lif: &DesiredLif, error: OntapError, reason: Failed) -> Ste
         _ => return ontap_error(reason, error),
     };
     Invalid::LifPlacement.error(format!("{}.{part}: refused by ONTAP: {error}", lif.field))
+}
+
+/// Whether `svm` is the marked owner of `ontap_svm`, the only object that changes its network
+/// (`what`: its LIFs, its routes); otherwise the error saying they are left as they are.
+pub(super) fn owner_changes(
+    svm: &StorageVirtualMachine,
+    ontap_svm: &Svm,
+    what: &str,
+) -> Result<(), StepError> {
+    let uid = svm.metadata.uid.as_deref().unwrap_or_default();
+    if may_manage(uid, Mark::read(ontap_svm.comment.as_deref()).as_ref()) {
+        return Ok(());
+    }
+    Err(Invalid::SvmOwnershipChanged.error(format!(
+        "the SVM {} is not marked for this StorageVirtualMachine; its {what} are left as they are",
+        ontap_svm.name
+    )))
 }
 
 /// A LIF address another interface holds: a conflict that lasts until someone frees it, so it

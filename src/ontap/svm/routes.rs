@@ -1,8 +1,8 @@
 //! Step `RoutesReady`: the SVM's static routes brought to the spec's route plan
 //! ([`super::plan`]), for an object that lists routes.
 
-use super::authority::{Mark, may_manage};
 use super::errors::{Failed, Invalid, ontap_error};
+use super::lifs::owner_changes;
 use super::plan::{desired_routes, plan_routes};
 use super::steady::routes_confirmed;
 use crate::api::StorageVirtualMachine;
@@ -34,13 +34,7 @@ pub(super) async fn ensure_routes(
         return Ok(Outcome::unchanged());
     }
     // Another's routes are its data path: only the SVM's marked owner changes them.
-    let uid = svm.metadata.uid.as_deref().unwrap_or_default();
-    if !may_manage(uid, Mark::read(ontap_svm.comment.as_deref()).as_ref()) {
-        return Err(Invalid::SvmOwnershipChanged.error(format!(
-            "the SVM {} is not marked for this StorageVirtualMachine; its routes are left as they are",
-            ontap_svm.name
-        )).into());
-    }
+    owner_changes(svm, ontap_svm, "routes")?;
     for route in &plan.create {
         // An ambiguous failure is settled by the next pass, which reads the routes again; a
         // route that exists meanwhile is the one wanted.
