@@ -36,7 +36,10 @@ ensure_go() {
 }
 
 # Module download must not depend on the caller's GOFLAGS (e.g. -mod=vendor). Every Go build and
-# download goes through here, so Go is installed only where a Go tool is built.
+# download goes through here, so Go is installed only where a Go tool is built. The tools' modules
+# are built with `go build -mod=mod`, not after `go mod tidy`: the build completes go.mod and go.sum
+# with the modules its packages need on this platform alone, where tidy downloads those of every
+# platform and every test too (Jaeger: 317 modules against 459, half the download time).
 gobuild_env() { ensure_go; env -u GOFLAGS GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
 
 # gomod_of MODULE@VERSION: path of that module's go.mod in the module cache.
@@ -91,8 +94,7 @@ go_tool() {
     [ -z "$gomod" ] || printf '%s\n' "$gomod"
   } >"$src/go.mod"
   [ -z "$seed_sum" ] || gosum_of "$module@$version" >"$src/go.sum"
-  (cd "$src" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "$ldflags" -o "$bin" "$pkg" >&2)
+  (cd "$src" && gobuild_env go build -mod=mod -trimpath -ldflags "$ldflags" -o "$bin" "$pkg" >&2)
 }
 
 build_kube() {
@@ -156,8 +158,7 @@ build_kube_node() {
     kube_replaces "$k8smod"
   } >"$src/go.mod"
   gosum_of "k8s.io/kubernetes@$KUBE_VERSION" >"$src/go.sum"
-  (cd "$src" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "-s -w $(kube_ldflags)" -o "$out.tmp/" "${pkgs[@]}" >&2)
+  (cd "$src" && gobuild_env go build -mod=mod -trimpath -ldflags "-s -w $(kube_ldflags)" -o "$out.tmp/" "${pkgs[@]}" >&2)
   mv "$out.tmp" "$out"
 }
 
@@ -277,8 +278,7 @@ build_gardener() {
     printf '%s\n' "$directives"
   } >"$src/go.mod"
   gosum_of "github.com/gardener/gardener@$GARDENER_VERSION" >"$src/go.sum"
-  (cd "$src" && gobuild_env go mod tidy >&2 &&
-    gobuild_env go build -trimpath -ldflags "-s -w \
+  (cd "$src" && gobuild_env go build -mod=mod -trimpath -ldflags "-s -w \
       -X k8s.io/component-base/version.gitVersion=$GARDENER_VERSION \
       -X k8s.io/component-base/version.gitTreeState=clean" -o "$out.tmp/" "${pkgs[@]}" >&2)
   mv "$out.tmp" "$out"

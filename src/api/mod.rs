@@ -5,7 +5,7 @@
 //! (`ontap-operator crds`, see [`crate::manifests`]), and `make test` fails when the two drift.
 
 mod cluster;
-pub mod conditions;
+mod protocol;
 pub mod rules;
 pub mod seed_secret;
 mod svm;
@@ -13,10 +13,11 @@ mod svm;
 pub use cluster::{
     ClusterAllowances, OntapCluster, OntapClusterSpec, OntapClusterStatus, SecretReference,
 };
+pub use protocol::Protocol;
 pub use svm::{
-    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, MAX_ROUTES, Protocol,
-    ProviderReference, RouteSpec, StorageVirtualMachine, StorageVirtualMachineSpec,
-    StorageVirtualMachineStatus, SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
+    ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, MAX_ROUTES, ProviderReference,
+    RouteSpec, StorageVirtualMachine, StorageVirtualMachineSpec, StorageVirtualMachineStatus,
+    SvmAccountSpec, SvmMode, SvmPhase, SvmProtocols,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

@@ -6,7 +6,7 @@
 //! `tests/operations/crd_validation.rs` checks the CEL side against a real API server. The
 //! Kubernetes name rules come from the engine ([`reconcile_engine::names`]).
 
-use super::Protocol;
+use super::protocol::Protocol;
 
 pub use reconcile_engine::names::{
     DNS_LABEL, DNS_LABEL_MESSAGE, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE,

@@ -5,6 +5,7 @@
 //! features that build on it (the Gardener Extension).
 
 pub mod cluster;
+pub mod conditions;
 pub mod connections;
 pub mod inventory;
 pub mod metrics;

@@ -4,9 +4,12 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::api::DeletionPolicy;
+use crate::api::{DeletionPolicy, Protocol};
 
-use super::*;
+use super::{
+    ConfigDefaults, ConfigError, ConfigSource, ExtensionConfig, Lif, StorageClassConfig,
+    SvmSharing, check_lifs, invalid, parse_ip,
+};
 
 /// metal-stack's `TridentConfig`. Decoded leniently, as metal-stack's extension decodes it.
 #[derive(Debug, Default, Deserialize)]

@@ -1,6 +1,7 @@
 //! This project's `OntapConfig`: every field checked, unknown fields refused.
 
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 
 use serde::Deserialize;
 
@@ -8,9 +9,14 @@ use crate::api::rules::{
     AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ONTAP_NAME_MESSAGE, is_ontap_name,
     lif_placement, lif_protocols,
 };
-use crate::api::{DeletionPolicy, RouteSpec};
+use crate::api::{DeletionPolicy, Protocol, RouteSpec};
 
-use super::*;
+use super::metal_stack::metal_stack_storage_classes;
+use super::{
+    ConfigDefaults, ConfigError, ConfigSource, ExtensionConfig, Lif, LifPlacement,
+    StorageClassConfig, SvmSharing, check_dns_subdomain, check_lifs, check_storage_classes,
+    full_prefix, invalid, parse_ip,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

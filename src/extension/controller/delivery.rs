@@ -18,7 +18,9 @@ use crate::extension::shoot::{
 use crate::ontap::trident_api::{NVME_TCP, OntapVersion, REST_SUPPORTED, TridentApi};
 
 use super::plan::Plan;
-use super::reasons::{Coded, Failed, Transient, Waiting, delete_ignoring_missing, kube_error};
+use super::reasons::{
+    ErrorCodeReason, Failed, Transient, Waiting, delete_ignoring_missing, kube_error,
+};
 use super::{CONTROLLER, ExtensionReconciler};
 
 /// The label gardener puts on a ManagedResource of an extension, here with [`ORIGIN`].
@@ -48,7 +50,7 @@ impl ExtensionReconciler {
         if config.protocols.contains(&Protocol::Nfs) && node_cidrs.is_empty() {
             // Exporting to every address (Trident's default CIDRs) is not a fallback we take
             // unasked: the shoot's nodes are the only NFS clients.
-            return Err(Coded::Shoot.invalid(
+            return Err(ErrorCodeReason::Shoot.invalid(
                 "the shoot's Cluster names no node network (spec.networking.nodes): NFS volumes \
                  are exported to the nodes' network only",
             ).into());
@@ -167,13 +169,13 @@ fn refuse_unusable(config: &ExtensionConfig, version: OntapVersion) -> Result<()
         return Ok(());
     }
     if version < NVME_TCP {
-        return Err(Coded::Configuration.invalid(format!(
+        return Err(ErrorCodeReason::Configuration.invalid(format!(
             "ONTAP {version} has no NVMe/TCP (it came with {NVME_TCP}): no Trident can use an \
              nvme backend on this cluster; choose iscsi or nfs"
         )));
     }
     if TridentApi::for_version(version) == TridentApi::Zapi {
-        return Err(Coded::Configuration.invalid(format!(
+        return Err(ErrorCodeReason::Configuration.invalid(format!(
             "on ONTAP {version} Trident speaks ZAPI (REST from {REST_SUPPORTED}), and its ZAPI \
              driver implements no NVMe operation: an nvme backend there could not create a \
              volume; choose iscsi or nfs, or upgrade ONTAP to {REST_SUPPORTED} or later"

@@ -21,7 +21,8 @@ use crate::extension::naming;
 
 use super::plan::Plan;
 use super::reasons::{
-    Coded, Failed, OntapRequest, Waiting, delete_ignoring_missing, ontap_failure, rejected,
+    ErrorCodeReason, Failed, OntapRequest, Waiting, delete_ignoring_missing, ontap_failure,
+    rejected,
 };
 use super::svm_object::svm_spec;
 use super::{ExtensionReconciler, namespace_of};
@@ -69,7 +70,7 @@ impl ExtensionReconciler {
             && existing.spec.svm_name.as_deref() == Some(plan.svm_name.as_str())
             && existing.spec.cluster_ref.name == plan.cluster;
         if !provisions {
-            return Err(Coded::Configuration
+            return Err(ErrorCodeReason::Configuration
                 .invalid(format!(
                     "the StorageVirtualMachine {namespace}/{object} exists but does not provision the project's SVM {} on cluster {}",
                     plan.svm_name, plan.cluster
@@ -92,11 +93,11 @@ impl ExtensionReconciler {
     ) -> Result<(), StepError> {
         match existing.annotations().get(GARDENER_PROJECT_ANNOTATION) {
             Some(bound) if Some(bound) == plan.gardener_project.as_ref() => Ok(()),
-            Some(_) => Err(Coded::Configuration.invalid(format!(
+            Some(_) => Err(ErrorCodeReason::Configuration.invalid(format!(
                 "the metal-stack project's SVM {} belongs to another Gardener project: the Shoot annotation {METAL_PROJECT_ANNOTATION} must name a metal-stack project of this shoot's Gardener project",
                 plan.svm_name
             ))),
-            None => Err(Coded::Configuration.invalid(format!(
+            None => Err(ErrorCodeReason::Configuration.invalid(format!(
                 "the StorageVirtualMachine {}/{} that provisions the metal-stack project's SVM {} records no Gardener project ({GARDENER_PROJECT_ANNOTATION}); a landscape administrator records the project it belongs to",
                 self.settings.project_namespace,
                 plan.project_object.as_deref().unwrap_or_default(),
@@ -130,7 +131,7 @@ impl ExtensionReconciler {
                 }},
             }),
         ))
-        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+        .map_err(|e| ErrorCodeReason::Configuration.invalid(e.to_string()))?;
         let mut svm = StorageVirtualMachine::new(object, spec);
         svm.metadata.namespace = Some(namespace.clone());
         svm.metadata.annotations = plan

@@ -11,7 +11,7 @@ use crate::extension::config::{ExtensionConfig, SvmSharing, parse_provider_confi
 use crate::extension::state::ExtensionState;
 use crate::extension::{naming, shoot_rules};
 
-use super::reasons::{Coded, Waiting};
+use super::reasons::{ErrorCodeReason, Waiting};
 use super::{ExtensionReconciler, namespace_of};
 
 /// Where a shoot's SVM and credentials live: in ONTAP and in the seed.
@@ -50,7 +50,7 @@ impl ExtensionReconciler {
             ext.spec.provider_config.as_ref(),
             &self.settings.config_defaults,
         )
-        .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+        .map_err(|e| ErrorCodeReason::Configuration.invalid(e.to_string()))?;
         let plan = self.plan(ext, &config, shoot, state)?;
         // Checked here too, before a restore's `SvmAdopted` or an import acts on the plan.
         if let Some(object) = &plan.project_object {
@@ -131,7 +131,7 @@ impl ExtensionReconciler {
                 Waiting::OntapClusterMissing.as_str(),
                 "providerConfig names no cluster and there is no OntapCluster yet",
             )),
-            _ => Err(Coded::Configuration.invalid(format!(
+            _ => Err(ErrorCodeReason::Configuration.invalid(format!(
                 "providerConfig names no cluster and the operator has no default (--extension-default-cluster) among {} OntapClusters",
                 all.len()
             ))),
@@ -144,13 +144,14 @@ fn metal_project<'a>(
     config: &ExtensionConfig,
     shoot: &'a ShootView,
 ) -> Result<Option<&'a str>, StepError> {
-    shoot_rules::metal_project(config, shoot).map_err(|e| Coded::Shoot.invalid(e.to_string()))
+    shoot_rules::metal_project(config, shoot)
+        .map_err(|e| ErrorCodeReason::Shoot.invalid(e.to_string()))
 }
 
 /// The shoot's Gardener project, which its owner cannot choose.
 fn gardener_project(shoot: &ShootView) -> Result<String, StepError> {
     shoot.gardener_project().map(str::to_owned).ok_or_else(|| {
-        Coded::Shoot.invalid(
+        ErrorCodeReason::Shoot.invalid(
             "the Cluster's Shoot has no namespace: its Gardener project is unknown, and a per-project SVM is only shared within one",
         )
     })
@@ -159,7 +160,7 @@ fn gardener_project(shoot: &ShootView) -> Result<String, StepError> {
 /// The object that provisions `project`'s SVM.
 fn project_object(project: &str) -> Result<String, StepError> {
     naming::project_object_name(project).ok_or_else(|| {
-        Coded::Shoot.invalid(format!(
+        ErrorCodeReason::Shoot.invalid(format!(
             "the metal-stack project {project:?} cannot name a Kubernetes object"
         ))
     })
@@ -168,7 +169,7 @@ fn project_object(project: &str) -> Result<String, StepError> {
 /// The shoot's account on its project's SVM, named as metal-stack's extension names it.
 fn project_account(namespace: &str) -> Result<String, StepError> {
     naming::account_name(namespace).ok_or_else(|| {
-        Coded::Shoot.invalid(format!(
+        ErrorCodeReason::Shoot.invalid(format!(
             "{namespace} is not a shoot namespace (shoot--<project>--<name>)"
         ))
     })
@@ -214,7 +215,7 @@ mod tests {
             Some(P1)
         );
         let refused = metal_project(&config, &shoot("victim", Some(P1))).unwrap_err();
-        assert_eq!(refused.reason(), Coded::Shoot.as_str());
+        assert_eq!(refused.reason(), ErrorCodeReason::Shoot.as_str());
         assert_eq!(refused.category(), ErrorCategory::Invalid);
         assert_eq!(
             gardener_project(&shoot(P1, None)).unwrap(),
@@ -228,7 +229,11 @@ mod tests {
             "0b1f9c3eaaaabbbbcccc123456789abc",
         ] {
             let refused = metal_project(&config, &shoot(not_a_project, None)).unwrap_err();
-            assert_eq!(refused.reason(), Coded::Shoot.as_str(), "{not_a_project}");
+            assert_eq!(
+                refused.reason(),
+                ErrorCodeReason::Shoot.as_str(),
+                "{not_a_project}"
+            );
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The reasons the Extension's steps fail or wait with, and how the API server's failures become
 //! step errors. The strings are written once, here, and never change: they are the reasons of
 //! `lastError`, the Extension's Events and its `SystemComponentsHealthy` condition, which
-//! Gardener's users read; [`Coded`] ones also decide gardenlet's error codes.
+//! Gardener's users read; an [`ErrorCodeReason`] also decides gardenlet's error codes.
 
 use kube::Api;
 use kube::Resource;
@@ -13,10 +13,10 @@ use super::CONVERGING;
 use crate::ontap::connections;
 
 reasons! {
-    /// The reasons gardenlet reads an error code from: the report turns each into the
-    /// [`crate::extension::errors::ExtensionFailure`] whose codes it carries. Every other reason
-    /// is a failure without a code.
-    pub enum Coded {
+    /// A reason gardenlet reads an error code from (`lastError.codes`): the report turns each
+    /// into the [`crate::extension::errors::ExtensionFailure`] whose codes it carries. Every
+    /// other reason is a failure without a code.
+    pub enum ErrorCodeReason {
         /// The providerConfig is invalid, or valid but does not fit (the SVM API refused it,
         /// its OntapCluster does not exist).
         Configuration => "ConfigurationProblem",
@@ -105,8 +105,9 @@ reasons! {
     }
 }
 
-impl Coded {
-    const ALL_CODED: [Self; 6] = [
+impl ErrorCodeReason {
+    /// Every variant, for [`Self::of`] (the macro's `ALL` exists in tests only).
+    const EVERY_REASON: [Self; 6] = [
         Self::Configuration,
         Self::Shoot,
         Self::OntapUnauthenticated,
@@ -115,9 +116,11 @@ impl Coded {
         Self::ResourcesDepleted,
     ];
 
-    /// The coded reason a step error carries, if it carries one.
+    /// The reason of a step error, if gardenlet reads an error code from it.
     pub fn of(reason: &str) -> Option<Self> {
-        Self::ALL_CODED.into_iter().find(|c| c.as_str() == reason)
+        Self::EVERY_REASON
+            .into_iter()
+            .find(|c| c.as_str() == reason)
     }
 
     /// A failure only a change of the Extension (or the shoot) fixes.
@@ -154,8 +157,8 @@ impl Transient {
 /// answer ([`connections::OntapAnswer`]): a failure without a code, retried with backoff.
 pub(super) fn ontap_failure(request: OntapRequest, error: OntapError) -> StepError {
     let reason = match error.class() {
-        ErrorClass::Unauthenticated => Coded::OntapRejectionUnconfirmed.as_str(),
-        ErrorClass::Transient => Coded::OntapUnreachable.as_str(),
+        ErrorClass::Unauthenticated => ErrorCodeReason::OntapRejectionUnconfirmed.as_str(),
+        ErrorClass::Transient => ErrorCodeReason::OntapUnreachable.as_str(),
         ErrorClass::Invalid | ErrorClass::Conflict | ErrorClass::NotFound => request.as_str(),
     };
     connections::ontap_error(reason, error)
@@ -170,7 +173,9 @@ pub(super) fn kube_error(reason: Failed) -> impl FnOnce(kube::Error) -> StepErro
 /// author: a 422 is a configuration problem, anything else what the API server says it is.
 pub(super) fn rejected(reason: Failed, e: kube::Error) -> StepError {
     match &e {
-        kube::Error::Api(s) if s.code == 422 => Coded::Configuration.invalid(s.message.clone()),
+        kube::Error::Api(s) if s.code == 422 => {
+            ErrorCodeReason::Configuration.invalid(s.message.clone())
+        }
         _ => StepError::from_kube(reason.as_str(), e),
     }
 }
@@ -197,9 +202,9 @@ mod tests {
     #[test]
     fn every_reason_is_pascal_case_and_of_one_kind() {
         reconcile_engine::reasons::assert_distinct(
-            Coded::ALL
+            ErrorCodeReason::ALL
                 .iter()
-                .map(|r| ("coded", r.as_str()))
+                .map(|r| ("error code", r.as_str()))
                 .chain(Waiting::ALL.iter().map(|r| ("waiting", r.as_str())))
                 .chain(Transient::ALL.iter().map(|r| ("transient", r.as_str())))
                 .chain(Failed::ALL.iter().map(|r| ("failed", r.as_str())))
@@ -231,8 +236,8 @@ mod tests {
         assert_eq!(refused.reason(), "OntapRejectionUnconfirmed");
         assert_eq!(refused.category(), ErrorCategory::Transient);
         assert_eq!(
-            Coded::of(refused.reason()),
-            Some(Coded::OntapRejectionUnconfirmed)
+            ErrorCodeReason::of(refused.reason()),
+            Some(ErrorCodeReason::OntapRejectionUnconfirmed)
         );
 
         let unknown_400 = api_error(
@@ -243,14 +248,14 @@ mod tests {
         assert_eq!(invalid.reason(), "CredentialCheckFailed");
         assert_eq!(invalid.category(), ErrorCategory::Invalid);
         assert!(invalid.is_rejection(), "retried on a slow backoff");
-        assert_eq!(Coded::of(invalid.reason()), None);
+        assert_eq!(ErrorCodeReason::of(invalid.reason()), None);
 
         let unreachable = ontap_failure(OntapRequest::BgpLookup, api_error(503, b""));
         assert_eq!(unreachable.reason(), "OntapUnreachable");
         assert_eq!(unreachable.category(), ErrorCategory::Transient);
         assert_eq!(
-            Coded::of(unreachable.reason()),
-            Some(Coded::OntapUnreachable)
+            ErrorCodeReason::of(unreachable.reason()),
+            Some(ErrorCodeReason::OntapUnreachable)
         );
 
         let duplicate = OntapError::MultipleRecords {
@@ -264,11 +269,14 @@ mod tests {
     }
 
     #[test]
-    fn every_coded_reason_is_found_by_its_string() {
-        assert_eq!(Coded::ALL, Coded::ALL_CODED.as_slice());
-        for coded in Coded::ALL {
-            assert_eq!(Coded::of(coded.as_str()), Some(*coded));
+    fn every_error_code_reason_is_found_by_its_string() {
+        assert_eq!(
+            ErrorCodeReason::ALL,
+            ErrorCodeReason::EVERY_REASON.as_slice()
+        );
+        for reason in ErrorCodeReason::ALL {
+            assert_eq!(ErrorCodeReason::of(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Coded::of("SVMFailing"), None);
+        assert_eq!(ErrorCodeReason::of("SVMFailing"), None);
     }
 }

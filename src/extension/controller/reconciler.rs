@@ -7,14 +7,14 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::Value;
 
 use super::delivery::ORIGIN_LABEL;
-use super::namespace_of;
 use super::reasons::{Failed, kube_error};
 use super::report::PassReport;
 use super::shoot_health::HealthRechecks;
+use super::{CONTROLLER, ExtensionReconciler, ExtensionStep, namespace_of};
 use crate::api::seed_secret::{seed_secret_selector, without_data};
 use crate::api::{OntapCluster, StorageVirtualMachine};
 use crate::extension::api::{
@@ -33,56 +33,6 @@ use reconcile_engine::{
     Halt, Manager, ManagerError, Outcome, Reconciler, Registration, SharedCache, StepFlow,
     StepRunner,
 };
-
-reconcile_engine::steps! {
-    /// The steps of the Extension controller: reconcile, restore, migrate, delete.
-    pub enum ExtensionStep {
-        /// The operation annotation was acted on (a `reconcile` request is removed first).
-        OperationAccepted,
-        /// The shoot's `Cluster` was read.
-        ShootRead,
-        /// providerConfig is valid and resolved.
-        ConfigValid,
-        /// Restore: the SVM object adopts the SVM of `status.state`, its Secret pre-filled.
-        SvmAdopted,
-        /// Per-project sharing: the object that provisions the project's SVM exists.
-        ProjectSvmDeclared,
-        /// Per-project sharing: an account metal-stack's extension made keeps its password (its
-        /// seed Secret's credentials, verified, pre-fill ours), else gets a new one.
-        AccountImported,
-        /// The StorageVirtualMachine object matches the configuration.
-        SvmDeclared,
-        /// The StorageVirtualMachine is Ready, at its generation, with a verified Secret.
-        SvmReady,
-        /// The seed Secret's credentials authenticate against ONTAP, now.
-        CredentialsVerified,
-        /// The ManagedResources (Secrets first) are written.
-        DeliveryApplied,
-        /// The resource manager applied them to the shoot.
-        DeliveryHealthy,
-        /// What a restore on another seed needs is in `status.state`, at the end of every
-        /// successful reconcile and first thing on migrate.
-        StateSaved,
-        /// Migrate: the ManagedResources are gone, their objects kept in the shoot.
-        DeliveryReleased,
-        /// Migrate: the StorageVirtualMachine object is gone, ONTAP untouched.
-        SvmReleased,
-        /// Migrate: every finalizer of the Extension is gone, before `Succeeded` is written:
-        /// afterwards the migrated Extension is left alone, so nothing would remove one.
-        FinalizersReleased,
-        /// Delete: the ManagedResources and what they put into the shoot are gone.
-        DeliveryDeleted,
-        /// Delete: the StorageVirtualMachine object is gone (with it, per its policy, the SVM).
-        SvmDeleted,
-        /// Delete, per-project sharing: the project's object is deleted when this was the last
-        /// shoot of the project here and its policy is `Delete`; its controller deletes the SVM
-        /// once no shoot's account of any seed is left on it.
-        ProjectSvmReleased,
-    }
-}
-
-/// The controller's name: its metrics label, queue name and Events' reporter.
-pub const CONTROLLER: &str = "extension";
 
 /// What the flags decide for every Extension.
 #[derive(Clone, Debug)]
@@ -200,26 +150,6 @@ fn in_namespace(namespace: &str, extensions: &SharedCache<Extension>) -> Vec<Obj
         .collect()
 }
 
-pub struct ExtensionReconciler {
-    pub(super) kube: Client,
-    pub(super) clusters: SharedCache<Cluster>,
-    pub(super) ontap_clusters: SharedCache<OntapCluster>,
-    pub(super) svms: SharedCache<StorageVirtualMachine>,
-    pub(super) secrets: SharedCache<Secret>,
-    pub(super) managed_resources: SharedCache<ManagedResource>,
-    pub(super) connections: ClusterConnections,
-    /// Asks the SVM controller for a pass now when the published credentials fail.
-    pub(super) verify: VerifyRequests,
-    /// Creates a seed Secret with credentials ONTAP already holds (a restore, an import): the
-    /// SVM controller's, the seed Secrets' one writer.
-    pub(super) prefill: SeedSecretPrefill,
-    /// Reads what Trident reports on the delivered backends.
-    pub(super) shoot_clients: ShootClients,
-    /// Passes asked for while Trident's backends are not healthy.
-    pub(super) rechecks: HealthRechecks,
-    pub(super) settings: ExtensionSettings,
-}
-
 impl Reconciler for ExtensionReconciler {
     type Resource = Extension;
     type Step = ExtensionStep;
@@ -255,7 +185,7 @@ impl Reconciler for ExtensionReconciler {
             .await?;
         let result = match op {
             LastOperationType::Migrate => self.migrate(ext, steps).await,
-            _ => self.deliver(ext, op, &mut report, steps).await,
+            _ => self.provision(ext, op, &mut report, steps).await,
         };
         self.report(ext, &report, steps).await;
         result?;

@@ -23,7 +23,7 @@ use crate::extension::health::{
 use crate::extension::shoot::{BACKENDS_MANAGED_RESOURCE, MANAGED_RESOURCE_NAMES};
 use crate::extension::status::{error_patch, processing_patch, success_patch};
 
-use super::reasons::Coded;
+use super::reasons::ErrorCodeReason;
 use super::{ExtensionReconciler, ExtensionStep, namespace_of};
 
 /// The outcome of a pass, for the status.
@@ -131,25 +131,27 @@ impl ExtensionReconciler {
     ) -> ExtensionFailure {
         let cluster = pass.cluster.clone().unwrap_or_default();
         let detail = message.to_string();
-        match Coded::of(reason) {
+        match ErrorCodeReason::of(reason) {
             // The providerConfig's own error when it has one; else the configuration is valid
             // but does not fit (the SVM API refused it, the OntapCluster does not exist).
-            Some(Coded::Configuration) => match parse_provider_config(
+            Some(ErrorCodeReason::Configuration) => match parse_provider_config(
                 ext.spec.provider_config.as_ref(),
                 &self.settings.config_defaults,
             ) {
                 Err(e) => ExtensionFailure::Configuration(e),
                 Ok(_) => ExtensionFailure::Shoot(detail),
             },
-            Some(Coded::Shoot) => ExtensionFailure::Shoot(detail),
-            Some(Coded::OntapUnauthenticated) => {
+            Some(ErrorCodeReason::Shoot) => ExtensionFailure::Shoot(detail),
+            Some(ErrorCodeReason::OntapUnauthenticated) => {
                 ExtensionFailure::OntapUnauthenticated { cluster, detail }
             }
-            Some(Coded::OntapRejectionUnconfirmed) => {
+            Some(ErrorCodeReason::OntapRejectionUnconfirmed) => {
                 ExtensionFailure::OntapRejectionUnconfirmed { cluster, detail }
             }
-            Some(Coded::OntapUnreachable) => ExtensionFailure::OntapUnreachable { cluster, detail },
-            Some(Coded::ResourcesDepleted) => {
+            Some(ErrorCodeReason::OntapUnreachable) => {
+                ExtensionFailure::OntapUnreachable { cluster, detail }
+            }
+            Some(ErrorCodeReason::ResourcesDepleted) => {
                 ExtensionFailure::ResourcesDepleted { cluster, detail }
             }
             None => ExtensionFailure::Other(detail),

@@ -16,7 +16,7 @@ use crate::extension::state::ExtensionState;
 
 use super::credentials::secret_credentials;
 use super::plan::Plan;
-use super::reasons::{Coded, Failed, Transient, kube_error, rejected};
+use super::reasons::{ErrorCodeReason, Failed, Transient, kube_error, rejected};
 use super::{ExtensionReconciler, namespace_of};
 
 impl ExtensionReconciler {
@@ -48,7 +48,7 @@ impl ExtensionReconciler {
             .await
             .map_err(kube_error(Failed::StateSecretRead))?;
         let Some((username, password)) = restored.as_ref().and_then(secret_credentials) else {
-            return Err(Coded::Configuration
+            return Err(ErrorCodeReason::Configuration
                 .invalid(format!(
                     "the restored Secret {} has no credentials",
                     state.credentials_secret

@@ -18,7 +18,8 @@ use crate::extension::config::{ExtensionConfig, Lif, LifPlacement, Protocol, Svm
 
 use super::plan::Plan;
 use super::reasons::{
-    Coded, Failed, Transient, Waiting, delete_ignoring_missing, is_not_found, kube_error, rejected,
+    ErrorCodeReason, Failed, Transient, Waiting, delete_ignoring_missing, is_not_found, kube_error,
+    rejected,
 };
 use super::{ExtensionReconciler, namespace_of};
 
@@ -126,7 +127,7 @@ impl ExtensionReconciler {
             });
         }
         let spec: StorageVirtualMachineSpec = serde_json::from_value(svm_spec(config, plan, extra))
-            .map_err(|e| Coded::Configuration.invalid(e.to_string()))?;
+            .map_err(|e| ErrorCodeReason::Configuration.invalid(e.to_string()))?;
         let owner = ext
             .controller_owner_ref(&())
             .ok_or_else(|| Transient::ExtensionUnstored.error("the Extension has no uid yet"))?;
@@ -172,7 +173,7 @@ impl ExtensionReconciler {
             return Ok(Outcome::Changed(created));
         };
         if !owned_by_extension(&current, ext) {
-            return Err(Coded::Configuration
+            return Err(ErrorCodeReason::Configuration
                 .invalid(format!(
                     "the StorageVirtualMachine {namespace}/{} exists and is not this Extension's",
                     plan.object

@@ -4,14 +4,14 @@
 use kube::runtime::reflector::ObjectRef;
 use reconcile_engine::{Outcome, StepError, StepFlow, StepName};
 
-use crate::api::conditions::{
+use crate::api::{StorageVirtualMachine, SvmPhase};
+use crate::ontap::conditions::{
     CLUSTER_UNAUTHENTICATED, ClusterStep, FALSE, READY, SvmInvalid, SvmStep, SvmWaiting, TRUE,
 };
-use crate::api::{StorageVirtualMachine, SvmPhase};
 
 use super::ExtensionReconciler;
 use super::plan::Plan;
-use super::reasons::{Coded, Transient, Waiting};
+use super::reasons::{ErrorCodeReason, Transient, Waiting};
 
 /// How many consecutive probes of the OntapCluster (each after the engine's backoff) must have
 /// been rejected before the Extension reports ERR_INFRA_UNAUTHENTICATED: gardenlet fails the
@@ -38,7 +38,7 @@ impl ExtensionReconciler {
     /// The plan's OntapCluster exists and has not lost its connection to ONTAP.
     fn cluster_connected(&self, plan: &Plan) -> Result<(), StepError> {
         let Some(cluster) = self.ontap_clusters.get(&ObjectRef::new(&plan.cluster)) else {
-            return Err(Coded::Configuration
+            return Err(ErrorCodeReason::Configuration
                 .invalid(format!("the OntapCluster {} does not exist", plan.cluster)));
         };
         let conditions = cluster
@@ -52,7 +52,7 @@ impl ExtensionReconciler {
         if let Some(c) = connected.filter(|c| c.status == FALSE) {
             let detail = format!("ONTAP cluster {}: {}", plan.cluster, c.message);
             if c.reason != CLUSTER_UNAUTHENTICATED {
-                return Err(Coded::OntapUnreachable.transient(detail));
+                return Err(ErrorCodeReason::OntapUnreachable.transient(detail));
             }
             // Either way retried with backoff: an administrator fixes the Secret, and nothing
             // on the Extension announces it.
@@ -63,9 +63,9 @@ impl ExtensionReconciler {
                 .filter(|h| h.reason == CLUSTER_UNAUTHENTICATED)
                 .map_or(0, |h| h.attempts);
             return Err(if attempts >= REJECTIONS_CONFIRMING {
-                Coded::OntapUnauthenticated.transient(detail)
+                ErrorCodeReason::OntapUnauthenticated.transient(detail)
             } else {
-                Coded::OntapRejectionUnconfirmed.transient(detail)
+                ErrorCodeReason::OntapRejectionUnconfirmed.transient(detail)
             });
         }
         Ok(())
@@ -111,7 +111,7 @@ fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> StepFlow<Outcome> {
         return Err(classify_svm_failure(&halted.reason, &message).into());
     }
     if status.phase == Some(SvmPhase::Failed) {
-        return Err(Coded::Configuration.invalid(message).into());
+        return Err(ErrorCodeReason::Configuration.invalid(message).into());
     }
     Err(Waiting::SvmNotReady.wait(message).into())
 }
@@ -119,10 +119,10 @@ fn svm_verified(svm: &StorageVirtualMachine, plan: &Plan) -> StepFlow<Outcome> {
 /// What an SVM that keeps failing says, as the failure gardenlet reads codes from.
 fn classify_svm_failure(svm_reason: &str, message: &str) -> StepError {
     if ontap_client::mentions_depletion(message) {
-        return Coded::ResourcesDepleted.transient(message);
+        return ErrorCodeReason::ResourcesDepleted.transient(message);
     }
     if CONFIGURATION_REASONS.contains(&svm_reason) {
-        return Coded::Configuration.invalid(message);
+        return ErrorCodeReason::Configuration.invalid(message);
     }
     Transient::SvmFailing.error(message)
 }
@@ -156,9 +156,12 @@ mod tests {
         };
         assert_eq!(
             code("SVMCreateFailed", "aggregate aggr1: insufficient space"),
-            Coded::ResourcesDepleted.as_str()
+            ErrorCodeReason::ResourcesDepleted.as_str()
         );
-        assert_eq!(code("SVMNameInUse", "taken"), Coded::Configuration.as_str());
+        assert_eq!(
+            code("SVMNameInUse", "taken"),
+            ErrorCodeReason::Configuration.as_str()
+        );
         assert_eq!(code("SVMNameConflict", "duplicate"), "SVMFailing");
         assert_eq!(code("LIFsFailed", "port down"), "SVMFailing");
     }

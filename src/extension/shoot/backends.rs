@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::extension::config::{Protocol, ReclaimPolicy, StorageClassConfig};
 
-use super::*;
+use super::{ENCRYPTION_KEY_SECRET, ShootInputs, TRIDENT_NAMESPACE, TRIDENT_PROVISIONER, dns_name};
 
 /// The backend of a protocol: metal-stack's name for the first protocol (so a switching shoot
 /// keeps its backend), the protocol appended for further ones.

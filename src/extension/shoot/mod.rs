@@ -303,8 +303,8 @@ fn dns_name(text: &str) -> String {
 mod backends;
 mod trident;
 
-use backends::*;
-use trident::*;
+use backends::backends;
+use trident::{credentials_secret, trident_crds, trident_init};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -11,7 +11,10 @@ use serde_json::{Value, json};
 
 use crate::extension::config::{Lif, Protocol};
 
-use super::*;
+use super::{
+    ORIGIN, RenderError, ShootImages, ShootInputs, TRIDENT_CONTROLLER_APP, TRIDENT_NAMESPACE,
+    TRIDENT_OPERATOR, TRIDENT_OPERATOR_APP, render_error,
+};
 
 /// The CRDs the Trident operator needs before it runs; the rest of Trident's CRDs (including
 /// `TridentBackendConfig`) it installs itself. Schemaless, as Trident's own are.

@@ -7,10 +7,10 @@ use super::SeedSecretState;
 use super::authority::{
     AccountRight, Mark, account_comment, asks_to_adopt, decide_account, marked_for,
 };
+use super::controller_state::{ONTAP_SETTLING, SvmReconciler};
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::naming::Names;
-use super::reconcile::{ONTAP_SETTLING, SvmReconciler};
 use crate::api::StorageVirtualMachine;
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{

@@ -8,10 +8,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::authority::Standing;
+use super::controller_state::SvmReconciler;
 use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
 use super::naming::{Names, names_of};
-use super::reconcile::{SvmReconciler, SvmStep};
+use super::reconcile::SvmStep;
 use super::tenancy;
 use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,

@@ -15,9 +15,9 @@ use kube::{Api, Client, ResourceExt};
 use secrecy::SecretString;
 
 use super::authority::marked_for;
+use super::controller_state::SvmReconciler;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::naming::Names;
-use super::reconcile::SvmReconciler;
 use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secret};
 use crate::api::StorageVirtualMachine;
 use crate::api::seed_secret::{SeedFields, SeedSecretError, build_seed_secret, password_set_at};

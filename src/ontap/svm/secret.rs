@@ -5,10 +5,10 @@
 use secrecy::SecretString;
 
 use super::SeedSecretState;
+use super::controller_state::SvmReconciler;
 use super::credentials::{Verified, confirmed_check};
 use super::errors::Invalid;
 use super::naming::Names;
-use super::reconcile::SvmReconciler;
 use crate::api::StorageVirtualMachine;
 use ontap_client::{AccountCheck, OntapClient, Svm};
 use reconcile_engine::{Outcome, StepFlow};

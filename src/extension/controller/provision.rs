@@ -1,5 +1,5 @@
-//! Create, reconcile and restore: the steps that end with the shoot's Trident delivered and
-//! working against a verified SVM.
+//! Create, reconcile and restore: the operation that provisions the shoot's storage, its steps
+//! ending with the shoot's Trident delivered and working against a verified SVM.
 
 use crate::extension::api::{Extension, LastOperationType, ShootView};
 use crate::extension::state::restored_state;
@@ -15,7 +15,7 @@ impl ExtensionReconciler {
     /// `ShootRead` → `ConfigValid` → (`SvmAdopted` on a restore) → (`ProjectSvmDeclared` →
     /// `AccountImported` for a per-project SVM) → `SvmDeclared` → `SvmReady` →
     /// `CredentialsVerified` → `DeliveryApplied` → `DeliveryHealthy` → `StateSaved`.
-    pub(super) async fn deliver(
+    pub(super) async fn provision(
         &self,
         ext: &Extension,
         op: LastOperationType,
