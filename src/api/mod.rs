@@ -16,10 +16,10 @@ pub use cluster::{
 };
 pub use protocol::Protocol;
 pub use svm::{
-    AccountRole, ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, ProviderReference,
-    ROTATE_CREDENTIALS_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineSpec,
-    StorageVirtualMachineStatus, SvmAccountSpec, SvmLimitsSpec, SvmMode, SvmPhase, SvmProtocols,
-    SvmUsage,
+    AccountRole, ClusterReference, DeletionPolicy, LifSpec, MAX_DATA_LIFS, MAX_ROUTES,
+    ProviderReference, ROTATE_CREDENTIALS_ANNOTATION, RouteSpec, StorageVirtualMachine,
+    StorageVirtualMachineSpec, StorageVirtualMachineStatus, SvmAccountSpec, SvmLimitsSpec, SvmMode,
+    SvmPhase, SvmProtocols, SvmUsage,
 };
 
 pub const GROUP: &str = "ontap.storage.dev";

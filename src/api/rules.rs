@@ -198,6 +198,36 @@ pub fn lif_protocols(
     Ok(served)
 }
 
+/// Why a LIF's placement cannot be: `homePort` without its `homeNode`.
+pub const HOME_PORT_NEEDS_NODE: &str = "homePort names a port of homeNode: set homeNode too";
+/// Why a LIF's placement cannot be: both a port and a broadcast domain.
+pub const PORT_OR_DOMAIN: &str = "homePort and broadcastDomain exclude each other: ONTAP homes a LIF on the port named, or picks a port in the broadcast domain";
+/// Why a LIF's placement cannot be: a VIP LIF placed on a port or in a broadcast domain.
+pub const VIP_UNPLACED: &str =
+    "a VIP LIF lives on its node's VIP port: it takes no homePort or broadcastDomain";
+
+/// The rules of a LIF's placement, per ONTAP's interface schema ("specifying a port implies a
+/// node"; "for POST, broadcast_domain can be specified alone or with home_node"; a VIP LIF has
+/// no ethernet port): the Rust twin of `LifSpec`'s CEL rules. The error names the field of the
+/// LIF it concerns and why.
+pub fn lif_placement(
+    home_node: bool,
+    home_port: bool,
+    broadcast_domain: bool,
+    vip: bool,
+) -> Result<(), (&'static str, &'static str)> {
+    if home_port && !home_node {
+        return Err(("homePort", HOME_PORT_NEEDS_NODE));
+    }
+    if home_port && broadcast_domain {
+        return Err(("broadcastDomain", PORT_OR_DOMAIN));
+    }
+    if vip && (home_port || broadcast_domain) {
+        return Err(("vip", VIP_UNPLACED));
+    }
+    Ok(())
+}
+
 /// The longest SVM name ONTAP accepts (error 13434911 beyond it).
 pub const SVM_NAME_MAX: usize = 47;
 /// ONTAP's bounds on user names (error 7077899 outside them).

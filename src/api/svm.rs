@@ -192,6 +192,40 @@ pub struct StorageVirtualMachineSpec {
     /// takes the OntapCluster's `defaults.limits`; with neither, ONTAP's setting is left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<SvmLimitsSpec>,
+    /// The SVM's static routes (ONTAP's `/api/network/ip/routes` of the SVM): a default gateway
+    /// (a route without `destination`) and routes to other networks. Set, it is the SVM's whole
+    /// route table: a route ONTAP shows that is not listed is removed, also one made by hand,
+    /// since ONTAP records no creator of a route. Absent: the SVM's routes are not managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_ROUTES))]
+    #[x_kube(validation = Rule::new(
+        "self.all(r, self.exists_one(s, s == r))"
+    ).message("each route is listed once"))]
+    pub routes: Option<Vec<RouteSpec>>,
+}
+
+/// The most static routes an SVM takes.
+pub const MAX_ROUTES: usize = 32;
+
+/// A static route of the SVM.
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[x_kube(validation = Rule::new(
+    "!has(self.destination) || !isCIDR(self.destination) || !isIP(self.gateway) || cidr(self.destination).ip().family() == ip(self.gateway).family()"
+).message("the gateway must be of the destination's address family").field_path(".gateway"))]
+pub struct RouteSpec {
+    /// The network reached through `gateway`, in CIDR notation (`198.51.100.0/24`,
+    /// `2001:db8:1::/48`). Absent: the default route (`0.0.0.0/0` or `::/0`, by the gateway's
+    /// family).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 49))]
+    #[x_kube(validation = Rule::new("isCIDR(self)").message("must be a network in CIDR notation, e.g. 198.51.100.0/24 or 2001:db8:1::/48"))]
+    #[x_kube(validation = Rule::new("!isCIDR(self) || cidr(self) == cidr(self).masked()").message("must be a network address: the bits past the prefix length are zero"))]
+    pub destination: Option<String>,
+    /// The next hop: an IPv4 or IPv6 address in the subnet of one of the SVM's LIFs.
+    #[schemars(length(min = 1, max = 45))]
+    #[x_kube(validation = Rule::new("isIP(self)").message("must be a valid IPv4 or IPv6 address (no zone, no leading zeros, no IPv4-mapped IPv6)"))]
+    #[x_kube(validation = Rule::new("!isIP(self) || ip(self).isGlobalUnicast()").message("must be a unicast address: not unspecified, loopback, link-local, multicast or broadcast"))]
+    pub gateway: String,
 }
 
 /// Limits ONTAP enforces on an SVM: it refuses a volume beyond them. `0` removes a limit (where
@@ -269,6 +303,16 @@ impl SvmProtocols {
 
 /// A logical interface: one IP address on a home node.
 #[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+// Placement per ONTAP's interface schema; the Rust twin is `rules::lif_placement`.
+#[x_kube(validation = Rule::new(
+    "!has(self.homePort) || has(self.homeNode)"
+).message(rules::HOME_PORT_NEEDS_NODE).field_path(".homePort"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.homePort) || !has(self.broadcastDomain)"
+).message(rules::PORT_OR_DOMAIN).field_path(".broadcastDomain"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.vip) || !self.vip || (!has(self.homePort) && !has(self.broadcastDomain))"
+).message(rules::VIP_UNPLACED).field_path(".vip"))]
 #[x_kube(validation = Rule::new(
     "!isIP(self.ip) || self.prefixLength <= (ip(self.ip).family() == 4 ? 32 : 128)"
 ).message("prefixLength must be at most 32 for an IPv4 address and at most 128 for IPv6").field_path(".prefixLength"))]
@@ -310,6 +354,27 @@ pub struct LifSpec {
     #[x_kube(merge_strategy = ListMerge::Set)]
     #[x_kube(validation = Rule::new("self.size() == 1").message(rules::LIF_PROTOCOL_COUNT_MESSAGE))]
     pub protocols: Option<Vec<Protocol>>,
+    /// The port of `homeNode` the LIF is homed on: physical, VLAN or LAG (`e0d`, `e0d-100`,
+    /// `a0a`). Needs `homeNode`. Default: a port ONTAP picks. Changing it (or `homeNode`) moves
+    /// the LIF in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
+    pub home_port: Option<String>,
+    /// The broadcast domain in which ONTAP picks the LIF's port (on `homeNode`, when named).
+    /// It places a LIF being created: ONTAP does not report an interface's broadcast domain,
+    /// so an existing LIF is not compared with it (name `homePort` to move one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
+    pub broadcast_domain: Option<String>,
+    /// The LIF's service policy, one the SVM has (ONTAP's built-in ones or one an administrator
+    /// made). Default: `default-management` for the management LIF, the policy of its protocol
+    /// for a data LIF (see `protocols`). Changing it changes the LIF in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
+    pub service_policy: Option<String>,
 }
 
 /// The SVM-scoped administrator account the operator creates and publishes in the seed Secret.

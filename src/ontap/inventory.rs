@@ -1,5 +1,5 @@
-//! Each ONTAP cluster's SVMs and IP interfaces, and where SVMs have limits their limits and
-//! volumes, as a few paged collection reads last saw them.
+//! Each ONTAP cluster's SVMs and IP interfaces (and, where objects need them, the SVMs' limits
+//! and volumes, and their routes) as a few paged collection reads last saw them.
 //!
 //! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
 //! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ontap_client::{
-    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, Svm, SvmLimits, VolumeUsage,
+    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, Route, Svm, SvmLimits, VolumeUsage,
 };
 use serde::de::DeserializeOwned;
 
@@ -32,6 +32,8 @@ pub struct Snapshot {
     interfaces: HashMap<String, Vec<IpInterface>>,
     /// Read only while some SVM of the cluster has limits: two more collections for the rest.
     limits: Option<Limits>,
+    /// By SVM uuid; `None` when the reading did not read routes (no object managed any).
+    routes: Option<HashMap<String, Vec<Route>>>,
 }
 
 /// Every SVM's limits and volume count, by SVM uuid.
@@ -52,6 +54,24 @@ impl Snapshot {
             .into_iter()
             .for_each(|interface| reading.add_interface(interface));
         reading.finish(started)
+    }
+
+    /// This snapshot with the cluster's `routes` read too.
+    pub fn with_routes(mut self, routes: Vec<Route>) -> Self {
+        let mut by_svm: HashMap<String, Vec<Route>> = HashMap::new();
+        for route in routes {
+            add_route(&mut by_svm, route);
+        }
+        self.routes = Some(by_svm);
+        self
+    }
+
+    /// The routes of the SVM with that uuid, when the reading read routes (none for an SVM it
+    /// does not know).
+    pub fn routes(&self, svm_uuid: &str) -> Option<&[Route]> {
+        self.routes
+            .as_ref()
+            .map(|r| r.get(svm_uuid).map_or(&[][..], Vec::as_slice))
     }
 
     /// The SVM of that name when the snapshot was read.
@@ -104,7 +124,17 @@ impl Snapshot {
         let limits = self.limits.as_ref().map_or(0, |l| {
             l.svms.len().div_ceil(per_page).max(1) + l.volume_records.div_ceil(per_page).max(1)
         });
-        self.svms.len().div_ceil(per_page).max(1) + interfaces.div_ceil(per_page).max(1) + limits
+        let routes = self.routes.as_ref().map_or(0, |r| {
+            r.values()
+                .map(Vec::len)
+                .sum::<usize>()
+                .div_ceil(per_page)
+                .max(1)
+        });
+        self.svms.len().div_ceil(per_page).max(1)
+            + interfaces.div_ceil(per_page).max(1)
+            + limits
+            + routes
     }
 }
 
@@ -129,6 +159,7 @@ impl Limits {
 struct Reading {
     svms: HashMap<String, Svm>,
     interfaces: HashMap<String, Vec<IpInterface>>,
+    routes: Option<HashMap<String, Vec<Route>>>,
 }
 
 impl Reading {
@@ -138,6 +169,7 @@ impl Reading {
         previous.map_or_else(Self::default, |previous| Self {
             svms: HashMap::with_capacity(previous.svms.len()),
             interfaces: HashMap::with_capacity(previous.interfaces.len()),
+            routes: None,
         })
     }
 
@@ -169,8 +201,26 @@ impl Reading {
             svms: self.svms,
             interfaces: self.interfaces,
             limits: None,
+            routes: self.routes,
         }
     }
+}
+
+/// Files `route` under its SVM; a cluster-scoped route belongs to none and is not kept.
+fn add_route(by_svm: &mut HashMap<String, Vec<Route>>, mut route: Route) {
+    if let Some(uuid) = route.svm.take().and_then(|s| s.uuid) {
+        by_svm.entry(uuid).or_default().push(route);
+    }
+}
+
+/// What a read takes beyond the SVMs and interfaces, each only while some object on the cluster
+/// needs it, so that the clusters of objects that do not pay nothing for it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AlsoRead<'a> {
+    /// Every SVM's limits and the cluster's volumes, with the fields the cluster's version knows.
+    pub limits: Option<&'a ClusterVersion>,
+    /// The SVMs' routes.
+    pub routes: bool,
 }
 
 /// Held by the one pass reading a cluster's inventory; holds when the last such read failed.
@@ -212,17 +262,17 @@ impl Inventory {
     }
 
     /// A fresh snapshot of `cluster`, read now (pages back to back) when there is none; passes
-    /// asking while a read is under way wait for it. With `limits` (the cluster's version),
-    /// only a snapshot with limits and volumes will do. `None` while reads fail: after a failed
+    /// asking while a read is under way wait for it. Where `also` asks for limits, only a
+    /// snapshot with limits and volumes will do. `None` while reads fail: after a failed
     /// read, passes read per object for [`RETRY_AFTER_FAILURE`] rather than each trying the
     /// inventory again, one after another.
     pub async fn current(
         &self,
         cluster: &str,
         client: &OntapClient,
-        limits: Option<&ClusterVersion>,
+        also: AlsoRead<'_>,
     ) -> Option<Arc<Snapshot>> {
-        let usable = |s: &Arc<Snapshot>| limits.is_none() || s.has_limits();
+        let usable = |s: &Arc<Snapshot>| also.limits.is_none() || s.has_limits();
         if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
         }
@@ -240,7 +290,7 @@ impl Inventory {
         if failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE) {
             return None;
         }
-        match self.read(cluster, client, Duration::ZERO, limits).await {
+        match self.read(cluster, client, Duration::ZERO, also).await {
             Ok(snapshot) => {
                 *failed_at = None;
                 Some(snapshot)
@@ -253,16 +303,15 @@ impl Inventory {
         }
     }
 
-    /// Reads `cluster`'s SVMs and interfaces anew, waiting `pace` between pages so that a large
-    /// cluster's inventory is spread over time rather than sent in one burst, and keeps it.
-    /// With `limits` (the cluster's version, which says whether ONTAP knows capacity limits),
-    /// every SVM's limits and the cluster's volumes too.
+    /// Reads `cluster`'s SVMs and interfaces, and what `also` asks for, anew, waiting `pace`
+    /// between pages so that a large cluster's inventory is spread over time rather than sent
+    /// in one burst, and keeps it.
     pub async fn read(
         &self,
         cluster: &str,
         client: &OntapClient,
         pace: Duration,
-        limits: Option<&ClusterVersion>,
+        also: AlsoRead<'_>,
     ) -> Result<Arc<Snapshot>, OntapError> {
         let started = Instant::now();
         let mut reading = Reading::sized_like(self.held(cluster).as_deref());
@@ -274,8 +323,16 @@ impl Inventory {
             reading.add_interface(interface);
         })
         .await?;
+        if also.routes {
+            let mut routes = HashMap::new();
+            for_each_record(client.route_pages(PAGE_RECORDS)?, pace, |route| {
+                add_route(&mut routes, route);
+            })
+            .await?;
+            reading.routes = Some(routes);
+        }
         let mut snapshot = reading.finish(started);
-        if let Some(version) = limits {
+        if let Some(version) = also.limits {
             let mut read = Limits::default();
             for_each_record(client.svm_limit_pages(PAGE_RECORDS, version)?, pace, |l| {
                 read.add_svm(l);

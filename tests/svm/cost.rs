@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::mock::fast_mock;
+use crate::support::poll;
 use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);
@@ -26,6 +27,24 @@ async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
         world.wait_ready(name, READY_WITHIN).await;
     }
     names
+}
+
+/// Waits for the first cluster-wide listing of `path` from now on: an inventory read, which the
+/// refresher makes only once it counts the objects steady. Passes before it read per object, as
+/// they do on a cluster whose objects have not been counted steady yet.
+pub(super) async fn inventory_read(world: &SvmWorld, path: &str) {
+    let from = world.next_seq().await;
+    poll("an inventory read", READY_WITHIN, async || {
+        requests_since(world, from)
+            .await
+            .iter()
+            .any(|r| {
+                let query = r["query"].as_str().unwrap_or_default();
+                r["path"] == path && !query.contains("svm.uuid=") && !query.contains("name=")
+            })
+            .then_some(())
+    })
+    .await;
 }
 
 /// Waits until the operator's passes have ended, those that the events of their own writes
@@ -228,6 +247,7 @@ async fn a_resync_of_ready_svms_costs_ontap_one_login_each_plus_paged_reads() {
     create_all_ready(&world, SVMS).await;
     // Past the passes the seed Secrets' events and the first inventory read cause.
     passes_ended(&world).await;
+    inventory_read(&world, "/api/network/ip/interfaces").await;
     let from = world.next_seq().await;
     resync_window(&world, from)
         .await

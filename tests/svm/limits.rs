@@ -11,7 +11,7 @@ use ontap_operator::api::{StorageVirtualMachine, SvmUsage};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cost::{resync_window, resync_world};
+use crate::cost::{inventory_read, resync_window, resync_world};
 use crate::support::mock::fast_mock;
 use crate::support::poll;
 use crate::support::svm::SvmWorld;
@@ -356,6 +356,7 @@ async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
     }
     // Past the passes the seed Secrets' events and the first inventory read cause.
     world.operator.quiesce(READY_WITHIN).await;
+    inventory_read(&world, "/api/network/ip/interfaces").await;
     let from = world.next_seq().await;
     let provisioning: Vec<Value> = world
         .requests()

@@ -13,6 +13,7 @@ mod hardening;
 mod kube_faults;
 mod least_privilege;
 mod limits;
+mod network;
 mod provisioning;
 mod rotation;
 mod sharing;

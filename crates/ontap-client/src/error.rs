@@ -104,6 +104,17 @@ pub mod codes {
     pub const PORT_HOSTS_INTERFACE: &str = "1966189";
     /// `DELETE /network/ethernet/broadcast-domains/{uuid}`: the domain still has ports.
     pub const BROADCAST_DOMAIN_HAS_PORTS: &str = "1967103";
+    /// Interface POST/PATCH: the named home port does not exist on the home node.
+    pub const HOME_PORT_NOT_FOUND: &str = "1967130";
+    /// Interface POST/PATCH: ONTAP must pick a port and the node (or domain) has none.
+    pub const NO_SUITABLE_PORT: &str = "1967153";
+    /// Interface POST: `location.broadcast_domain` names no broadcast domain (by name, by uuid).
+    pub const BROADCAST_DOMAIN_NOT_FOUND: &str = "1967136";
+    pub const BROADCAST_DOMAIN_UUID_NOT_FOUND: &str = "1967135";
+    /// Interface POST/PATCH: the home port is not in the named broadcast domain, or in none.
+    pub const HOME_PORT_NOT_IN_DOMAIN: &str = "1966987";
+    /// Interface POST/PATCH: the SVM has no service policy of that name.
+    pub const SERVICE_POLICY_NOT_FOUND: &str = "53281065";
 }
 
 /// Whether an ONTAP message says a resource ran out: space in an aggregate, a limit of objects.

@@ -147,6 +147,8 @@ pub(super) fn resolve_metal_stack(
         // metal-stack's extension never rotates: the OntapCluster's default decides.
         credential_rotation_period: None,
         limits: None,
+        lif_placements: Vec::new(),
+        routes: None,
     })
 }
 

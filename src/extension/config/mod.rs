@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::rules::{DNS_SUBDOMAIN_MAX, DNS_SUBDOMAIN_MESSAGE};
-use crate::api::{AccountRole, DeletionPolicy, SvmLimitsSpec};
+use crate::api::{AccountRole, DeletionPolicy, RouteSpec, SvmLimitsSpec};
 
 /// metal-stack's providerConfig group/version.
 pub const METAL_STACK_API_VERSION: &str = "ontap.metal.extensions.gardener.cloud/v1alpha1";
@@ -149,6 +149,16 @@ impl Lif {
     }
 }
 
+/// Where a LIF goes in ONTAP and its service policy, as the StorageVirtualMachine's LIF takes
+/// them; all absent: ONTAP's choice and the protocol's policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LifPlacement {
+    pub home_node: Option<String>,
+    pub home_port: Option<String>,
+    pub broadcast_domain: Option<String>,
+    pub service_policy: Option<String>,
+}
+
 fn full_prefix(ip: IpAddr) -> u8 {
     if ip.is_ipv4() { 32 } else { 128 }
 }
@@ -217,6 +227,11 @@ pub struct ExtensionConfig {
     pub credential_rotation_period: Option<String>,
     /// The limits of a shoot's own SVM; `None`: the OntapCluster's defaults.
     pub limits: Option<SvmLimitsSpec>,
+    /// The management LIF's placement, then each data LIF's; empty when the configuration
+    /// places none (metal-stack's never does).
+    pub lif_placements: Vec<LifPlacement>,
+    /// The SVM's routes; `None`: not managed.
+    pub routes: Option<Vec<RouteSpec>>,
 }
 
 impl ExtensionConfig {
@@ -490,6 +505,62 @@ mod tests {
 
     fn message(v: Value) -> String {
         parse(v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn lif_placement_and_routes_travel_and_wrong_combinations_are_refused() {
+        let own = |data_lif: Value, routes: Value| {
+            json!({
+                "apiVersion": "ontap.extensions.storage.dev/v1alpha1", "kind": "OntapConfig",
+                "svm": {"managementLif": {"ip": "192.0.2.10", "prefixLength": 24, "servicePolicy": "mgmt-https"},
+                        "dataLifs": [data_lif], "routes": routes}
+            })
+        };
+        let config = parse(own(
+            json!({"ip": "192.0.2.11", "prefixLength": 24, "homeNode": "node-02", "homePort": "e0d-100"}),
+            json!([{"gateway": "192.0.2.1"}, {"destination": "198.51.100.0/24", "gateway": "192.0.2.254"}]),
+        ))
+        .unwrap();
+        assert_eq!(
+            config.lif_placements[0].service_policy.as_deref(),
+            Some("mgmt-https")
+        );
+        assert_eq!(
+            config.lif_placements[1],
+            LifPlacement {
+                home_node: Some("node-02".into()),
+                home_port: Some("e0d-100".into()),
+                ..LifPlacement::default()
+            }
+        );
+        assert_eq!(config.routes.as_ref().map(Vec::len), Some(2));
+        for (data_lif, routes, refused) in [
+            (
+                json!({"ip": "192.0.2.11", "prefixLength": 24, "homePort": "e0d"}),
+                json!([]),
+                "svm.dataLifs[0].homePort",
+            ),
+            (
+                json!({"ip": "192.0.2.11", "prefixLength": 24, "homeNode": "n", "homePort": "e0d", "broadcastDomain": "b"}),
+                json!([]),
+                "svm.dataLifs[0].broadcastDomain",
+            ),
+            (
+                json!({"ip": "192.0.2.11", "prefixLength": 24}),
+                json!([{"destination": "2001:db8::/32", "gateway": "192.0.2.1"}]),
+                "svm.routes[0].destination",
+            ),
+        ] {
+            let message = message(own(data_lif, routes));
+            assert!(message.contains(refused), "{refused}: {message}");
+        }
+        // metal-stack's TridentConfig places nothing and leaves routes alone, as its extension.
+        let metal = parse(json!({
+            "apiVersion": "ontap.metal.extensions.gardener.cloud/v1alpha1", "kind": "TridentConfig",
+            "svmIpaddresses": {"managementLif": "10.130.0.10", "dataLifs": ["10.130.0.11"]}
+        }))
+        .unwrap();
+        assert!(metal.lif_placements.is_empty() && metal.routes.is_none());
     }
 
     #[test]

@@ -1,20 +1,22 @@
 //! This project's `OntapConfig`: every field checked, unknown fields refused.
 
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 
 use serde::Deserialize;
 
 use crate::api::rules::{
-    AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ROTATION_PERIOD_MESSAGE,
-    lif_protocols, quantity_bytes, rotation_period,
+    AGGREGATE_NAMES_MESSAGE, MANAGEMENT_LIF_PROTOCOLS_MESSAGE, ONTAP_NAME_MESSAGE,
+    ROTATION_PERIOD_MESSAGE, is_ontap_name, lif_placement, lif_protocols, quantity_bytes,
+    rotation_period,
 };
-use crate::api::{AccountRole, DeletionPolicy, Protocol, SvmLimitsSpec};
+use crate::api::{AccountRole, DeletionPolicy, Protocol, RouteSpec, SvmLimitsSpec};
 
 use super::metal_stack::metal_stack_storage_classes;
 use super::{
-    ConfigDefaults, ConfigError, ConfigSource, ExtensionConfig, Lif, StorageClassConfig,
-    SvmSharing, check_dns_subdomain, check_lifs, check_storage_classes, full_prefix, invalid,
-    parse_ip,
+    ConfigDefaults, ConfigError, ConfigSource, ExtensionConfig, Lif, LifPlacement,
+    StorageClassConfig, SvmSharing, check_dns_subdomain, check_lifs, check_storage_classes,
+    full_prefix, invalid, parse_ip,
 };
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +58,9 @@ pub(super) struct SvmConfig {
     /// The limits of the shoot's own SVM, as a StorageVirtualMachine's `limits`.
     #[serde(default)]
     limits: Option<SvmLimitsSpec>,
+    /// The SVM's static routes, as the StorageVirtualMachine's `routes`.
+    #[serde(default)]
+    routes: Option<Vec<RouteSpec>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,6 +73,15 @@ pub(super) struct LifConfig {
     /// Data LIFs only: the protocol the LIF serves, as in the StorageVirtualMachine's LIFs.
     #[serde(default)]
     protocols: Option<Vec<Protocol>>,
+    /// Placement and service policy, as the StorageVirtualMachine's LIFs take them.
+    #[serde(default)]
+    home_node: Option<String>,
+    #[serde(default)]
+    home_port: Option<String>,
+    #[serde(default)]
+    broadcast_domain: Option<String>,
+    #[serde(default)]
+    service_policy: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -141,6 +155,18 @@ pub(super) fn resolve_ontap(
     if let Some(limits) = &svm.limits {
         check_limits(svm.sharing, limits)?;
     }
+    let lifs = std::iter::once(("svm.managementLif".to_string(), &svm.management_lif)).chain(
+        svm.data_lifs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (format!("svm.dataLifs[{i}]"), l)),
+    );
+    let lif_placements = lifs
+        .map(|(field, l)| resolve_placement(&field, l))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(routes) = &svm.routes {
+        check_routes(routes)?;
+    }
     Ok(ExtensionConfig {
         source: ConfigSource::Ontap,
         cluster: config.cluster,
@@ -155,6 +181,8 @@ pub(super) fn resolve_ontap(
         account_role: svm.account_role,
         credential_rotation_period: svm.credential_rotation_period,
         limits: svm.limits,
+        lif_placements,
+        routes: svm.routes,
     })
 }
 
@@ -183,6 +211,62 @@ fn check_limits(sharing: SvmSharing, limits: &SvmLimitsSpec) -> Result<(), Confi
             "svm.limits.storageLimitThresholdAlert",
             "a percentage: 0 to 100",
         ));
+    }
+    Ok(())
+}
+
+/// A LIF's placement: names as ONTAP takes them, combined as its interface schema allows.
+fn resolve_placement(field: &str, l: &LifConfig) -> Result<LifPlacement, ConfigError> {
+    for (part, name) in [
+        ("homeNode", &l.home_node),
+        ("homePort", &l.home_port),
+        ("broadcastDomain", &l.broadcast_domain),
+        ("servicePolicy", &l.service_policy),
+    ] {
+        if let Some(name) = name
+            && !is_ontap_name(name)
+        {
+            return Err(invalid(format!("{field}.{part}"), ONTAP_NAME_MESSAGE));
+        }
+    }
+    lif_placement(
+        l.home_node.is_some(),
+        l.home_port.is_some(),
+        l.broadcast_domain.is_some(),
+        l.vip,
+    )
+    .map_err(|(part, problem)| invalid(format!("{field}.{part}"), problem))?;
+    Ok(LifPlacement {
+        home_node: l.home_node.clone(),
+        home_port: l.home_port.clone(),
+        broadcast_domain: l.broadcast_domain.clone(),
+        service_policy: l.service_policy.clone(),
+    })
+}
+
+/// Routes as the StorageVirtualMachine's admission takes them: a unicast gateway, and a
+/// destination of its family in CIDR notation.
+fn check_routes(routes: &[RouteSpec]) -> Result<(), ConfigError> {
+    for (i, route) in routes.iter().enumerate() {
+        let gateway = parse_ip(&format!("svm.routes[{i}].gateway"), &route.gateway)?;
+        if let Some(destination) = &route.destination {
+            let field = format!("svm.routes[{i}].destination");
+            let (address, prefix) = destination
+                .split_once('/')
+                .ok_or_else(|| invalid(&field, "must be a network in CIDR notation"))?;
+            let address: IpAddr = address
+                .parse()
+                .map_err(|_| invalid(&field, "must be a network in CIDR notation"))?;
+            let prefix: u8 = prefix
+                .parse()
+                .map_err(|_| invalid(&field, "must be a network in CIDR notation"))?;
+            if prefix > full_prefix(address) || address.is_ipv4() != gateway.is_ipv4() {
+                return Err(invalid(
+                    &field,
+                    "must be a network of the gateway's family in CIDR notation",
+                ));
+            }
+        }
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use crate::api::{
     GARDENER_SHOOT_UID_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineSpec, SvmMode,
 };
 use crate::extension::api::Extension;
-use crate::extension::config::{ExtensionConfig, Lif, Protocol, SvmSharing};
+use crate::extension::config::{ExtensionConfig, Lif, LifPlacement, Protocol, SvmSharing};
 
 use super::plan::Plan;
 use super::reasons::{
@@ -26,7 +26,7 @@ use super::{ExtensionReconciler, namespace_of};
 /// The spec of an SVM object from the shoot's configuration: cluster, SVM name, aggregates,
 /// protocols and LIFs, plus `extra` fields.
 pub(super) fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> Value {
-    let lif = |l: &Lif| {
+    let lif = |l: &Lif, placement: Option<&LifPlacement>| {
         let mut lif = json!({"ip": l.ip.to_string(), "prefixLength": l.prefix_length});
         if l.vip {
             lif["vip"] = json!(true);
@@ -34,8 +34,20 @@ pub(super) fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> V
         if let Some(protocol) = l.protocol {
             lif["protocols"] = json!([protocol]);
         }
+        let placement = placement.cloned().unwrap_or_default();
+        for (field, value) in [
+            ("homeNode", placement.home_node),
+            ("homePort", placement.home_port),
+            ("broadcastDomain", placement.broadcast_domain),
+            ("servicePolicy", placement.service_policy),
+        ] {
+            if let Some(value) = value {
+                lif[field] = json!(value);
+            }
+        }
         lif
     };
+    let placement = |i: usize| config.lif_placements.get(i);
     let mut spec = json!({
         "clusterRef": {"name": plan.cluster},
         "svmName": plan.svm_name,
@@ -45,9 +57,17 @@ pub(super) fn svm_spec(config: &ExtensionConfig, plan: &Plan, extra: Value) -> V
             "iscsi": config.protocols.contains(&Protocol::Iscsi),
             "nfs": config.protocols.contains(&Protocol::Nfs),
         },
-        "managementLif": lif(&config.management_lif),
-        "dataLifs": config.data_lifs.iter().map(lif).collect::<Vec<_>>(),
+        "managementLif": lif(&config.management_lif, placement(0)),
+        "dataLifs": config
+            .data_lifs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| lif(l, placement(i + 1)))
+            .collect::<Vec<_>>(),
     });
+    if let Some(routes) = &config.routes {
+        spec["routes"] = json!(routes);
+    }
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }

@@ -30,6 +30,10 @@ reasons! {
         LifLookup => "LIFLookupFailed",
         LifCreate => "LIFCreateFailed",
         LifDelete => "LIFDeleteFailed",
+        LifUpdate => "LIFUpdateFailed",
+        RouteLookup => "RouteLookupFailed",
+        RouteCreate => "RouteCreateFailed",
+        RouteDelete => "RouteDeleteFailed",
         NodeLookup => "NodeLookupFailed",
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
@@ -76,6 +80,9 @@ reasons! {
         Lifs => "InvalidLIFs",
         /// A rotation period admission would refuse (an object stored before the rule).
         RotationPeriod => "InvalidRotationPeriod",
+        /// ONTAP has no port, broadcast domain or service policy of a name a LIF gives.
+        LifPlacement => "LIFPlacementRefused",
+        Routes => "InvalidRoutes",
         ShareWith => "InvalidShareWith",
         NamespaceSelector => "InvalidNamespaceSelector",
         NamespaceNotAllowed => "NamespaceNotAllowed",

@@ -31,13 +31,7 @@ pub(super) async fn ensure_lifs(
         return Ok(Outcome::unchanged());
     }
     // Replacing another's LIFs cuts its data path: only the SVM's marked owner changes them.
-    let uid = svm.metadata.uid.as_deref().unwrap_or_default();
-    if !may_manage(uid, Mark::read(ontap_svm.comment.as_deref()).as_ref()) {
-        return Err(Invalid::SvmOwnershipChanged.error(format!(
-            "the SVM {} is not marked for this StorageVirtualMachine; its LIFs are left as they are",
-            ontap_svm.name
-        )).into());
-    }
+    owner_changes(svm, ontap_svm, "LIFs")?;
     if plan.create.iter().any(|(_, l)| l.needs_home_node()) {
         let nodes = client
             .nodes()
@@ -57,20 +51,76 @@ pub(super) async fn ensure_lifs(
             .await
             .map_err(|e| ontap_error(Failed::LifDelete, e))?;
     }
-    for (name, lif) in &plan.create {
-        // An ambiguous failure is settled by the next pass, which lists the interfaces again.
-        match client
-            .create_interface(&lif.create_request(name, &ontap_svm.uuid))
+    for update in &plan.update {
+        client
+            .patch_interface(&update.uuid, &update.patch())
             .await
-        {
+            .map_err(|e| placement_refused(&update.lif, e, Failed::LifUpdate))?;
+    }
+    for (name, lif) in &plan.create {
+        let request = lif.create_request(name, &ontap_svm.uuid);
+        // An ambiguous failure is settled by the next pass, which lists the interfaces again.
+        let created = match &lif.broadcast_domain {
+            Some(domain) => {
+                client
+                    .create_interface_in_broadcast_domain(&request, domain)
+                    .await
+            }
+            None => client.create_interface(&request).await,
+        };
+        match created {
             Ok(_) => {}
             Err(e) if e.ontap_code() == Some(codes::DUPLICATE_IP) => {
                 return Err(address_in_use(client, lif, ontap_svm, e).await.into());
             }
-            Err(e) => return Err(ontap_error(Failed::LifCreate, e).into()),
+            Err(e) => return Err(placement_refused(lif, e, Failed::LifCreate).into()),
         }
     }
     Ok(Outcome::changed())
+}
+
+/// ONTAP's refusal of a name the LIF gives (a port, a broadcast domain, a service policy that
+/// does not exist) as a condition naming the spec's field, with ONTAP's own code and message:
+/// invalid until the spec or the cluster's network changes. Any other failure as `reason`.
+fn placement_refused(lif: &DesiredLif, error: OntapError, reason: Failed) -> StepError {
+    let Some(code) = error.ontap_code() else {
+        return ontap_error(reason, error);
+    };
+    let part = match code {
+        codes::HOME_PORT_NOT_FOUND => "homePort",
+        codes::BROADCAST_DOMAIN_NOT_FOUND | codes::BROADCAST_DOMAIN_UUID_NOT_FOUND => {
+            "broadcastDomain"
+        }
+        codes::HOME_PORT_NOT_IN_DOMAIN | codes::NO_SUITABLE_PORT => {
+            if lif.broadcast_domain.is_some() {
+                "broadcastDomain"
+            } else if lif.home_port.is_some() {
+                "homePort"
+            } else {
+                "homeNode"
+            }
+        }
+        codes::SERVICE_POLICY_NOT_FOUND => "servicePolicy",
+        _ => return ontap_error(reason, error),
+    };
+    Invalid::LifPlacement.error(format!("{}.{part}: refused by ONTAP: {error}", lif.field))
+}
+
+/// Whether `svm` is the marked owner of `ontap_svm`, the only object that changes its network
+/// (`what`: its LIFs, its routes); otherwise the error saying they are left as they are.
+pub(super) fn owner_changes(
+    svm: &StorageVirtualMachine,
+    ontap_svm: &Svm,
+    what: &str,
+) -> Result<(), StepError> {
+    let uid = svm.metadata.uid.as_deref().unwrap_or_default();
+    if may_manage(uid, Mark::read(ontap_svm.comment.as_deref()).as_ref()) {
+        return Ok(());
+    }
+    Err(Invalid::SvmOwnershipChanged.error(format!(
+        "the SVM {} is not marked for this StorageVirtualMachine; its {what} are left as they are",
+        ontap_svm.name
+    )))
 }
 
 /// A LIF address another interface holds: a conflict that lasts until someone frees it, so it

@@ -8,12 +8,12 @@
 
 use kube::runtime::reflector::ObjectRef;
 
+use super::controller_state::SvmReconciler;
 use super::errors::{Failed, Invalid, Transient, job, ontap_error};
 use super::naming::Names;
 use super::plan::{
     DesiredError, DesiredLimits, LimitsAction, desired_limits, desired_svm, human_bytes, plan_svm,
 };
-use super::controller_state::SvmReconciler;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmUsage};
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{

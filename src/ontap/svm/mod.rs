@@ -1,9 +1,9 @@
 //! The StorageVirtualMachine controller. [`reconcile`] holds the Reconciler and runs the steps,
-//! each in a module of its own (`cluster`, `svm`, `lifs`, `account`, `secret`, `delete`); what
-//! they all share (the reconciler's state) is below them in `controller_state`.
-//! [`plan`] holds what an `Owned` object wants in ONTAP and what differs from it there (the SVM
-//! plan and the LIF plan): the `svm` and `lifs` steps act on it, and `steady` confirms from it,
-//! so a property of the SVM or a LIF is compared in `plan` alone. `credentials` is the one writer
+//! each in a module of its own (`cluster`, `svm`, `lifs`, `routes`, `account`, `secret`,
+//! `delete`); what they all share (the reconciler's state) is below them in `controller_state`.
+//! [`plan`] holds what an `Owned` object wants in ONTAP and what differs from it there (the SVM,
+//! LIF and route plans): the `svm`, `lifs` and `routes` steps act on it, and `steady` confirms
+//! from it, so a property of the SVM or a LIF is compared in `plan` alone. `credentials` is the one writer
 //! of the seed Secret and the only place a password is minted: the Secret-first handoff both
 //! `account` and `secret` use. `steady` decides when a pass over a Ready object may take its SVM
 //! and LIFs from the cluster's inventory, and runs the refresher that re-reads it. `standing`
@@ -29,6 +29,7 @@ pub mod plan;
 pub mod reconcile;
 pub mod role;
 mod rotation;
+mod routes;
 mod secret;
 pub mod seed_secret;
 mod standing;

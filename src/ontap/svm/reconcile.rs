@@ -16,6 +16,7 @@ use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::naming::names_of;
 use super::rotation::{PeriodError, RotationOutcome, Rotations, rotation_plan};
+use super::routes::ensure_routes;
 use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
 use crate::api::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
@@ -41,6 +42,8 @@ reconcile_engine::steps! {
         SVMReady,
         /// The SVM's LIFs match the spec.
         LIFsReady,
+        /// The SVM's static routes are the spec's (when it lists routes).
+        RoutesReady,
         /// The SVM's account exists, unlocked, with the right role.
         AccountReady,
         /// The seed Secret exists and its credentials authenticate against ONTAP.
@@ -283,6 +286,11 @@ impl SvmReconciler {
                         &client,
                         &allowed_nodes,
                     )
+                })
+                .await?;
+            steps
+                .step(SvmStep::RoutesReady, || {
+                    ensure_routes(svm, &ontap_svm, snapshot.as_deref(), &client)
                 })
                 .await?;
         }

@@ -24,20 +24,30 @@ use kube::runtime::reflector::ObjectRef;
 use super::authority::Standing;
 use super::limits::{cluster_version, desired_limits_on, wants_limits};
 use super::naming::names_of;
-use super::plan::{DesiredSvm, desired_lifs, desired_svm, plan_lifs, plan_svm};
+use super::plan::{
+    DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
+};
 use super::standing::Standings;
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
-use crate::ontap::inventory::{Inventory, Snapshot};
+use crate::ontap::inventory::{AlsoRead, Inventory, Snapshot};
 use ontap_client::{OntapClient, Svm};
 use reconcile_engine::SharedCache;
 
 /// How long a cluster's count of steady objects is reused: counting walks every object.
 const COUNT_MAX_AGE: Duration = Duration::from_secs(5);
 
-/// Per cluster name, its steady objects and whether any object on it has limits of its own; and
-/// when they were counted.
-type SteadyCounts = (Instant, HashMap<String, (usize, bool)>);
+/// A cluster's steady objects, how many of them manage routes, and whether any object on it
+/// (steady or not) has limits of its own.
+#[derive(Clone, Copy, Debug, Default)]
+struct SteadyCount {
+    objects: usize,
+    routed: usize,
+    limited: bool,
+}
+
+/// Per cluster name, its count, and when they were counted.
+type SteadyCounts = (Instant, HashMap<String, SteadyCount>);
 
 /// When a pass over a steady object may use its cluster's inventory, and the refresher that
 /// keeps the inventories fresh.
@@ -88,30 +98,32 @@ impl SteadyInventory {
         client: &OntapClient,
     ) -> Option<Arc<Snapshot>> {
         let cluster = &svm.spec.cluster_ref.name;
-        if !is_steady(svm) || self.steady_on(cluster) < self.min_svms {
+        let count = self.steady_on(cluster);
+        if !is_steady(svm) || count.objects < self.min_svms {
             return None;
         }
-        let limits = match self.limits_version(cluster) {
+        let limits = match self.limits_version(cluster, count) {
             Ok(version) => version,
             // Limits are wanted, and which fields ONTAP knows is not known yet.
             Err(()) => return None,
         };
-        self.inventory
-            .current(cluster, client, limits.as_ref())
-            .await
-    }
-
-    /// How many steady objects use `cluster`, counted at most every [`COUNT_MAX_AGE`].
-    fn steady_on(&self, cluster: &str) -> usize {
-        self.counted(cluster).0
+        let also = AlsoRead {
+            limits: limits.as_ref(),
+            routes: count.routed > 0,
+        };
+        self.inventory.current(cluster, client, also).await
     }
 
     /// The version of `cluster` when its inventory is to read limits (some object on it has
     /// limits, or its administrator sets defaults or bounds); `Ok(None)` when it is not; an error
     /// when it is but the cluster's version is not known yet.
-    fn limits_version(&self, cluster: &str) -> Result<Option<ontap_client::ClusterVersion>, ()> {
+    fn limits_version(
+        &self,
+        cluster: &str,
+        count: SteadyCount,
+    ) -> Result<Option<ontap_client::ClusterVersion>, ()> {
         let object = self.clusters.get(&ObjectRef::new(cluster));
-        if !self.counted(cluster).1 && !object.as_deref().is_some_and(wants_limits) {
+        if !count.limited && !object.as_deref().is_some_and(wants_limits) {
             return Ok(None);
         }
         object
@@ -121,19 +133,21 @@ impl SteadyInventory {
             .ok_or(())
     }
 
-    /// `cluster`'s steady objects and whether any object on it has limits, counted at most
-    /// every [`COUNT_MAX_AGE`].
-    fn counted(&self, cluster: &str) -> (usize, bool) {
+    /// `cluster`'s count, made at most every [`COUNT_MAX_AGE`].
+    fn steady_on(&self, cluster: &str) -> SteadyCount {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         if counts
             .as_ref()
             .is_none_or(|(at, _)| at.elapsed() > COUNT_MAX_AGE)
         {
-            let mut fresh: HashMap<String, (usize, bool)> = HashMap::new();
+            let mut fresh: HashMap<String, SteadyCount> = HashMap::new();
             for svm in self.svms.store().state() {
                 let count = fresh.entry(svm.spec.cluster_ref.name.clone()).or_default();
-                count.0 += usize::from(is_steady(&svm));
-                count.1 |= svm.spec.limits.is_some();
+                count.limited |= svm.spec.limits.is_some();
+                if is_steady(&svm) {
+                    count.objects += 1;
+                    count.routed += usize::from(svm.spec.routes.is_some());
+                }
             }
             *counts = Some((Instant::now(), fresh));
         }
@@ -200,12 +214,17 @@ impl SteadyInventory {
         window: Duration,
     ) -> Vec<ObjectRef<StorageVirtualMachine>> {
         let name = cluster.name_any();
-        if self.steady_on(&name) < self.min_svms {
+        let count = self.steady_on(&name);
+        if count.objects < self.min_svms {
             self.inventory.forget(&name);
             return Vec::new();
         }
-        let Ok(limits) = self.limits_version(&name) else {
+        let Ok(limits) = self.limits_version(&name, count) else {
             return Vec::new();
+        };
+        let also = AlsoRead {
+            limits: limits.as_ref(),
+            routes: count.routed > 0,
         };
         // A cluster the operator cannot reach now is the cluster controller's to report; its
         // passes read per object once the snapshot ages out.
@@ -214,11 +233,7 @@ impl SteadyInventory {
         };
         let pages = self.inventory.fresh(&name).map_or(2, |s| s.pages());
         let pace = window / u32::try_from(pages).unwrap_or(u32::MAX);
-        let snapshot = match self
-            .inventory
-            .read(&name, &client, pace, limits.as_ref())
-            .await
-        {
+        let snapshot = match self.inventory.read(&name, &client, pace, also).await {
             Ok(snapshot) => snapshot,
             Err(error) => {
                 tracing::warn!(cluster = name, %error, "reading the cluster's inventory failed; its objects are re-verified on their own schedule");
@@ -238,7 +253,7 @@ impl SteadyInventory {
             tracing::info!(
                 cluster = name,
                 objects = drifted.len(),
-                "the cluster's inventory shows Ready objects' SVMs or LIFs otherwise than wanted; re-verifying them now"
+                "the cluster's inventory shows Ready objects' SVMs, LIFs or routes otherwise than wanted; re-verifying them now"
             );
         }
         drifted
@@ -259,8 +274,8 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM and LIFs exactly as the object, of `standing`, on
-/// `cluster`, wants them.
+/// Whether `snapshot` shows `svm`'s SVM, LIFs and routes exactly as the object, of `standing`,
+/// on `cluster`, wants them.
 fn confirms(
     svm: &StorageVirtualMachine,
     cluster: Option<&OntapCluster>,
@@ -278,7 +293,10 @@ fn confirms(
         .ok()
         .and_then(|limits| desired_svm(svm, &names.svm, standing, limits).ok())
         .and_then(|desired| confirmed_svm(&desired, recorded, snapshot))
-        .is_some_and(|found| lifs_confirmed(svm, &found.uuid, snapshot))
+        .is_some_and(|found| {
+            lifs_confirmed(svm, &found.uuid, snapshot)
+                && routes_confirmed(svm, &found.uuid, snapshot)
+        })
 }
 
 /// The SVM `desired` describes as `snapshot` shows it, when it is the one recorded as `recorded`
@@ -287,6 +305,18 @@ pub fn confirmed_svm(desired: &DesiredSvm, recorded: &str, snapshot: &Snapshot) 
     let found = snapshot.svm(&desired.name)?;
     let limits = snapshot.limits(&found.uuid);
     (found.uuid == recorded && plan_svm(desired, found, limits).is_empty()).then(|| found.clone())
+}
+
+/// Whether `snapshot` shows the SVM `svm_uuid` with exactly the routes `svm` plans: always for
+/// an object that leaves routes alone, never from a snapshot that did not read routes.
+pub fn routes_confirmed(svm: &StorageVirtualMachine, svm_uuid: &str, snapshot: &Snapshot) -> bool {
+    match desired_routes(svm) {
+        Ok(None) => true,
+        Ok(Some(desired)) => snapshot
+            .routes(svm_uuid)
+            .is_some_and(|actual| plan_routes(&desired, actual).is_empty()),
+        Err(_) => false,
+    }
 }
 
 /// Whether `snapshot` shows the SVM `svm_uuid` with exactly the LIFs `svm` plans.

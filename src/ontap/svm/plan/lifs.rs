@@ -12,10 +12,12 @@ use std::fmt;
 use std::net::IpAddr;
 
 use super::DesiredError;
-use crate::api::rules::lif_protocols;
+use crate::api::rules::{lif_placement, lif_protocols};
 use crate::api::{LifSpec, Protocol, StorageVirtualMachine};
 use crate::ontap::svm::netmask::{max_prefix, netmask_for, prefix_from_netmask};
-use ontap_client::{InterfaceLocation, IpInfo, IpInterface, IpInterfaceCreate, ObjectRef};
+use ontap_client::{
+    InterfaceLocation, IpInfo, IpInterface, IpInterfaceCreate, IpInterfacePatch, ObjectRef,
+};
 
 /// Service policy of the management LIF.
 pub const MANAGEMENT_SERVICE_POLICY: &str = "default-management";
@@ -44,11 +46,18 @@ pub struct DesiredLif {
     /// Preferred interface name: `mgmt`, `data1`, `data2`… by position in the spec. The plan may
     /// pick another free name when this one is held by an interface that stays.
     pub name: String,
+    /// Where the spec writes it (`spec.managementLif`, `spec.dataLifs[1]`): what a condition
+    /// about one of its fields names.
+    pub field: String,
     pub role: LifRole,
     pub address: IpAddr,
     pub prefix_length: u8,
     pub home_node: Option<String>,
-    pub service_policy: &'static str,
+    pub home_port: Option<String>,
+    /// Where ONTAP places the LIF when it creates it; never compared (ONTAP does not report it).
+    pub broadcast_domain: Option<String>,
+    /// The spec's own, else the default of the LIF's role and protocol.
+    pub service_policy: String,
     pub vip: bool,
     /// Position among the LIFs of its role: which node a VIP LIF without a home node gets.
     pub ordinal: usize,
@@ -71,13 +80,18 @@ impl DesiredLif {
                 address: self.address.to_string(),
                 netmask: netmask_for(self.prefix_length),
             },
-            location: self.home_node.as_ref().map(|node| InterfaceLocation {
-                home_node: Some(ObjectRef::by_name(node)),
-                home_port: None,
-            }),
-            service_policy: Some(ObjectRef::by_name(self.service_policy)),
+            location: self.location(),
+            service_policy: Some(ObjectRef::by_name(&self.service_policy)),
             vip: self.vip,
         }
+    }
+
+    /// The home node and port the spec names, if any (a port is named only with its node).
+    fn location(&self) -> Option<InterfaceLocation> {
+        self.home_node.as_ref().map(|node| InterfaceLocation {
+            home_node: Some(ObjectRef::by_name(node)),
+            home_port: self.home_port.as_deref().map(ObjectRef::by_name),
+        })
     }
 }
 
@@ -152,7 +166,7 @@ fn desired_lif(
     field: String,
     name: String,
     role: LifRole,
-    service_policy: &'static str,
+    default_policy: &'static str,
     ordinal: usize,
 ) -> Result<DesiredLif, DesiredError> {
     let address: IpAddr = lif.ip.parse().map_err(|_| DesiredError::InvalidAddress {
@@ -175,13 +189,29 @@ fn desired_lif(
             max,
         });
     }
+    lif_placement(
+        lif.home_node.is_some(),
+        lif.home_port.is_some(),
+        lif.broadcast_domain.is_some(),
+        lif.vip,
+    )
+    .map_err(|(part, problem)| DesiredError::Placement {
+        field: format!("{field}.{part}"),
+        problem,
+    })?;
     Ok(DesiredLif {
         name,
+        field,
         role,
         address,
         prefix_length: lif.prefix_length,
         home_node: lif.home_node.clone(),
-        service_policy,
+        home_port: lif.home_port.clone(),
+        broadcast_domain: lif.broadcast_domain.clone(),
+        service_policy: lif
+            .service_policy
+            .clone()
+            .unwrap_or_else(|| default_policy.to_string()),
         vip: lif.vip,
         ordinal,
     })
@@ -192,8 +222,8 @@ fn desired_lif(
 pub enum RemovalReason {
     /// Its address is in no LIF of the spec.
     NotInSpec,
-    /// Its address is wanted, but with other settings ONTAP cannot change in place through this
-    /// client: it is deleted and created again.
+    /// Its address is wanted, but with settings ONTAP cannot change in place (its prefix
+    /// length, its kind): it is deleted and created again.
     Replaced(Vec<Mismatch>),
 }
 
@@ -207,9 +237,13 @@ pub enum Mismatch {
     },
     ServicePolicy {
         have: String,
-        want: &'static str,
+        want: String,
     },
     HomeNode {
+        have: Option<String>,
+        want: String,
+    },
+    HomePort {
         have: Option<String>,
         want: String,
     },
@@ -235,10 +269,56 @@ impl fmt::Display for Mismatch {
                     have.as_deref().unwrap_or("unknown")
                 )
             }
+            Self::HomePort { have, want } => {
+                write!(
+                    f,
+                    "home port {}, want {want}",
+                    have.as_deref().unwrap_or("unknown")
+                )
+            }
             Self::Vip { have, want } => {
                 let kind = |vip: &bool| if *vip { "a VIP LIF" } else { "a subnet LIF" };
                 write!(f, "{}, want {}", kind(have), kind(want))
             }
+        }
+    }
+}
+
+impl Mismatch {
+    /// Whether ONTAP changes it on the existing interface (`PATCH`): its service policy, and
+    /// its home, which it moves the interface to. A prefix length or a kind it does not.
+    pub fn in_place(&self) -> bool {
+        matches!(
+            self,
+            Self::ServicePolicy { .. } | Self::HomeNode { .. } | Self::HomePort { .. }
+        )
+    }
+}
+
+/// An interface the plan changes in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LifUpdate {
+    pub uuid: String,
+    pub name: String,
+    pub lif: DesiredLif,
+    pub changes: Vec<Mismatch>,
+}
+
+impl LifUpdate {
+    /// The `PATCH /api/network/ip/interfaces/{uuid}` body: only what differs.
+    pub fn patch(&self) -> IpInterfacePatch {
+        let moved = self
+            .changes
+            .iter()
+            .any(|c| matches!(c, Mismatch::HomeNode { .. } | Mismatch::HomePort { .. }));
+        let repolicied = self
+            .changes
+            .iter()
+            .any(|c| matches!(c, Mismatch::ServicePolicy { .. }));
+        IpInterfacePatch {
+            enabled: None,
+            location: moved.then(|| self.lif.location()).flatten(),
+            service_policy: repolicied.then(|| ObjectRef::by_name(&self.lif.service_policy)),
         }
     }
 }
@@ -257,6 +337,8 @@ pub struct LifRemoval {
 pub struct LifPlan {
     /// uuids of interfaces that already match a desired LIF.
     pub keep: Vec<String>,
+    /// Interfaces of a desired address whose differences ONTAP changes in place.
+    pub update: Vec<LifUpdate>,
     pub delete: Vec<LifRemoval>,
     /// The LIFs to create, each with the name to create it under.
     pub create: Vec<(String, DesiredLif)>,
@@ -268,7 +350,7 @@ pub struct LifPlan {
 impl LifPlan {
     /// Whether the interfaces already match the spec.
     pub fn is_empty(&self) -> bool {
-        self.delete.is_empty() && self.create.is_empty()
+        self.delete.is_empty() && self.create.is_empty() && self.update.is_empty()
     }
 }
 
@@ -300,6 +382,15 @@ pub fn plan_lifs(desired: &[DesiredLif], actual: &[IpInterface]) -> LifPlan {
             matched.insert(address);
             names_in_use.insert(interface.name.clone());
             plan.keep.push(interface.uuid.clone());
+        } else if mismatches.iter().all(Mismatch::in_place) {
+            matched.insert(address);
+            names_in_use.insert(interface.name.clone());
+            plan.update.push(LifUpdate {
+                uuid: interface.uuid.clone(),
+                name: interface.name.clone(),
+                lif: want.clone(),
+                changes: mismatches,
+            });
         } else {
             plan.delete.push(LifRemoval {
                 uuid: interface.uuid.clone(),
@@ -334,7 +425,7 @@ fn mismatches(want: &DesiredLif, have: &IpInterface, address: IpAddr) -> Vec<Mis
     {
         out.push(Mismatch::ServicePolicy {
             have: policy.to_string(),
-            want: want.service_policy,
+            want: want.service_policy.clone(),
         });
     }
     if let Some(vip) = have.vip
@@ -356,6 +447,19 @@ fn mismatches(want: &DesiredLif, have: &IpInterface, address: IpAddr) -> Vec<Mis
             out.push(Mismatch::HomeNode {
                 have: have_node,
                 want: node.clone(),
+            });
+        }
+    }
+    if let Some(port) = &want.home_port {
+        let have_port = have
+            .location
+            .as_ref()
+            .and_then(|l| l.home_port.as_ref())
+            .and_then(|p| p.name.clone());
+        if have_port.as_deref() != Some(port.as_str()) {
+            out.push(Mismatch::HomePort {
+                have: have_port,
+                want: port.clone(),
             });
         }
     }
@@ -436,8 +540,11 @@ mod tests {
         })))
     }
 
-    fn data_policies(lifs: &[DesiredLif]) -> Vec<&'static str> {
-        lifs[1..].iter().map(|l| l.service_policy).collect()
+    fn data_policies(lifs: &[DesiredLif]) -> Vec<&str> {
+        lifs[1..]
+            .iter()
+            .map(|l| l.service_policy.as_str())
+            .collect()
     }
 
     #[test]
@@ -524,7 +631,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lif_whose_protocol_changes_is_replaced_with_the_new_policy() {
+    fn a_lif_whose_protocol_changes_gets_the_new_policy_in_place() {
         use serde_json::json;
         let both = json!({ "nfs": true, "nvme": true });
         let before =
@@ -539,35 +646,106 @@ mod tests {
                     &l.name,
                     &l.address.to_string(),
                     "24",
-                    l.service_policy,
+                    &l.service_policy,
                 )
             })
             .collect();
         assert!(plan_lifs(&before, &actual).is_empty());
-        // The second LIF now serves NFS, the first NVMe: both are replaced.
+        // The second LIF now serves NFS, the first NVMe: both change policy, in place.
         let after =
             with_lif_protocols(both, &[Some(json!(["nvme"])), Some(json!(["nfs"]))]).unwrap();
         let plan = plan_lifs(&after, &actual);
         assert_eq!(plan.keep, ["u0"]);
+        assert!(plan.delete.is_empty() && plan.create.is_empty(), "{plan:?}");
         assert_eq!(
-            plan.delete[0].reason,
-            RemovalReason::Replaced(vec![Mismatch::ServicePolicy {
+            plan.update[0].changes,
+            [Mismatch::ServicePolicy {
                 have: "default-data-files".into(),
-                want: "default-data-nvme-tcp"
-            }])
+                want: "default-data-nvme-tcp".into()
+            }]
         );
-        let created: Vec<_> = plan
-            .create
+        let patches: Vec<_> = plan
+            .update
             .iter()
-            .map(|(name, l)| (name.as_str(), l.service_policy))
+            .map(|u| (u.uuid.as_str(), serde_json::to_value(u.patch()).unwrap()))
             .collect();
         assert_eq!(
-            created,
+            patches,
             [
-                ("data1", "default-data-nvme-tcp"),
-                ("data2", "default-data-files")
+                (
+                    "u1",
+                    json!({ "service_policy": { "name": "default-data-nvme-tcp" } })
+                ),
+                (
+                    "u2",
+                    json!({ "service_policy": { "name": "default-data-files" } })
+                )
             ]
         );
+    }
+
+    #[test]
+    fn placement_and_policy_from_the_spec() {
+        use serde_json::json;
+        let placed = desired_lifs(&svm(json!({
+            "clusterRef": { "name": "lab" },
+            "protocols": { "nfs": true },
+            "managementLif": { "ip": "192.0.2.10", "prefixLength": 24, "servicePolicy": "mgmt-https" },
+            "dataLifs": [
+                { "ip": "192.0.2.11", "prefixLength": 24, "homeNode": "n2", "homePort": "e0d-100" },
+                { "ip": "192.0.2.12", "prefixLength": 24, "broadcastDomain": "tenant-a", "servicePolicy": "custom-nfs" }
+            ]
+        })))
+        .unwrap();
+        assert_eq!(placed[0].service_policy, "mgmt-https");
+        assert_eq!(placed[2].service_policy, "custom-nfs");
+        let body = serde_json::to_value(placed[1].create_request("data1", "s")).unwrap();
+        assert_eq!(
+            body["location"],
+            json!({ "home_node": { "name": "n2" }, "home_port": { "name": "e0d-100" } })
+        );
+        assert_eq!(placed[2].broadcast_domain.as_deref(), Some("tenant-a"));
+        // Where ONTAP put it is compared: another port is moved there, in place.
+        let mut elsewhere = interface("u1", "data1", "192.0.2.11", "24", "default-data-files");
+        elsewhere.location = serde_json::from_value(
+            json!({ "home_node": { "name": "n2" }, "home_port": { "name": "e0c" } }),
+        )
+        .unwrap();
+        let plan = plan_lifs(&placed[1..2], &[elsewhere]);
+        assert_eq!(
+            plan.update[0].changes,
+            [Mismatch::HomePort {
+                have: Some("e0c".into()),
+                want: "e0d-100".into()
+            }]
+        );
+        assert_eq!(
+            serde_json::to_value(plan.update[0].patch()).unwrap(),
+            json!({ "location": { "home_node": { "name": "n2" }, "home_port": { "name": "e0d-100" } } })
+        );
+        // What admission refuses, the controller refuses too, naming the field.
+        for (lif, message) in [
+            (
+                json!({ "ip": "192.0.2.11", "prefixLength": 24, "homePort": "e0d" }),
+                "spec.dataLifs[0].homePort: homePort names a port of homeNode: set homeNode too",
+            ),
+            (
+                json!({ "ip": "192.0.2.11", "prefixLength": 24, "homeNode": "n1", "homePort": "e0d", "broadcastDomain": "b" }),
+                "spec.dataLifs[0].broadcastDomain: homePort and broadcastDomain exclude each other: ONTAP homes a LIF on the port named, or picks a port in the broadcast domain",
+            ),
+            (
+                json!({ "ip": "192.0.2.11", "prefixLength": 32, "vip": true, "broadcastDomain": "b" }),
+                "spec.dataLifs[0].vip: a VIP LIF lives on its node's VIP port: it takes no homePort or broadcastDomain",
+            ),
+        ] {
+            let err = desired_lifs(&svm(json!({
+                "clusterRef": { "name": "lab" },
+                "managementLif": { "ip": "192.0.2.10", "prefixLength": 24 },
+                "dataLifs": [lif]
+            })))
+            .unwrap_err();
+            assert_eq!(err.to_string(), message);
+        }
     }
 
     #[test]
@@ -680,11 +858,12 @@ mod tests {
         let desired = desired_lifs(&base()).unwrap();
         let actual = [
             interface("u0", "mgmt", "192.0.2.10", "16", "default-management"),
-            interface("u1", "data1", "192.0.2.11", "24", "default-data-blocks"),
+            interface("u1", "data1", "192.0.2.11", "23", "default-data-blocks"),
             interface("u9", "data9", "192.0.2.99", "24", "default-data-files"),
         ];
         let plan = plan_lifs(&desired, &actual);
         assert!(plan.keep.is_empty());
+        assert!(plan.update.is_empty());
         assert_eq!(
             plan.delete,
             [
@@ -699,10 +878,17 @@ mod tests {
                 LifRemoval {
                     uuid: "u1".into(),
                     name: "data1".into(),
-                    reason: RemovalReason::Replaced(vec![Mismatch::ServicePolicy {
-                        have: "default-data-blocks".into(),
-                        want: "default-data-files"
-                    }])
+                    // Replaced for its prefix length; its policy comes with the new LIF.
+                    reason: RemovalReason::Replaced(vec![
+                        Mismatch::PrefixLength {
+                            have: Some(23),
+                            want: 24
+                        },
+                        Mismatch::ServicePolicy {
+                            have: "default-data-blocks".into(),
+                            want: "default-data-files".into()
+                        }
+                    ])
                 },
                 LifRemoval {
                     uuid: "u9".into(),
@@ -760,10 +946,14 @@ mod tests {
         moved.location =
             serde_json::from_value(serde_json::json!({"home_node": {"name": "n2"}})).unwrap();
         let plan = plan_lifs(&desired[1..2], &[moved.clone()]);
-        assert!(matches!(
-            &plan.delete[0].reason,
-            RemovalReason::Replaced(m) if m == &[Mismatch::HomeNode { have: Some("n2".into()), want: "n1".into() }]
-        ));
+        assert_eq!(
+            plan.update[0].changes,
+            [Mismatch::HomeNode {
+                have: Some("n2".into()),
+                want: "n1".into()
+            }]
+        );
+        assert!(plan.delete.is_empty());
         // data2 names no home node: wherever ONTAP put it is fine.
         moved.ip = Some(IpInfo {
             address: "2001:db8::11".into(),

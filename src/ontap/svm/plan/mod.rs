@@ -1,21 +1,23 @@
 //! What an `Owned` StorageVirtualMachine wants in ONTAP, and what differs from it there: the SVM
-//! plan (`svm`) and the LIF plan (`lifs`). The steps act on these plans, and a steady pass
-//! confirms an SVM and its LIFs from the cluster's inventory only where they find nothing to
-//! change, so each property is compared in one place, here, for both. A spec that cannot become
-//! a request turns into a [`DesiredError`], reported as a condition rather than a request ONTAP
-//! refuses over and over.
+//! plan (`svm`), the LIF plan (`lifs`) and the route plan (`routes`). The steps act on these
+//! plans, and a steady pass confirms an SVM, its LIFs and its routes from the cluster's
+//! inventory only where they find nothing to change, so each property is compared in one place,
+//! here, for both. A spec that cannot become a request turns into a [`DesiredError`], reported
+//! as a condition rather than a request ONTAP refuses over and over.
 //!
 //! Everything here is pure.
 
 mod lifs;
 mod limits;
+mod routes;
 mod svm;
 
 pub use lifs::{
-    DesiredLif, LifPlan, LifRemoval, LifRole, MANAGEMENT_SERVICE_POLICY, Mismatch, RemovalReason,
-    data_service_policy, desired_lifs, place_vips, plan_lifs,
+    DesiredLif, LifPlan, LifRemoval, LifRole, LifUpdate, MANAGEMENT_SERVICE_POLICY, Mismatch,
+    RemovalReason, data_service_policy, desired_lifs, place_vips, plan_lifs,
 };
 pub use limits::{DesiredLimits, beyond_bounds, desired_limits, human_bytes};
+pub use routes::{DesiredRoute, RoutePlan, desired_routes, plan_routes};
 pub use svm::{
     DesiredSvm, LimitsAction, StateAction, SvmPlan, desired_svm, plan_svm, protocol_changes,
 };
@@ -51,6 +53,15 @@ pub enum DesiredError {
         field: String,
         source: LifProtocolsError,
     },
+    #[error("{field}: {problem}")]
+    Placement {
+        field: String,
+        problem: &'static str,
+    },
+    #[error(
+        "{field}: {value:?} is not what a route takes (a unicast gateway; a network of its family in CIDR notation, host bits zero)"
+    )]
+    InvalidRoute { field: String, value: String },
     #[error("the StorageVirtualMachine has no uid: it must be read from the API server first")]
     MissingUid,
     #[error(
