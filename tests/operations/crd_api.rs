@@ -139,6 +139,7 @@ async fn printer_columns_come_back_in_a_table_request() {
             ("Age", 0),
             ("UUID", 1),
             ("Role", 1),
+            ("Usage", 1),
             ("Step", 1),
             ("Reason", 1),
             ("Attempts", 1),

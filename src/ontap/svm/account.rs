@@ -7,11 +7,11 @@ use super::SeedSecretState;
 use super::authority::{
     AccountRight, Mark, account_comment, asks_to_adopt, decide_account, marked_for,
 };
-use super::controller_state::{ONTAP_SETTLING, SvmReconciler};
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::naming::Names;
 use super::role::{ensure_trident_role, gives, role_name};
+use super::{ONTAP_SETTLING, SvmReconciler};
 use crate::api::{AccountRole, StorageVirtualMachine};
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{

@@ -7,8 +7,8 @@ use kube::runtime::reflector::ObjectRef;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::SvmReconciler;
 use super::authority::Standing;
-use super::controller_state::SvmReconciler;
 use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
 use super::naming::{Names, names_of};

@@ -15,8 +15,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 
+use super::SvmReconciler;
 use super::authority::marked_for;
-use super::controller_state::SvmReconciler;
 use super::errors::{Conflict, Failed, Transient, Waiting, kube_error, ontap_error};
 use super::naming::Names;
 use super::{ExpectedSeed, SeedSecretState, generate_password, inspect_seed_secret};

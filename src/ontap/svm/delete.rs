@@ -6,12 +6,12 @@ use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
 
 use super::authority::{Standing, marked_for};
-use super::controller_state::{EXISTING_SVM_RECHECK, ONTAP_SETTLING, SvmReconciler};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
 use super::naming::{Names, names_of};
 use super::reconcile::SvmStep;
 use super::svm::lookup_svm;
 use super::tenancy;
+use super::{EXISTING_SVM_RECHECK, ONTAP_SETTLING, SvmReconciler};
 use crate::api::rules::RESERVED_ACCOUNTS;
 use crate::api::{DeletionPolicy, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode};
 use kube::runtime::reflector::ObjectRef;

@@ -8,7 +8,7 @@
 
 use kube::runtime::reflector::ObjectRef;
 
-use super::controller_state::SvmReconciler;
+use super::SvmReconciler;
 use super::errors::{Failed, Invalid, Transient, job, ontap_error};
 use super::naming::Names;
 use super::plan::{

@@ -11,7 +11,6 @@ use kube::runtime::watcher;
 use kube::{CustomResourceExt, ResourceExt};
 
 use super::VerifyRequests;
-use super::controller_state::{Consumers, SvmReconciler};
 use super::errors::{Invalid, Waiting};
 use super::lifs::ensure_lifs;
 use super::naming::names_of;
@@ -19,6 +18,7 @@ use super::rotation::{PeriodError, RotationOutcome, Rotations, rotation_plan};
 use super::routes::ensure_routes;
 use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
+use super::{Consumers, SvmReconciler};
 use crate::api::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::api::{
     OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode, SvmPhase,

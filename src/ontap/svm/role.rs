@@ -6,7 +6,7 @@
 
 use kube::runtime::reflector::ObjectRef;
 
-use super::controller_state::SvmReconciler;
+use super::SvmReconciler;
 use super::errors::{Failed, ontap_error};
 use crate::api::{
     AccountRole, ClusterAllowances, ClusterDefaults, StorageVirtualMachine,

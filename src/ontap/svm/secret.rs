@@ -6,7 +6,7 @@
 use secrecy::SecretString;
 
 use super::SeedSecretState;
-use super::controller_state::SvmReconciler;
+use super::SvmReconciler;
 use super::credentials::{Seed, Switch, Verified, confirmed_check};
 use super::errors::Invalid;
 use super::naming::Names;

@@ -13,15 +13,13 @@ use kube::runtime::reflector::ObjectRef;
 use super::authority::{
     Creator, Mark, Provider, Share, ShareWait, Takeover, asks_to_adopt, decide_share, decide_svm,
 };
-use super::controller_state::{
-    EXISTING_SVM_RECHECK, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler,
-};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, ontap_error, wait_if_busy};
 use super::limits::{cluster_version, desired_limits_on};
 use super::naming::{Names, names_of};
 use super::plan::{DesiredSvm, StateAction, desired_svm, plan_svm};
 use super::steady::confirmed_svm;
 use super::tenancy;
+use super::{EXISTING_SVM_RECHECK, ONTAP_SETTLING, SERVED_ELSEWHERE_RECHECK, SvmReconciler};
 use crate::api::{ADOPT_SVM_UUID_ANNOTATION, StorageVirtualMachine, SvmMode};
 use crate::ontap::inventory::Snapshot;
 use ontap_client::{
@@ -94,7 +92,7 @@ impl SvmReconciler {
 
     /// How long a waiting consumer waits before it looks again on its own: as long as it has
     /// waited so far, so its looks at ONTAP grow apart, from 5 s up to the sync period. Its
-    /// provider's changes wake it sooner ([`super::controller_state::Consumers`]).
+    /// provider's changes wake it sooner ([`super::Consumers`]).
     fn consumer_wait(&self, svm: &StorageVirtualMachine) -> Duration {
         let since = svm.status.as_ref().and_then(|s| {
             s.conditions
