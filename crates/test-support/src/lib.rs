@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -195,6 +195,31 @@ pub async fn install_crd(client: &Client, crd: CustomResourceDefinition) {
         },
     )
     .await;
+    // Established is set before every handler of the API server serves the new resource: a
+    // request right after it may still be answered 404, so the resource is listed until it is
+    // served, in each version the CRD serves.
+    for version in crd.spec.versions.iter().filter(|v| v.served) {
+        let resource = ApiResource {
+            group: crd.spec.group.clone(),
+            version: version.name.clone(),
+            api_version: format!("{}/{}", crd.spec.group, version.name),
+            kind: crd.spec.names.kind.clone(),
+            plural: crd.spec.names.plural.clone(),
+        };
+        let objects: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        poll(
+            &format!("{} {} served", name, version.name),
+            Duration::from_secs(30),
+            async || {
+                objects
+                    .list(&ListParams::default().limit(1))
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            },
+        )
+        .await;
+    }
 }
 
 /// What one test gets: an admin client and a namespace of its own.
