@@ -5,6 +5,10 @@
 //! in is kept here, because a VLAN port joins a domain when it is created and leaves it when it
 //! is deleted. Every physical port starts in `Default`, as on a fresh cluster whose ports all
 //! reach one another. There is one IPspace (`Default`).
+//!
+//! One file because ports, broadcast domains and routes check one another on every change (a
+//! VLAN joins a domain, a domain refuses deletion while a port or interface uses it, a route
+//! needs an interface's subnet): split, each part would reach into the others' maps.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

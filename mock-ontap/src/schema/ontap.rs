@@ -3,6 +3,9 @@
 //! in `fields=` and as filters even where it does not model them (it then returns nothing for
 //! them), so a client that asks for a real field is not refused; anything else is unknown.
 //! tests/conformance/test_schema.py checks this file against the installed netapp-ontap.
+//!
+//! One file because it is one table, kept in netapp-ontap's order so that the conformance check
+//! and a reader can compare it with the library line by line.
 
 /// `netapp_ontap.resources.Svm` (9.19.1.0): every top-level field.
 pub const SVMS: &[&str] = &[
