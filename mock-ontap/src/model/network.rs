@@ -6,9 +6,10 @@
 //! is deleted. Every physical port starts in `Default`, as on a fresh cluster whose ports all
 //! reach one another. There is one IPspace (`Default`).
 //!
-//! One file because ports, broadcast domains and routes check one another on every change (a
-//! VLAN joins a domain, a domain refuses deletion while a port or interface uses it, a route
-//! needs an interface's subnet): split, each part would reach into the others' maps.
+//! One file because ports and broadcast domains check each other and the interfaces on every
+//! change (a VLAN joins a domain, a domain refuses deletion while it has ports, a port while an
+//! interface is homed on it), and routes share the SVM lookup: split, each part would reach
+//! into the others' maps.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
