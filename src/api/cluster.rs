@@ -104,6 +104,15 @@ pub struct ClusterAllowances {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(min = 1, max = 255)))]
     pub home_nodes: Vec<String>,
+    /// Ports a LIF may name as its `homePort` (by name, on any allowed node): a port is a
+    /// network, so listing each tenant's VLAN ports keeps a tenant off another's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 255)))]
+    pub home_ports: Vec<String>,
+    /// Broadcast domains a LIF may name as its `broadcastDomain`, for the same reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 255)))]
+    pub broadcast_domains: Vec<String>,
     /// Address ranges, in CIDR notation (`192.0.2.0/24`, `2001:db8::/64`), every LIF address
     /// must lie in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -103,6 +103,22 @@ pub fn not_allowed(
                 allowed.home_nodes.join(", ")
             ));
         }
+        if let Some(port) = &lif.home_port
+            && !listed(&allowed.home_ports, port)
+        {
+            return Some(format!(
+                "{field}.homePort: the OntapCluster {cluster} does not allow LIFs on the port {port} (allowed: {})",
+                allowed.home_ports.join(", ")
+            ));
+        }
+        if let Some(domain) = &lif.broadcast_domain
+            && !listed(&allowed.broadcast_domains, domain)
+        {
+            return Some(format!(
+                "{field}.broadcastDomain: the OntapCluster {cluster} does not allow LIFs in the broadcast domain {domain} (allowed: {})",
+                allowed.broadcast_domains.join(", ")
+            ));
+        }
         let Ok(ip) = lif.ip.parse::<IpAddr>() else {
             continue;
         };
@@ -419,6 +435,8 @@ mod tests {
             ipspaces: vec!["tenants".into()],
             aggregates: vec!["aggr1".into()],
             home_nodes: vec!["n1".into()],
+            home_ports: vec!["e0a-100".into()],
+            broadcast_domains: vec!["tenant-a".into()],
             address_ranges: vec!["192.0.2.0/25".into()],
             svms_per_namespace: None,
             tenant_retain: Some(false),
@@ -441,6 +459,20 @@ mod tests {
         assert!(
             refused(&|s| s.spec.data_lifs[0].home_node = Some("n2".into()), true)
                 .starts_with("spec.dataLifs[0].homeNode: ")
+        );
+        assert!(
+            refused(
+                &|s| s.spec.data_lifs[0].home_port = Some("e0a-200".into()),
+                true
+            )
+            .starts_with("spec.dataLifs[0].homePort: ")
+        );
+        assert!(
+            refused(
+                &|s| s.spec.management_lif.broadcast_domain = Some("tenant-b".into()),
+                true
+            )
+            .starts_with("spec.managementLif.broadcastDomain: ")
         );
         let why = refused(&|s| s.spec.data_lifs[0].ip = "192.0.2.200".into(), true);
         assert!(why.starts_with("spec.dataLifs[0].ip: 192.0.2.200"), "{why}");
