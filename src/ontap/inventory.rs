@@ -359,9 +359,9 @@ impl Inventory {
 
     /// A fresh snapshot of `cluster`, read now (pages back to back) when there is none; passes
     /// asking while a read is under way wait for it. Where `also` asks for limits, only a
-    /// snapshot with limits and volumes will do, and likewise for a role. `None` while reads fail: after a failed
-    /// read, passes read per object for [`RETRY_AFTER_FAILURE`] rather than each trying the
-    /// inventory again, one after another.
+    /// snapshot with limits and volumes will do, and likewise for a role. `None` while reads
+    /// fail: after a failed read, passes read per object for [`RETRY_AFTER_FAILURE`] rather
+    /// than each trying the inventory again, one after another.
     pub async fn current(
         &self,
         cluster: &str,

@@ -26,8 +26,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::account::{applications_on, settled_account};
 use super::authority::Standing;
 use super::limits::{cluster_version, desired_limits_on, wants_limits};
-use super::naming::Names;
-use super::naming::names_of;
+use super::naming::{Names, names_of};
 use super::plan::{
     DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
 };
