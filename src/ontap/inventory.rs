@@ -1,5 +1,6 @@
 //! Each ONTAP cluster's SVMs and IP interfaces (and, where objects need them, the SVMs' limits
-//! and volumes, and their routes) as a few paged collection reads last saw them.
+//! and volumes, their routes, and the ports and broadcast domains of tenant networks) as a few
+//! paged collection reads last saw them.
 //!
 //! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
 //! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
@@ -13,7 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ontap_client::{
-    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, Route, Svm, SvmLimits, VolumeUsage,
+    BroadcastDomain, ClusterVersion, EthernetPort, IpInterface, OntapClient, OntapError, Pages,
+    Route, Svm, SvmLimits, VolumeUsage,
 };
 use serde::de::DeserializeOwned;
 
@@ -34,6 +36,16 @@ pub struct Snapshot {
     limits: Option<Limits>,
     /// By SVM uuid; `None` when the reading did not read routes (no object managed any).
     routes: Option<HashMap<String, Vec<Route>>>,
+    /// The cluster's ports and broadcast domains; `None` when the reading did not read them
+    /// (the cluster has no tenant networks).
+    network: Option<Network>,
+}
+
+/// A cluster's ethernet ports and broadcast domains: a few per node, not per SVM.
+#[derive(Debug, Default)]
+pub struct Network {
+    pub ports: Vec<EthernetPort>,
+    pub domains: Vec<BroadcastDomain>,
 }
 
 /// Every SVM's limits and volume count, by SVM uuid.
@@ -72,6 +84,17 @@ impl Snapshot {
         self.routes
             .as_ref()
             .map(|r| r.get(svm_uuid).map_or(&[][..], Vec::as_slice))
+    }
+
+    /// This snapshot with the cluster's ports and broadcast domains read too.
+    pub fn with_network(mut self, ports: Vec<EthernetPort>, domains: Vec<BroadcastDomain>) -> Self {
+        self.network = Some(Network { ports, domains });
+        self
+    }
+
+    /// The cluster's ports and broadcast domains, when the reading read them.
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_ref()
     }
 
     /// The SVM of that name when the snapshot was read.
@@ -131,10 +154,14 @@ impl Snapshot {
                 .div_ceil(per_page)
                 .max(1)
         });
+        let network = self.network.as_ref().map_or(0, |n| {
+            n.ports.len().div_ceil(per_page).max(1) + n.domains.len().div_ceil(per_page).max(1)
+        });
         self.svms.len().div_ceil(per_page).max(1)
             + interfaces.div_ceil(per_page).max(1)
             + limits
             + routes
+            + network
     }
 }
 
@@ -202,6 +229,7 @@ impl Reading {
             interfaces: self.interfaces,
             limits: None,
             routes: self.routes,
+            network: None,
         }
     }
 }
@@ -221,6 +249,8 @@ pub struct AlsoRead<'a> {
     pub limits: Option<&'a ClusterVersion>,
     /// The SVMs' routes.
     pub routes: bool,
+    /// The cluster's ports and broadcast domains (it has tenant networks).
+    pub network: bool,
 }
 
 /// Held by the one pass reading a cluster's inventory; holds when the last such read failed.
@@ -272,7 +302,9 @@ impl Inventory {
         client: &OntapClient,
         also: AlsoRead<'_>,
     ) -> Option<Arc<Snapshot>> {
-        let usable = |s: &Arc<Snapshot>| also.limits.is_none() || s.has_limits();
+        let usable = |s: &Arc<Snapshot>| {
+            (also.limits.is_none() || s.has_limits()) && (!also.network || s.network.is_some())
+        };
         if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
         }
@@ -332,6 +364,22 @@ impl Inventory {
             reading.routes = Some(routes);
         }
         let mut snapshot = reading.finish(started);
+        if also.network {
+            let mut network = Network::default();
+            for_each_record(client.port_pages(PAGE_RECORDS)?, pace, |port| {
+                network.ports.push(port);
+            })
+            .await?;
+            for_each_record(
+                client.broadcast_domain_pages(PAGE_RECORDS)?,
+                pace,
+                |domain| {
+                    network.domains.push(domain);
+                },
+            )
+            .await?;
+            snapshot.network = Some(network);
+        }
         if let Some(version) = also.limits {
             let mut read = Limits::default();
             for_each_record(client.svm_limit_pages(PAGE_RECORDS, version)?, pace, |l| {

@@ -18,3 +18,4 @@ mod provisioning;
 mod rotation;
 mod sharing;
 mod tenancy;
+mod tenant_network;

@@ -28,6 +28,7 @@ use super::plan::{
     DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
 };
 use super::standing::Standings;
+use super::tenant_network::{confirmed, granted};
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::{AlsoRead, Inventory, Snapshot};
@@ -110,6 +111,7 @@ impl SteadyInventory {
         let also = AlsoRead {
             limits: limits.as_ref(),
             routes: count.routed > 0,
+            network: self.has_tenant_networks(cluster),
         };
         self.inventory.current(cluster, client, also).await
     }
@@ -131,6 +133,19 @@ impl SteadyInventory {
             .and_then(cluster_version)
             .map(Some)
             .ok_or(())
+    }
+
+    /// Whether `cluster`'s administrator grants tenant networks: its inventory then reads the
+    /// ports and broadcast domains, which every steady object of a tenant with one confirms.
+    fn has_tenant_networks(&self, cluster: &str) -> bool {
+        self.clusters
+            .get(&ObjectRef::new(cluster))
+            .is_some_and(|c| {
+                c.spec
+                    .tenant_networks
+                    .as_ref()
+                    .is_some_and(|n| !n.vlans.is_empty())
+            })
     }
 
     /// `cluster`'s count, made at most every [`COUNT_MAX_AGE`].
@@ -225,6 +240,7 @@ impl SteadyInventory {
         let also = AlsoRead {
             limits: limits.as_ref(),
             routes: count.routed > 0,
+            network: self.has_tenant_networks(&name),
         };
         // A cluster the operator cannot reach now is the cluster controller's to report; its
         // passes read per object once the snapshot ages out.
@@ -274,8 +290,8 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM, LIFs and routes exactly as the object, of `standing`,
-/// on `cluster`, wants them.
+/// Whether `snapshot` shows `svm`'s SVM, LIFs, routes and tenant network exactly as the object,
+/// of `standing`, on `cluster`, wants them.
 fn confirms(
     svm: &StorageVirtualMachine,
     cluster: Option<&OntapCluster>,
@@ -296,7 +312,22 @@ fn confirms(
         .is_some_and(|found| {
             lifs_confirmed(svm, &found.uuid, snapshot)
                 && routes_confirmed(svm, &found.uuid, snapshot)
+                && network_confirmed(svm, cluster, standing, snapshot)
         })
+}
+
+/// Whether `snapshot` shows the tenant network `cluster` grants `svm`'s party as wanted: always
+/// for an object without one, never from a snapshot that did not read the network.
+pub fn network_confirmed(
+    svm: &StorageVirtualMachine,
+    cluster: Option<&OntapCluster>,
+    standing: &Standing,
+    snapshot: &Snapshot,
+) -> bool {
+    let party = standing.party(&svm.namespace().unwrap_or_default());
+    cluster
+        .and_then(|c| granted(c, &party))
+        .is_none_or(|network| confirmed(&network, snapshot))
 }
 
 /// The SVM `desired` describes as `snapshot` shows it, when it is the one recorded as `recorded`
