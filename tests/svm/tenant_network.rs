@@ -214,9 +214,12 @@ async fn each_tenant_gets_its_own_network_with_its_first_svm_and_loses_it_with_i
     create_in(&world, &team_a, world.svm_with("a1", 0, &json!({}))).await;
     create_in(&world, &team_a, world.svm_with("a2", 1, &json!({}))).await;
     create_in(&world, team_b, world.svm_with("b1", 2, &json!({}))).await;
+    let retained = json!({ "deletionPolicy": "Retain" });
+    create_in(&world, team_b, world.svm_with("b0", 4, &retained)).await;
     let (a1, a1_network) = ready_in(&world, &team_a, "a1").await;
     let (a2, a2_network) = ready_in(&world, &team_a, "a2").await;
     let (b1, b1_network) = ready_in(&world, team_b, "b1").await;
+    let (b0, _) = ready_in(&world, team_b, "b0").await;
     assert_eq!(a1_network.as_deref(), Some("ontap-operator-vlan-120"));
     assert_eq!(a2_network.as_deref(), Some("ontap-operator-vlan-120"));
     assert_eq!(b1_network.as_deref(), Some("ontap-operator-vlan-121"));
@@ -313,6 +316,34 @@ async fn each_tenant_gets_its_own_network_with_its_first_svm_and_loses_it_with_i
         "told once, by the last SVM"
     );
     ready_in(&world, team_b, "b1").await;
+
+    // A retained SVM stays on its network: the last object's deletion keeps all of it.
+    for name in ["b0", "b1"] {
+        world
+            .svms_in(team_b)
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+        gone(&world.svms_in(team_b), name, READY_WITHIN)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        ports(&world).await,
+        vlan_ports(121, "ontap-operator-vlan-121")
+    );
+    assert_eq!(
+        domain(&world, "ontap-operator-vlan-121").await,
+        Some(registered_ports(121))
+    );
+    let kept = events(&world, team_b, "TenantNetworkKept").await.join("; ");
+    assert!(kept.contains(&format!("of SVM {b0}")), "{kept}");
+    assert!(
+        events(&world, team_b, "TenantNetworkRemoved")
+            .await
+            .is_empty(),
+        "nothing removed"
+    );
 }
 
 #[tokio::test]

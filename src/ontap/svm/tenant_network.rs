@@ -25,7 +25,7 @@ use super::errors::{Conflict, Failed, ontap_error};
 use super::reconcile::SvmStep;
 use super::tenancy::lifs_by_field;
 use crate::api::{DeletionPolicy, OntapCluster, StorageVirtualMachine, SvmMode};
-use crate::ontap::inventory::Snapshot;
+use crate::ontap::inventory::{PAGE_RECORDS, Snapshot};
 use ontap_client::{
     BroadcastDomain, BroadcastDomainCreate, DeleteOutcome, EthernetPort, OntapClient, VlanCreate,
     codes,
@@ -353,6 +353,19 @@ pub(super) async fn remove_tenant_network(
         );
         return Ok(Outcome::unchanged());
     }
+    // A port is kept whole or not at all: deleting the nodes' ports no interface is homed on
+    // would leave an SVM still on the network (a retained one, one made by hand) without its
+    // failover ports.
+    let homed = homed_on(client, network).await?;
+    if !homed.is_empty() {
+        let note = format!(
+            "the tenant network {} is kept: {} still homed on it",
+            network.domain,
+            homed.join(", ")
+        );
+        tell(recorder, svm, "TenantNetworkKept", note).await;
+        return Ok(Outcome::unchanged());
+    }
     let mut removed = Vec::new();
     let result = remove_owned(network, &ports, domain, client, &mut removed).await;
     // What was removed is told also when a later request failed.
@@ -361,6 +374,32 @@ pub(super) async fn remove_tenant_network(
         tell(recorder, svm, "TenantNetworkRemoved", note).await;
     }
     result
+}
+
+/// The interfaces homed on the network's VLAN ports, as `interface of SVM` (a listing of the
+/// cluster's interfaces, read only when a tenant's last SVM is gone).
+async fn homed_on(client: &OntapClient, network: &TenantNetwork) -> Result<Vec<String>, StepError> {
+    let port = network.port_name();
+    let lookup = |e| ontap_error(Failed::TenantNetworkLookup, e);
+    let mut pages = client.interface_pages(PAGE_RECORDS).map_err(lookup)?;
+    let mut homed = Vec::new();
+    while let Some(page) = pages.next_page().await.map_err(lookup)? {
+        homed.extend(
+            page.into_iter()
+                .filter(|i| {
+                    i.location
+                        .as_ref()
+                        .and_then(|l| l.home_port.as_ref())
+                        .and_then(|p| p.name.as_deref())
+                        == Some(port.as_str())
+                })
+                .map(|i| {
+                    let svm = i.svm.and_then(|s| s.name).unwrap_or_default();
+                    format!("interface {} of SVM {svm}", i.name)
+                }),
+        );
+    }
+    Ok(homed)
 }
 
 /// Deletes the network's VLAN ports among `ports`, then its `domain`, unless ONTAP keeps a
@@ -386,7 +425,14 @@ async fn remove_owned(
                 node_of(vlan).unwrap_or("?")
             )),
             Ok(_) => {}
-            Err(e) if e.ontap_code() == Some(codes::PORT_HOSTS_INTERFACE) => kept = true,
+            Err(e)
+                if matches!(
+                    e.ontap_code(),
+                    Some(codes::PORT_HOSTS_INTERFACE | codes::PORT_HAS_INTERFACE_BOUND)
+                ) =>
+            {
+                kept = true
+            }
             Err(e) => return Err(ontap_error(Failed::VlanDelete, e).into()),
         }
     }

@@ -300,6 +300,7 @@ mod tests {
         for code in [
             codes::DUPLICATE_ROUTE,
             codes::PORT_HOSTS_INTERFACE,
+            codes::PORT_HAS_INTERFACE_BOUND,
             codes::BROADCAST_DOMAIN_HAS_PORTS,
         ] {
             assert_eq!(classify_code(code), Some(ErrorClass::Conflict), "{code}");
