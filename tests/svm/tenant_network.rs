@@ -576,20 +576,20 @@ async fn a_resync_of_tenant_network_svms_reads_the_network_from_the_inventory() 
             .filter(|r| !r.contains("name=") && !r.contains("svm.uuid="))
             .count()
     };
+    // A read the window cuts short may have listed the SVMs and not yet the ports: never the
+    // other way round, unless ports are read outside the inventory.
     let svm_listings = listings("/api/svm/svms");
-    assert!(svm_listings >= 1, "{:#?}", window.all);
-    assert_eq!(
-        listings("/api/network/ethernet/ports"),
-        svm_listings,
-        "ports read with each inventory read, never per object: {:#?}",
-        window.all
-    );
-    assert_eq!(
-        listings("/api/network/ethernet/broadcast-domains"),
-        svm_listings,
-        "{:#?}",
-        window.all
-    );
+    for path in [
+        "/api/network/ethernet/ports",
+        "/api/network/ethernet/broadcast-domains",
+    ] {
+        let read = listings(path);
+        assert!(
+            read >= 1 && read <= svm_listings,
+            "{path} read with each inventory read ({read} of {svm_listings}), never per object: {:#?}",
+            window.all
+        );
+    }
     // Four collections: the SVMs, their interfaces, the ports and the broadcast domains.
     window.costs_a_login_per_svm(SVMS, 4);
 }

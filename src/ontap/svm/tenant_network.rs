@@ -412,11 +412,16 @@ async fn remove_owned(
     removed: &mut Vec<String>,
 ) -> StepFlow<Outcome> {
     let port = network.port_name();
-    let ours = ports.iter().filter(|p| {
-        p.name == port
-            && p.broadcast_domain.as_ref().and_then(|d| d.name.as_deref())
-                == Some(network.domain.as_str())
-    });
+    let mut ours: Vec<&EthernetPort> = ports
+        .iter()
+        .filter(|p| {
+            p.name == port
+                && p.broadcast_domain.as_ref().and_then(|d| d.name.as_deref())
+                    == Some(network.domain.as_str())
+        })
+        .collect();
+    // Node by node, so that the Event reads the same whatever order ONTAP lists them in.
+    ours.sort_by_key(|p| node_of(p));
     let mut kept = false;
     for vlan in ours {
         match client.delete_port(&vlan.uuid).await {
