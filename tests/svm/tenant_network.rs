@@ -173,6 +173,18 @@ async fn ready_in(world: &SvmWorld, namespace: &str, name: &str) -> (String, Opt
     .await
 }
 
+/// Deletes `name` of `namespace` and waits until it is gone.
+async fn delete_in(world: &SvmWorld, namespace: &str, name: &str) {
+    world
+        .svms_in(namespace)
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    gone(&world.svms_in(namespace), name, READY_WITHIN)
+        .await
+        .unwrap();
+}
+
 /// The notes of the Events of `reason` in `namespace`.
 async fn events(world: &SvmWorld, namespace: &str, reason: &str) -> Vec<String> {
     Api::<Event>::namespaced(world.env.client.clone(), namespace)
@@ -268,36 +280,15 @@ async fn each_tenant_gets_its_own_network_with_its_first_svm_and_loses_it_with_i
         why.starts_with("spec.dataLifs[0].broadcastDomain: "),
         "{why}"
     );
-    world
-        .svms_in(&team_a)
-        .delete("a3", &DeleteParams::default())
-        .await
-        .unwrap();
-    gone(&world.svms_in(&team_a), "a3", READY_WITHIN)
-        .await
-        .unwrap();
+    delete_in(&world, &team_a, "a3").await;
 
     // The first of a tenant's two SVMs goes: its network stays for the other.
-    world
-        .svms_in(&team_a)
-        .delete("a1", &DeleteParams::default())
-        .await
-        .unwrap();
-    gone(&world.svms_in(&team_a), "a1", READY_WITHIN)
-        .await
-        .unwrap();
+    delete_in(&world, &team_a, "a1").await;
     assert_eq!(ports(&world).await, wanted, "still used by a2");
     world.wait_ready("a2", READY_WITHIN).await;
 
     // The last goes: its network with it, the other tenant's untouched.
-    world
-        .svms_in(&team_a)
-        .delete("a2", &DeleteParams::default())
-        .await
-        .unwrap();
-    gone(&world.svms_in(&team_a), "a2", READY_WITHIN)
-        .await
-        .unwrap();
+    delete_in(&world, &team_a, "a2").await;
     assert_eq!(
         ports(&world).await,
         vlan_ports(121, "ontap-operator-vlan-121")
@@ -319,14 +310,7 @@ async fn each_tenant_gets_its_own_network_with_its_first_svm_and_loses_it_with_i
 
     // A retained SVM stays on its network: the last object's deletion keeps all of it.
     for name in ["b0", "b1"] {
-        world
-            .svms_in(team_b)
-            .delete(name, &DeleteParams::default())
-            .await
-            .unwrap();
-        gone(&world.svms_in(team_b), name, READY_WITHIN)
-            .await
-            .unwrap();
+        delete_in(&world, team_b, name).await;
     }
     assert_eq!(
         ports(&world).await,
@@ -409,6 +393,7 @@ async fn a_foreign_domain_is_left_alone_drift_is_repaired_and_faults_are_survive
     let foreign_domain = domain_uuid(&world, DOMAIN).await;
     let faults = [
         fail_once("GET", "/api/network/ethernet/ports"),
+        fail_once("GET", "/api/network/ethernet/broadcast-domains"),
         fail_once("POST", "/api/network/ethernet/broadcast-domains"),
         fail_once("POST", "/api/network/ethernet/ports"),
     ];
