@@ -5,7 +5,7 @@
 //! takes them away with the tenant's last SVM.
 //!
 //! The tag is the administrator's grant, never the tenant's choice: a VLAN is a network, and a
-//! tenant naming another's tag would join it. Whose an object is comes from its [`Standing`]
+//! tenant naming another's tag would join it. Whose an object is comes from its standing
 //! alone ([`Party`]), as every other right does.
 //!
 //! ONTAP records no creator of a port or a broadcast domain. The operator's are known by name
