@@ -483,7 +483,8 @@ async fn a_foreign_domain_is_left_alone_drift_is_repaired_and_faults_are_survive
 
 /// Ports and broadcast domains come from the cluster's inventory: a resync of Ready objects of
 /// a tenant with a network costs one login each and two collection reads more per inventory
-/// read, none per object. Admission refuses a grant that is not one tag per tenant.
+/// read, none per object. Admission refuses a grant that is not one tag per tenant, and a
+/// cluster that requires a network refuses a tenant it grants none.
 #[tokio::test]
 async fn a_resync_of_tenant_network_svms_reads_the_network_from_the_inventory() {
     const SVMS: u8 = 3;
@@ -522,6 +523,32 @@ async fn a_resync_of_tenant_network_svms_reads_the_network_from_the_inventory() 
         let refused = grant(&world, vlans.clone()).await.unwrap_err();
         assert!(refused.contains(message), "{vlans}: {refused}");
     }
+    // Where the administrator requires a network, a tenant without one is refused.
+    world
+        .clusters()
+        .patch(
+            &world.cluster,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "tenantNetworks": {
+                "basePort": "e0d", "required": true,
+                "vlans": [{ "namespace": "elsewhere", "tag": 150 }],
+            } } })),
+        )
+        .await
+        .unwrap();
+    world.create_svm("unplaced", 9).await;
+    let why = world
+        .refused_in(
+            &namespace,
+            "unplaced",
+            "ClusterReady",
+            "NotAllowedByCluster",
+        )
+        .await;
+    assert!(why.starts_with("spec.clusterRef: "), "{why}");
+    delete_in(&world, &namespace, "unplaced").await;
+    assert!(ports(&world).await.is_empty(), "nothing made for it");
+
     grant(&world, json!([{ "namespace": namespace, "tag": 140 }]))
         .await
         .unwrap();
