@@ -12,3 +12,4 @@ mod limits;
 mod network;
 mod role_cost;
 mod rotation;
+mod tenant_network;

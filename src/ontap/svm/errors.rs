@@ -35,6 +35,11 @@ reasons! {
         RouteCreate => "RouteCreateFailed",
         RouteDelete => "RouteDeleteFailed",
         NodeLookup => "NodeLookupFailed",
+        TenantNetworkLookup => "TenantNetworkLookupFailed",
+        BroadcastDomainCreate => "BroadcastDomainCreateFailed",
+        BroadcastDomainDelete => "BroadcastDomainDeleteFailed",
+        VlanCreate => "VLANCreateFailed",
+        VlanDelete => "VLANDeleteFailed",
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
         AccountUnlock => "AccountUnlockFailed",
@@ -116,6 +121,7 @@ reasons! {
         AddressInUse => "AddressInUse",
         SvmOwnedByAnother => "SVMOwnedByAnother",
         SecretChangedMeanwhile => "SecretChangedMeanwhile",
+        TenantNetworkForeign => "TenantNetworkConflict",
     }
 }
 
