@@ -24,7 +24,7 @@ use super::authority::Party;
 use super::errors::{Conflict, Failed, ontap_error};
 use super::reconcile::SvmStep;
 use super::tenancy::lifs_by_field;
-use crate::api::{DeletionPolicy, OntapCluster, StorageVirtualMachine, SvmMode};
+use crate::api::{DeletionPolicy, OntapCluster, StorageVirtualMachine, SvmMode, TenantNetworks};
 use crate::ontap::inventory::{PAGE_RECORDS, Snapshot};
 use ontap_client::{
     BroadcastDomain, BroadcastDomainCreate, DeleteOutcome, EthernetPort, OntapClient, VlanCreate,
@@ -98,9 +98,12 @@ pub fn not_allowed(
     }
     let name = cluster.name_any();
     let Some(network) = granted(cluster, party) else {
-        return networks.required.then(|| format!(
-            "spec.clusterRef: the OntapCluster {name} requires a tenant network, and grants none to this object's tenant; an administrator adds one to its tenantNetworks.vlans"
-        ));
+        if networks.required {
+            return Some(format!(
+                "spec.clusterRef: the OntapCluster {name} requires a tenant network, and grants none to this object's tenant; an administrator adds one to its tenantNetworks.vlans"
+            ));
+        }
+        return others_network_named(svm, networks, &name);
     };
     let port = network.port_name();
     for (field, lif) in lifs_by_field(&svm.spec) {
@@ -121,6 +124,34 @@ pub fn not_allowed(
         }
     }
     None
+}
+
+/// Why an object of a tenant granted no network is refused: a LIF naming a VLAN port or a
+/// broadcast domain of a tenant network, which are other tenants' (the domain prefix also
+/// covers a network whose grant was withdrawn while it was kept). `None`: admitted.
+fn others_network_named(
+    svm: &StorageVirtualMachine,
+    networks: &TenantNetworks,
+    cluster: &str,
+) -> Option<String> {
+    let ports: Vec<String> = networks
+        .vlans
+        .iter()
+        .map(|v| format!("{}-{}", networks.base_port, v.tag))
+        .collect();
+    lifs_by_field(&svm.spec).find_map(|(field, lif)| {
+        if let Some(named) = lif.home_port.as_ref().filter(|p| ports.contains(p)) {
+            return Some(format!(
+                "{field}.homePort: {named} is a tenant network's VLAN port on the OntapCluster {cluster}, which grants this object's tenant none"
+            ));
+        }
+        lif.broadcast_domain
+            .as_ref()
+            .filter(|d| d.starts_with(DOMAIN_PREFIX))
+            .map(|named| format!(
+                "{field}.broadcastDomain: {named} is a tenant network's broadcast domain on the OntapCluster {cluster}, which grants this object's tenant none"
+            ))
+    })
 }
 
 /// What ONTAP needs for a tenant network to be as wanted.
@@ -700,9 +731,27 @@ mod tests {
                 .starts_with("spec.dataLifs[0].broadcastDomain: ")
         );
 
-        // Without an entry: placed as anywhere, unless the administrator requires one.
+        // Without an entry: placed as anywhere, but never on a tenant's network, and refused
+        // where the administrator requires one.
         let b = Party::Namespace("team-b".into());
-        assert_eq!(not_allowed(&other_port, &lab, &b), None);
+        assert_eq!(not_allowed(&plain, &lab, &b), None);
+        let elsewhere = object(
+            json!({"ip": "192.0.2.11", "prefixLength": 24, "homeNode": "node-01", "homePort": "e0d-300"}),
+        );
+        assert_eq!(not_allowed(&elsewhere, &lab, &b), None);
+        assert!(
+            not_allowed(&other_port, &lab, &b)
+                .unwrap()
+                .starts_with("spec.dataLifs[0].homePort: e0d-121 is a tenant network's")
+        );
+        let withdrawn = object(
+            json!({"ip": "192.0.2.11", "prefixLength": 24, "broadcastDomain": "ontap-operator-vlan-99"}),
+        );
+        assert!(
+            not_allowed(&withdrawn, &lab, &b)
+                .unwrap()
+                .starts_with("spec.dataLifs[0].broadcastDomain: ")
+        );
         let required = cluster(
             json!({"basePort": "e0d", "required": true, "vlans": [{"namespace": "team-a", "tag": 120}]}),
         );
