@@ -98,6 +98,15 @@ impl Storage {
             .map(|p| p.uuid.as_str())
     }
 
+    /// Whether the policy sets a throughput floor, which ONTAP applies to no SVM ("A policy
+    /// group that defines a throughput floor cannot be applied to an SVM", NetApp, *Set a
+    /// throughput floor with QoS*).
+    pub fn qos_policy_has_floor(&self, uuid: &str) -> bool {
+        self.qos_policies
+            .get(uuid)
+            .is_some_and(|p| p.fixed.min_iops != 0 || p.fixed.min_mbps != 0)
+    }
+
     fn qos_policy_named(&self, name: &str) -> Option<&QosPolicy> {
         self.qos_policies.values().find(|p| p.name == name)
     }
@@ -149,8 +158,21 @@ impl Model {
             .map(|p| self.qos_policy_json(p))
     }
 
-    /// ONTAP keys policy groups by name across the cluster, whichever SVM owns them.
+    /// ONTAP keys policy groups by name across the cluster, whichever SVM owns them, and
+    /// restricts names "to 127 alphanumeric characters including underscores "_" and hyphens
+    /// "-"", starting "with an alphanumeric character" (`qos policy-group create`).
     fn check_qos_name(&self, name: &str, except: Option<&str>) -> ApiResult<()> {
+        let well_formed = name.len() <= 127
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !well_formed {
+            return Err(ApiError::invalid_value(
+                "name",
+                "a policy group name is at most 127 letters, digits, \"_\" and \"-\", starting with a letter or digit",
+            ));
+        }
         match self.storage.qos_policy_named(name) {
             Some(p) if Some(p.uuid.as_str()) != except => Err(ApiError::conflict(
                 codes::QOS_POLICY_NAME_IN_USE,
