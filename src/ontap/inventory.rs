@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ontap_client::{
-    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, Route, Svm, SvmLimits, VolumeUsage,
+    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, QosPolicy, Route, Svm, SvmLimits,
+    VolumeUsage,
 };
 use serde::de::DeserializeOwned;
 
@@ -34,6 +35,9 @@ pub struct Snapshot {
     limits: Option<Limits>,
     /// By SVM uuid; `None` when the reading did not read routes (no object managed any).
     routes: Option<HashMap<String, Vec<Route>>>,
+    /// The cluster's QoS policies by name, which ONTAP keeps unique across the cluster; `None`
+    /// when the reading did not read them (no object wanted a throughput ceiling).
+    qos_policies: Option<HashMap<String, QosPolicy>>,
 }
 
 /// Every SVM's limits and volume count, by SVM uuid.
@@ -88,6 +92,23 @@ impl Snapshot {
         self
     }
 
+    /// This snapshot with the cluster's QoS `policies` read too.
+    pub fn with_qos_policies(mut self, policies: Vec<QosPolicy>) -> Self {
+        self.qos_policies = Some(policies.into_iter().map(|p| (p.name.clone(), p)).collect());
+        self
+    }
+
+    /// Whether its reading took the QoS policies too.
+    pub fn has_qos_policies(&self) -> bool {
+        self.qos_policies.is_some()
+    }
+
+    /// The QoS policy of that name, in any SVM; the outer `None` when the reading did not take
+    /// the policies.
+    pub fn qos_policy(&self, name: &str) -> Option<Option<&QosPolicy>> {
+        self.qos_policies.as_ref().map(|p| p.get(name))
+    }
+
     /// Whether its reading took limits and volumes too.
     pub fn has_limits(&self) -> bool {
         self.limits.is_some()
@@ -131,10 +152,15 @@ impl Snapshot {
                 .div_ceil(per_page)
                 .max(1)
         });
+        let qos_policies = self
+            .qos_policies
+            .as_ref()
+            .map_or(0, |p| p.len().div_ceil(per_page).max(1));
         self.svms.len().div_ceil(per_page).max(1)
             + interfaces.div_ceil(per_page).max(1)
             + limits
             + routes
+            + qos_policies
     }
 }
 
@@ -202,6 +228,7 @@ impl Reading {
             interfaces: self.interfaces,
             limits: None,
             routes: self.routes,
+            qos_policies: None,
         }
     }
 }
@@ -221,6 +248,9 @@ pub struct AlsoRead<'a> {
     pub limits: Option<&'a ClusterVersion>,
     /// The SVMs' routes.
     pub routes: bool,
+    /// The cluster's QoS policies (with the limits, whose SVM records say which one each SVM
+    /// applies).
+    pub qos_policies: bool,
 }
 
 /// Held by the one pass reading a cluster's inventory; holds when the last such read failed.
@@ -272,7 +302,10 @@ impl Inventory {
         client: &OntapClient,
         also: AlsoRead<'_>,
     ) -> Option<Arc<Snapshot>> {
-        let usable = |s: &Arc<Snapshot>| also.limits.is_none() || s.has_limits();
+        let usable = |s: &Arc<Snapshot>| {
+            (also.limits.is_none() || s.has_limits())
+                && (!also.qos_policies || s.has_qos_policies())
+        };
         if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
         }
@@ -345,6 +378,18 @@ impl Inventory {
             read.svms.shrink_to_fit();
             read.volumes.shrink_to_fit();
             snapshot.limits = Some(read);
+        }
+        if also.qos_policies {
+            let mut policies = HashMap::new();
+            for_each_record(
+                client.qos_policy_pages(PAGE_RECORDS)?,
+                pace,
+                |p: QosPolicy| {
+                    policies.insert(p.name.clone(), p);
+                },
+            )
+            .await?;
+            snapshot.qos_policies = Some(policies);
         }
         let snapshot = Arc::new(snapshot);
         self.snapshots

@@ -26,6 +26,11 @@ reasons! {
         SvmProtocols => "SVMProtocolsFailed",
         SvmLimitsLookup => "SVMLimitsLookupFailed",
         SvmLimits => "SVMLimitsFailed",
+        QosPolicyLookup => "QoSPolicyLookupFailed",
+        QosPolicyCreate => "QoSPolicyCreateFailed",
+        QosPolicyLimits => "QoSPolicyLimitsFailed",
+        QosPolicyApply => "QoSPolicyApplyFailed",
+        QosPolicyDelete => "QoSPolicyDeleteFailed",
         SvmDelete => "SVMDeleteFailed",
         LifLookup => "LIFLookupFailed",
         LifCreate => "LIFCreateFailed",
@@ -116,6 +121,8 @@ reasons! {
         AddressInUse => "AddressInUse",
         SvmOwnedByAnother => "SVMOwnedByAnother",
         SecretChangedMeanwhile => "SecretChangedMeanwhile",
+        /// The name the operator gives an SVM's QoS policy is a policy of another SVM.
+        QosPolicyNameTaken => "QoSPolicyNameTaken",
     }
 }
 

@@ -22,7 +22,9 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::authority::Standing;
-use super::limits::{cluster_version, desired_limits_on, wants_limits};
+use super::limits::{
+    ceiling_confirmed, cluster_version, desired_limits_on, wants_ceiling, wants_limits,
+};
 use super::naming::names_of;
 use super::plan::{
     DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
@@ -44,6 +46,8 @@ struct SteadyCount {
     objects: usize,
     routed: usize,
     limited: bool,
+    /// Some object on the cluster asks for a throughput ceiling of its own.
+    throttled: bool,
 }
 
 /// Per cluster name, its count, and when they were counted.
@@ -110,6 +114,7 @@ impl SteadyInventory {
         let also = AlsoRead {
             limits: limits.as_ref(),
             routes: count.routed > 0,
+            qos_policies: self.qos_wanted(cluster, count),
         };
         self.inventory.current(cluster, client, also).await
     }
@@ -133,6 +138,18 @@ impl SteadyInventory {
             .ok_or(())
     }
 
+    /// Whether `cluster`'s inventory is to read the QoS policies: some object on it, or its
+    /// administrator's defaults or bounds, ask for a throughput ceiling. Its limits are then
+    /// read too ([`wants_limits`]), which say which policy each SVM applies.
+    fn qos_wanted(&self, cluster: &str, count: SteadyCount) -> bool {
+        count.throttled
+            || self
+                .clusters
+                .get(&ObjectRef::new(cluster))
+                .as_deref()
+                .is_some_and(wants_ceiling)
+    }
+
     /// `cluster`'s count, made at most every [`COUNT_MAX_AGE`].
     fn steady_on(&self, cluster: &str) -> SteadyCount {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -144,6 +161,9 @@ impl SteadyInventory {
             for svm in self.svms.store().state() {
                 let count = fresh.entry(svm.spec.cluster_ref.name.clone()).or_default();
                 count.limited |= svm.spec.limits.is_some();
+                count.throttled |= svm.spec.limits.as_ref().is_some_and(|l| {
+                    l.max_throughput_iops.is_some() || l.max_throughput_mbps.is_some()
+                });
                 if is_steady(&svm) {
                     count.objects += 1;
                     count.routed += usize::from(svm.spec.routes.is_some());
@@ -225,6 +245,7 @@ impl SteadyInventory {
         let also = AlsoRead {
             limits: limits.as_ref(),
             routes: count.routed > 0,
+            qos_policies: self.qos_wanted(&name, count),
         };
         // A cluster the operator cannot reach now is the cluster controller's to report; its
         // passes read per object once the snapshot ages out.
@@ -292,10 +313,18 @@ fn confirms(
     desired_limits_on(svm, cluster, cluster.and_then(cluster_version).as_ref())
         .ok()
         .and_then(|limits| desired_svm(svm, &names.svm, standing, limits).ok())
-        .and_then(|desired| confirmed_svm(&desired, recorded, snapshot))
-        .is_some_and(|found| {
+        .and_then(|desired| {
+            confirmed_svm(&desired, recorded, snapshot).map(|found| (desired, found))
+        })
+        .is_some_and(|(desired, found)| {
             lifs_confirmed(svm, &found.uuid, snapshot)
                 && routes_confirmed(svm, &found.uuid, snapshot)
+                && ceiling_confirmed(
+                    desired.limits.ceiling,
+                    status.usage.as_ref(),
+                    &found.uuid,
+                    snapshot,
+                )
         })
 }
 
