@@ -47,6 +47,25 @@ pub(super) async fn inventory_read(world: &SvmWorld, path: &str) {
     .await;
 }
 
+/// The requests ONTAP saw with sequence numbers from `from` up to `to`, to paths that begin
+/// with `path`.
+pub(super) async fn requests_between(
+    world: &SvmWorld,
+    from: u64,
+    to: u64,
+    path: &str,
+) -> Vec<Value> {
+    world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| {
+            r["seq"].as_u64().is_some_and(|s| s >= from && s < to)
+                && r["path"].as_str().is_some_and(|p| p.starts_with(path))
+        })
+        .collect()
+}
+
 /// Waits until the operator's passes have ended, those that the events of their own writes
 /// cause included.
 async fn passes_ended(world: &SvmWorld) {
@@ -83,6 +102,10 @@ impl ResyncWindow {
     /// collection reads per half sync period, and nothing per SVM besides.
     pub(super) fn costs_a_login_per_svm(&self, svms: u8, collections: usize) {
         let all = &self.all;
+        eprintln!(
+            "{:.2} ONTAP requests per SVM in the window: {all:#?}",
+            (self.paged + self.logins) as f64 / f64::from(svms)
+        );
         assert!(
             self.logins >= usize::from(svms),
             "every SVM's credentials are proven by a login: {all:#?}"

@@ -15,6 +15,7 @@ mod least_privilege;
 mod limits;
 mod network;
 mod provisioning;
+mod qos;
 mod rotation;
 mod sharing;
 mod tenancy;
