@@ -315,11 +315,21 @@ async fn a_resync_of_ready_svms_with_a_ceiling_reads_it_from_the_inventory() {
     world.operator.quiesce(READY_WITHIN).await;
     inventory_read(&world, "/api/storage/qos/policies").await;
     let from = world.next_seq().await;
-    let qos_requests = requests_between(&world, created_from, from, "/api/storage/qos/policies")
+    let per_svm = |r: &Value| {
+        r["method"] != "GET" || r["query"].as_str().is_some_and(|q| q.contains("name="))
+    };
+    let qos = requests_between(&world, created_from, from, "/api/storage/qos/policies").await;
+    let applies = requests_between(&world, created_from, from, "/api/svm/svms/")
         .await
         .into_iter()
-        .filter(|r| r["method"] != "GET")
+        .filter(|r| r["method"] == "PATCH")
         .count();
+    eprintln!(
+        "provisioning a ceiling: {:.2} QoS policy requests and {:.2} SVM PATCHes per SVM",
+        qos.iter().filter(|r| per_svm(r)).count() as f64 / f64::from(SVMS),
+        applies as f64 / f64::from(SVMS),
+    );
+    let qos_requests = qos.iter().filter(|r| r["method"] != "GET").count();
     assert_eq!(
         qos_requests,
         usize::from(SVMS),
