@@ -449,6 +449,7 @@ impl Model {
         }
         if let Some(policy) = &patch.qos_policy {
             self.svm_qos_policy(uuid, policy)?;
+            self.check_svm_qos_nesting(uuid)?;
         }
         if let Some(state) = &patch.state
             && !matches!(state.as_str(), "running" | "stopped")

@@ -35,6 +35,12 @@ pub(super) struct QosPolicy {
 /// Policy group ids as the mock hands them out, above those of ONTAP's preset policies.
 const FIRST_PGID: u64 = 1000;
 
+/// The release from which an SVM's policy and its volumes' policies may nest: "Beginning with
+/// ONTAP 9.18.1, you can use nested QoS policies" (NetApp, *QoS policy group assignment
+/// restrictions*). Before it, an SVM with a policy and its storage objects with policies exclude
+/// each other.
+const NESTED_QOS_SINCE: (u32, u32, u32) = (9, 18, 1);
+
 impl QosPolicy {
     pub(super) fn owned_by(&self, svm: &str) -> bool {
         self.svm == svm
@@ -113,6 +119,57 @@ impl Storage {
 }
 
 impl Model {
+    /// An SVM PATCH applying a policy to `svm`: refused before nesting while a volume, LUN or
+    /// namespace of the SVM has a policy of its own.
+    pub(crate) fn check_svm_qos_nesting(&self, svm: &str) -> ApiResult<()> {
+        if self.cluster.version.at_least(NESTED_QOS_SINCE) {
+            return Ok(());
+        }
+        let storage = &self.storage;
+        let volume = storage
+            .volumes
+            .values()
+            .any(|v| v.svm == svm && v.qos_policy.is_some());
+        let block = storage
+            .luns
+            .values()
+            .chain(storage.namespaces.values())
+            .any(|b| b.svm == svm && b.qos_policy.is_some());
+        if volume || block {
+            return Err(ApiError::bad_request(
+                codes::INVALID_FIELD,
+                "Cannot assign a QoS policy group to the Vserver: a storage object it contains belongs to a policy group.",
+            )
+            .with_target("qos_policy"));
+        }
+        Ok(())
+    }
+
+    /// A volume, LUN or namespace of `svm` created naming a policy (at `field` of `body`):
+    /// refused before nesting while the SVM applies one.
+    pub(crate) fn check_object_qos_nesting(
+        &self,
+        svm: &str,
+        body: &Value,
+        field: &str,
+    ) -> ApiResult<()> {
+        let applied = self
+            .svm(svm)
+            .and_then(|s| s.qos_policy.as_deref())
+            .is_some();
+        if applied
+            && str_at(body, field).is_some()
+            && !self.cluster.version.at_least(NESTED_QOS_SINCE)
+        {
+            return Err(ApiError::bad_request(
+                codes::INVALID_FIELD,
+                "Cannot assign a QoS policy group to the storage object: its Vserver belongs to a policy group.",
+            )
+            .with_target(field));
+        }
+        Ok(())
+    }
+
     fn qos_policy_json(&self, p: &QosPolicy) -> Value {
         let volumes = self
             .storage
