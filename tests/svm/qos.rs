@@ -264,6 +264,63 @@ async fn the_clusters_default_and_bound_give_the_ceiling_and_refuse_beyond_it() 
     ceiling_becomes(&world, &own, None, "the deleted object's policy").await;
 }
 
+/// Before ONTAP 9.18.1 an SVM's policy and its volumes' policies exclude each other: a ceiling on
+/// an SVM one of whose volumes has a policy is ONTAP's refusal in the condition, the rest of the
+/// SVM converged, and the ceiling applies once that volume's policy is gone.
+#[tokio::test]
+async fn a_ceiling_ontap_refuses_beside_a_volumes_own_policy_is_a_condition() {
+    let world = limits::steady_world().await;
+    let uuid = create_ready(&world, "nested", 1, json!({ "maxVolumes": 10 })).await;
+    hand_made_policy(&world, &uuid, "vol-gold", 100).await;
+    change_by_hand(
+        &world,
+        Method::POST,
+        "/api/storage/volumes",
+        json!({ "name": "vol1", "svm": { "uuid": uuid }, "aggregates": [{ "name": "aggr1_node01" }],
+                "size": 1u64 << 30, "qos": { "policy": { "name": "vol-gold" } } }),
+    )
+    .await;
+    set_iops(&world, "nested", Some(5000)).await;
+    let message = world
+        .refused_in(
+            &world.env.namespace,
+            "nested",
+            "LimitsReady",
+            "QoSPolicyApplyFailed",
+        )
+        .await;
+    assert!(message.contains("policy group"), "ONTAP's words: {message}");
+    world
+        .wait_condition("nested", "SecretReady", "True", READY_WITHIN)
+        .await;
+    assert_eq!(applied(&world, &uuid).await, None, "nothing applied");
+
+    // The volume gone, the ceiling applies on a later look.
+    let volumes = world
+        .mock
+        .as_admin(
+            Method::GET,
+            &format!("/api/storage/volumes?name=vol1&svm.uuid={uuid}"),
+            Value::Null,
+        )
+        .await;
+    let volume = volumes["records"][0]["uuid"].as_str().unwrap().to_owned();
+    change_by_hand(
+        &world,
+        Method::DELETE,
+        &format!("/api/storage/volumes/{volume}"),
+        Value::Null,
+    )
+    .await;
+    ceiling_becomes(
+        &world,
+        &uuid,
+        Some((5000, 0)),
+        "the ceiling without nesting",
+    )
+    .await;
+}
+
 /// Each new request failing once in each way that matters, met by a change of the ceiling that
 /// needs it: the SVM still ends up Ready with the ceiling as wanted.
 #[tokio::test]
