@@ -299,6 +299,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_ceiling_is_confirmed_from_the_snapshot_only_as_wanted_and_recorded() {
+        const SVM: &str = "5d8e7a10-0000-4000-8000-000000000001";
+        fn record<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+            serde_json::from_value(value).unwrap()
+        }
+        let svm_applying = |policy: &str| -> SvmLimits {
+            record(serde_json::json!({
+                "uuid": SVM, "name": "svm_a", "qos_policy": { "uuid": policy },
+            }))
+        };
+        let ours: ontap_client::QosPolicy = record(serde_json::json!({
+            "uuid": "p-1", "name": qos_policy_name(SVM), "svm": { "uuid": SVM },
+            "fixed": { "max_throughput_iops": 5000 },
+        }));
+        let snapshot = |limits: SvmLimits, policies: Option<Vec<ontap_client::QosPolicy>>| {
+            let read = Snapshot::new(std::time::Instant::now(), Vec::new(), Vec::new())
+                .with_limits(vec![limits], Vec::new());
+            match policies {
+                Some(policies) => read.with_qos_policies(policies),
+                None => read,
+            }
+        };
+        let wanted = Ceiling::of(5000, 0);
+        let recorded = usage_of(&svm_applying("p-1"), None, wanted);
+        let as_wanted = snapshot(svm_applying("p-1"), Some(vec![ours.clone()]));
+        assert!(ceiling_confirmed(wanted, Some(&recorded), SVM, &as_wanted));
+        // Another policy applied, or the status not recording the ceiling: not confirmed.
+        let other = snapshot(svm_applying("p-2"), Some(vec![ours.clone()]));
+        assert!(!ceiling_confirmed(wanted, Some(&recorded), SVM, &other));
+        assert!(!ceiling_confirmed(wanted, None, SVM, &as_wanted));
+        // A snapshot that did not read the policies confirms only the absence of a ceiling.
+        let unread = snapshot(svm_applying("p-1"), None);
+        assert!(!ceiling_confirmed(wanted, Some(&recorded), SVM, &unread));
+        assert!(ceiling_confirmed(None, None, SVM, &unread));
+        // No ceiling wanted, and the operator's policy still there: to be removed.
+        assert!(!ceiling_confirmed(None, None, SVM, &as_wanted));
+        assert!(ceiling_confirmed(
+            None,
+            None,
+            SVM,
+            &snapshot(svm_applying("p-1"), Some(Vec::new()))
+        ));
+    }
+
+    #[test]
     fn usage_reads_as_used_over_limit() {
         let limits: SvmLimits = serde_json::from_value(serde_json::json!({
             "uuid": "u", "name": "n", "max_volumes": "100",
