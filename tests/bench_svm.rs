@@ -8,7 +8,8 @@
 //! `cargo test --release --test bench_svm -- --ignored --nocapture` (the release profile also
 //! builds the operator binary the test starts). The variables are in `docs/benchmarks/svm.md`:
 //! `BENCH_SVMS` (10000), `BENCH_CLUSTERS` (10), `BENCH_JOB_MS` (2000), `BENCH_SLOW_CLUSTER`,
-//! `BENCH_LOST_ANSWERS`, `BENCH_BARE_CONCURRENCY`, `BENCH_OPERATOR_FLAGS`, `BENCH_REPORT`.
+//! `BENCH_LOST_ANSWERS`, `BENCH_BARE_CONCURRENCY`, `BENCH_OPERATOR_FLAGS`, `BENCH_SVM_SPEC`,
+//! `BENCH_REPORT`.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -46,6 +47,8 @@ struct Settings {
     /// The chance that any ONTAP answer is lost after the request was applied.
     lost: Option<f64>,
     bare_concurrency: usize,
+    /// Fields merged into every object's spec: what the optional SVM features cost in use.
+    spec: Option<Value>,
 }
 
 impl Settings {
@@ -59,6 +62,10 @@ impl Settings {
             lost: (lost > 0.0).then_some(lost),
             // The operator's default --max-concurrent-reconciles: as many writers as it has.
             bare_concurrency: env_or("BENCH_BARE_CONCURRENCY", 50usize).max(1),
+            spec: std::env::var("BENCH_SVM_SPEC").ok().map(|spec| {
+                serde_json::from_str(&spec)
+                    .unwrap_or_else(|e| panic!("BENCH_SVM_SPEC is not a JSON object: {e}"))
+            }),
         }
     }
 
@@ -88,14 +95,21 @@ fn index_of(name: &str) -> Option<usize> {
     name.strip_prefix("bench-")?.parse().ok()
 }
 
-fn manifest(cluster: &str, i: usize) -> StorageVirtualMachine {
+/// Object `i` on `cluster`, with `extra` merged into its spec.
+fn manifest(cluster: &str, i: usize, extra: Option<&Value>) -> StorageVirtualMachine {
     // Two addresses per SVM, unique across 65,536 SVMs.
     let (hi, lo) = (i / 256, i % 256);
-    svm(&name_of(i))
+    let mut object = svm(&name_of(i))
         .cluster(cluster)
         .nfs()
         .lifs(&format!("10.1.{hi}.{lo}"), &format!("10.2.{hi}.{lo}"), 16)
-        .build()
+        .json();
+    if let Some(extra) = extra.and_then(Value::as_object) {
+        for (field, value) in extra {
+            object["spec"][field] = value.clone();
+        }
+    }
+    serde_json::from_value(object).unwrap()
 }
 
 fn is_ready(svm: &StorageVirtualMachine) -> bool {
@@ -336,7 +350,7 @@ async fn bare_writes(
             let svms = svms.clone();
             async move {
                 let object = svms
-                    .create(&PostParams::default(), &manifest("bare", i))
+                    .create(&PostParams::default(), &manifest("bare", i, None))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok((i, object.metadata.uid.unwrap_or_default()))
@@ -746,7 +760,7 @@ async fn bench_many_svms_created_at_once() {
     let created: Vec<Result<(), kube::Error>> = futures::stream::iter(0..count)
         .map(|i| {
             let svms = svms.clone();
-            let object = manifest(&names[settings.cluster_of(i)], i);
+            let object = manifest(&names[settings.cluster_of(i)], i, settings.spec.as_ref());
             async move {
                 svms.create(&PostParams::default(), &object)
                     .await

@@ -1,20 +1,24 @@
 //! Each ONTAP cluster's SVMs and IP interfaces (and, where objects need them, the SVMs' limits
-//! and volumes, and their routes) as a few paged collection reads last saw them.
+//! and volumes, their routes, and one REST role and the accounts holding it) as a few paged
+//! collection reads last saw them.
 //!
 //! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
 //! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
 //! requests to an ONTAP its storage administrators share. Read as collections, `max_records` at a
 //! time, the same facts cost a handful of pages. A snapshot only ever confirms that nothing
 //! changed (see `svm::steady`); anything it does not confirm is read afresh, and the login that
-//! proves a seed Secret's credentials stays one request per SVM and pass.
+//! proves a seed Secret's credentials stays one request per SVM and pass. An account of the
+//! operator's least-privilege role cannot read its own record, so without the role and its
+//! accounts in the snapshot its pass would add the administrator's reads of both: three
+//! requests instead of one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ontap_client::{
-    ClusterVersion, IpInterface, OntapClient, OntapError, Pages, QosPolicy, Route, Svm, SvmLimits,
-    VolumeUsage,
+    Account, ClusterVersion, IpInterface, OntapClient, OntapError, Pages, QosPolicy, Role,
+    RolePrivilege, Route, Svm, SvmLimits, VolumeUsage,
 };
 use serde::de::DeserializeOwned;
 
@@ -38,6 +42,22 @@ pub struct Snapshot {
     /// The cluster's QoS policies by name, which ONTAP keeps unique across the cluster; `None`
     /// when the reading did not read them (no object wanted a throughput ceiling).
     qos_policies: Option<HashMap<String, QosPolicy>>,
+    /// Read only while some object's account is to hold the role [`AlsoRead::role`] names.
+    role: Option<RoleHolders>,
+}
+
+/// One REST role on every SVM that has it, and the accounts holding it.
+#[derive(Debug)]
+struct RoleHolders {
+    name: String,
+    /// The role's privileges by its SVM's uuid. Equal lists share one allocation: the role is
+    /// meant to be alike on every SVM, and a thousand copies of forty privileges would be
+    /// megabytes held between reads.
+    privileges: HashMap<String, Arc<[RolePrivilege]>>,
+    /// The list the last role read held, for the next to share.
+    last_read: Option<Arc<[RolePrivilege]>>,
+    /// By their SVM's uuid (which their key names, so their `owner` is not kept).
+    accounts: HashMap<String, Vec<Account>>,
 }
 
 /// Every SVM's limits and volume count, by SVM uuid.
@@ -128,6 +148,35 @@ impl Snapshot {
             .then(|| limits.volumes.get(svm_uuid).copied().unwrap_or_default())
     }
 
+    /// This snapshot with the role `name` of every SVM that has it, and the accounts holding
+    /// it, read too.
+    pub fn with_role(mut self, name: &str, roles: Vec<Role>, accounts: Vec<Account>) -> Self {
+        let mut holders = RoleHolders::new(name);
+        roles.into_iter().for_each(|r| holders.add_role(r));
+        accounts.into_iter().for_each(|a| holders.add_account(a));
+        self.role = Some(holders.finish());
+        self
+    }
+
+    /// Whether its reading took the role `name` and its accounts.
+    pub fn has_role(&self, name: &str) -> bool {
+        self.role.as_ref().is_some_and(|r| r.name == name)
+    }
+
+    /// The privileges of the role `name` on the SVM with that uuid, where the reading took that
+    /// role and the SVM has it.
+    pub fn role_privileges(&self, svm_uuid: &str, name: &str) -> Option<&[RolePrivilege]> {
+        let role = self.role.as_ref().filter(|r| r.name == name)?;
+        role.privileges.get(svm_uuid).map(|p| &p[..])
+    }
+
+    /// The account `name` of the SVM with that uuid, where the reading took it: only accounts
+    /// holding the role it read are taken, so one holding any other is not found.
+    pub fn role_account(&self, svm_uuid: &str, name: &str) -> Option<&Account> {
+        let role = self.role.as_ref()?;
+        role.accounts.get(svm_uuid)?.iter().find(|a| a.name == name)
+    }
+
     /// The interfaces of the SVM with that uuid (none for an SVM the snapshot does not know).
     pub fn interfaces(&self, svm_uuid: &str) -> &[IpInterface] {
         self.interfaces.get(svm_uuid).map_or(&[], Vec::as_slice)
@@ -156,11 +205,16 @@ impl Snapshot {
             .qos_policies
             .as_ref()
             .map_or(0, |p| p.len().div_ceil(per_page).max(1));
+        let role = self.role.as_ref().map_or(0, |r| {
+            let accounts: usize = r.accounts.values().map(Vec::len).sum();
+            r.privileges.len().div_ceil(per_page).max(1) + accounts.div_ceil(per_page).max(1)
+        });
         self.svms.len().div_ceil(per_page).max(1)
             + interfaces.div_ceil(per_page).max(1)
             + limits
             + routes
             + qos_policies
+            + role
     }
 }
 
@@ -175,6 +229,43 @@ impl Limits {
         if let Some(uuid) = volume.svm.and_then(|s| s.uuid) {
             *self.volumes.entry(uuid).or_default() += 1;
         }
+    }
+}
+
+impl RoleHolders {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            privileges: HashMap::new(),
+            last_read: None,
+            accounts: HashMap::new(),
+        }
+    }
+
+    /// Keeps `role`'s privileges, shared with the role read before when they are the same.
+    fn add_role(&mut self, role: Role) {
+        let Some(uuid) = role.owner.and_then(|o| o.uuid) else {
+            return;
+        };
+        let privileges = match self.last_read.take() {
+            Some(last) if last[..] == role.privileges[..] => last,
+            _ => Arc::from(role.privileges),
+        };
+        self.last_read = Some(privileges.clone());
+        self.privileges.insert(uuid, privileges);
+    }
+
+    fn add_account(&mut self, mut account: Account) {
+        if let Some(uuid) = account.owner.take().and_then(|o| o.uuid) {
+            self.accounts.entry(uuid).or_default().push(account);
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        self.last_read = None;
+        self.privileges.shrink_to_fit();
+        self.accounts.shrink_to_fit();
+        self
     }
 }
 
@@ -229,6 +320,7 @@ impl Reading {
             limits: None,
             routes: self.routes,
             qos_policies: None,
+            role: None,
         }
     }
 }
@@ -251,6 +343,9 @@ pub struct AlsoRead<'a> {
     /// The cluster's QoS policies (with the limits, whose SVM records say which one each SVM
     /// applies).
     pub qos_policies: bool,
+    /// The REST role of this name on every SVM, and the accounts holding it: what a pass over
+    /// an account that cannot read its own record would otherwise read per object.
+    pub role: Option<&'a str>,
 }
 
 /// Held by the one pass reading a cluster's inventory; holds when the last such read failed.
@@ -293,9 +388,9 @@ impl Inventory {
 
     /// A fresh snapshot of `cluster`, read now (pages back to back) when there is none; passes
     /// asking while a read is under way wait for it. Where `also` asks for limits, only a
-    /// snapshot with limits and volumes will do. `None` while reads fail: after a failed
-    /// read, passes read per object for [`RETRY_AFTER_FAILURE`] rather than each trying the
-    /// inventory again, one after another.
+    /// snapshot with limits and volumes will do, and likewise for a role. `None` while reads
+    /// fail: after a failed read, passes read per object for [`RETRY_AFTER_FAILURE`] rather
+    /// than each trying the inventory again, one after another.
     pub async fn current(
         &self,
         cluster: &str,
@@ -305,6 +400,7 @@ impl Inventory {
         let usable = |s: &Arc<Snapshot>| {
             (also.limits.is_none() || s.has_limits())
                 && (!also.qos_policies || s.has_qos_policies())
+                && also.role.is_none_or(|r| s.has_role(r))
         };
         if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
@@ -391,6 +487,18 @@ impl Inventory {
             .await?;
             snapshot.qos_policies = Some(policies);
         }
+        if let Some(name) = also.role {
+            let mut holders = RoleHolders::new(name);
+            for_each_record(client.role_pages(PAGE_RECORDS, name)?, pace, |role| {
+                holders.add_role(role);
+            })
+            .await?;
+            for_each_record(client.account_pages(PAGE_RECORDS, name)?, pace, |account| {
+                holders.add_account(account);
+            })
+            .await?;
+            snapshot.role = Some(holders.finish());
+        }
         let snapshot = Arc::new(snapshot);
         self.snapshots
             .lock()
@@ -476,6 +584,64 @@ mod tests {
             1,
             "the cluster's own LIF belongs to no SVM"
         );
+    }
+
+    #[test]
+    fn a_role_read_on_every_svm_shares_equal_privileges_and_finds_only_its_accounts() {
+        let role = |svm: &str, access: &str| -> Role {
+            record(serde_json::json!({
+                "name": "lean", "owner": { "uuid": svm },
+                "privileges": [
+                    { "path": "/api/svm/svms", "access": "readonly" },
+                    { "path": "/api/storage/volumes", "access": access },
+                ],
+            }))
+        };
+        let account = |svm: &str, name: &str| -> Account {
+            record(serde_json::json!({
+                "name": name, "owner": { "uuid": svm }, "role": { "name": "lean" },
+            }))
+        };
+        let snapshot = Snapshot::new(Instant::now(), Vec::new(), Vec::new()).with_role(
+            "lean",
+            vec![
+                role("u-1", "all"),
+                role("u-2", "all"),
+                role("u-3", "readonly"),
+                role("u-4", "all"),
+            ],
+            vec![account("u-1", "a-1"), account("u-2", "a-2")],
+        );
+        assert!(snapshot.has_role("lean") && !snapshot.has_role("other"));
+        let held = |svm| snapshot.role.as_ref().unwrap().privileges[svm].clone();
+        assert!(
+            Arc::ptr_eq(&held("u-1"), &held("u-2")),
+            "equal lists, one allocation"
+        );
+        assert!(!Arc::ptr_eq(&held("u-2"), &held("u-3")));
+        assert_eq!(held("u-4")[..], held("u-1")[..]);
+        assert_eq!(snapshot.role_privileges("u-3", "lean").unwrap().len(), 2);
+        assert!(
+            snapshot.role_privileges("u-3", "other").is_none(),
+            "another name"
+        );
+        assert!(
+            snapshot.role_privileges("u-9", "lean").is_none(),
+            "no role there"
+        );
+        let found = snapshot.role_account("u-1", "a-1").unwrap();
+        assert!(found.owner.is_none(), "its key names its SVM");
+        assert!(
+            snapshot.role_account("u-1", "a-2").is_none(),
+            "another SVM's"
+        );
+        assert!(
+            Snapshot::new(Instant::now(), Vec::new(), Vec::new())
+                .role_account("u-1", "a-1")
+                .is_none(),
+            "not read"
+        );
+        assert_eq!(snapshot.pages(), 4, "SVMs, interfaces, roles, accounts");
     }
 
     #[test]

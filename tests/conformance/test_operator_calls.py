@@ -21,6 +21,7 @@ from netapp_ontap.resources import (
     Node,
     Port,
     QosPolicy,
+    Role,
     Svm,
     Volume,
 )
@@ -399,3 +400,30 @@ def test_svm_routes_and_the_cluster_wide_route_listing(mock, admin):
 
     NetworkRoute(uuid=default.uuid).delete()
     assert list(NetworkRoute.get_collection(**{"svm.uuid": a.uuid})) == []
+
+
+def test_one_role_and_the_accounts_holding_it_read_on_every_svm(admin):
+    """The inventory's reads for least privilege: `GET /api/security/roles?name=…` and
+    `GET /api/security/accounts?role.name=…`, cluster-wide, `max_records` at a time, with the
+    operator's fields; other roles and accounts (every SVM's `vsadmin`) are left out."""
+    owners = []
+    for name in ("inv1", "inv2", "inv3"):
+        svm = create_svm(name)
+        Role(name="lean", owner={"uuid": svm.uuid},
+             privileges=[{"path": "/api/svm/svms", "access": "readonly"}]).post()
+        Account(name=f"{name}_user", owner={"uuid": svm.uuid}, role={"name": "lean"},
+                applications=[{"application": "http", "authentication_methods": ["password"]}],
+                password="Inventory123x", comment="ours").post()
+        owners.append(svm.uuid)
+    Role(name="other", owner={"uuid": owners[0]},
+         privileges=[{"path": "/api/cluster", "access": "readonly"}]).post()
+
+    roles = list(Role.get_collection(name="lean", fields=F["ROLE_FIELDS"], max_records=2))
+    assert sorted(r.owner.uuid for r in roles) == sorted(owners)
+    assert all([(p.path, p.access) for p in r.privileges] == [("/api/svm/svms", "readonly")]
+               for r in roles)
+    accounts = list(Account.get_collection(fields=F["ACCOUNT_FIELDS"], max_records=2,
+                                           **{"role.name": "lean"}))
+    assert sorted(a.name for a in accounts) == ["inv1_user", "inv2_user", "inv3_user"]
+    assert {a.owner.uuid for a in accounts} == set(owners)
+    assert all(a.role.name == "lean" and a.comment == "ours" for a in accounts)

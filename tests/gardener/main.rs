@@ -19,6 +19,7 @@ mod lifecycle;
 mod metal_stack_switch;
 mod migration_order;
 mod monitoring;
+mod placement;
 mod project_sharing;
 mod registration;
 mod regressions;

@@ -302,6 +302,44 @@ impl SvmWorld {
         json!({"svm": svm, "interfaces": of_svm("interfaces", "svm"), "accounts": of_svm("accounts", "owner")})
     }
 
+    /// The interface with `address` of the SVM named `svm_name`, as ONTAP shows it.
+    pub fn interface(&self, svm_name: &str, address: &str) -> Value {
+        let state = self.state();
+        records(&state, "interfaces")
+            .iter()
+            .find(|i| i["svm"]["name"] == svm_name && i["ip"]["address"] == address)
+            .cloned()
+            .unwrap_or_else(|| panic!("no interface {address} in {svm_name}: {state}"))
+    }
+
+    /// The routes of the SVM named `svm_name` as ONTAP lists them: `destination/prefix via
+    /// gateway`, sorted.
+    pub async fn routes(&self, svm_name: &str) -> Vec<String> {
+        let listed = self
+            .mock
+            .as_admin(
+                reqwest::Method::GET,
+                &format!(
+                    "/api/network/ip/routes?svm.name={svm_name}&fields=uuid,destination,gateway"
+                ),
+                Value::Null,
+            )
+            .await;
+        let mut routes: Vec<String> = records(&listed, "records")
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}/{} via {}",
+                    r["destination"]["address"].as_str().unwrap_or_default(),
+                    r["destination"]["netmask"].as_str().unwrap_or_default(),
+                    r["gateway"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        routes.sort();
+        routes
+    }
+
     /// The mock's request log.
     pub async fn requests(&self) -> Vec<Value> {
         self.mock.requests(&[]).await

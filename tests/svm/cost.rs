@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ontap_operator::ontap::svm::role::TRIDENT_ROLE;
 use serde_json::Value;
 
 use crate::support::mock::fast_mock;
@@ -29,9 +30,10 @@ async fn create_all_ready(world: &SvmWorld, count: u8) -> Vec<String> {
     names
 }
 
-/// Waits for the first cluster-wide listing of `path` from now on: an inventory read, which the
-/// refresher makes only once it counts the objects steady. Passes before it read per object, as
-/// they do on a cluster whose objects have not been counted steady yet.
+/// Waits for the first cluster-wide listing of `path` from now on that ONTAP answered: an
+/// inventory read, which the refresher makes only once it counts the objects steady. Passes
+/// before it read per object, as they do on a cluster whose objects have not been counted
+/// steady yet.
 pub(super) async fn inventory_read(world: &SvmWorld, path: &str) {
     let from = world.next_seq().await;
     poll("an inventory read", READY_WITHIN, async || {
@@ -40,7 +42,7 @@ pub(super) async fn inventory_read(world: &SvmWorld, path: &str) {
             .iter()
             .any(|r| {
                 let query = r["query"].as_str().unwrap_or_default();
-                r["path"] == path && !query.contains("svm.uuid=") && !query.contains("name=")
+                r["path"] == path && r["status"] == 200 && !looks_up_one_svm(path, query)
             })
             .then_some(())
     })
@@ -64,6 +66,18 @@ pub(super) async fn requests_between(
                 && r["path"].as_str().is_some_and(|p| p.starts_with(path))
         })
         .collect()
+}
+
+/// Whether a request to `path` with `query` looks up one SVM or what belongs to it (by name, by
+/// SVM uuid or owner, or an SVM's own path) rather than reading a collection of the whole
+/// cluster. The Trident role's name selects no one SVM: every SVM of an object holding it has
+/// one, and the inventory reads them (and the accounts holding it) by that name.
+fn looks_up_one_svm(path: &str, query: &str) -> bool {
+    let query = query.replace(&format!("name={TRIDENT_ROLE}"), "");
+    query.contains("name=")
+        || query.contains("svm.uuid=")
+        || query.contains("owner.uuid=")
+        || path.starts_with("/api/svm/svms/")
 }
 
 /// Waits until the operator's passes have ended, those that the events of their own writes
@@ -90,7 +104,7 @@ pub(super) struct ResyncWindow {
     pub all: Vec<String>,
     /// Requests as an SVM's account: the logins that prove seed Secrets.
     pub logins: usize,
-    /// Lookups of one SVM or its LIFs (by name, by SVM uuid, or an SVM's own path).
+    /// The admin's lookups of one SVM or what belongs to it ([`looks_up_one_svm`]).
     pub per_object: usize,
     pub writes: usize,
     /// The admin's requests: the inventory's collection reads.
@@ -140,12 +154,10 @@ pub(super) async fn resync_window(world: &SvmWorld, from: u64) -> ResyncWindow {
     let logins = log.iter().filter(|r| r["user"] != admin.as_str()).count();
     let per_object = log
         .iter()
+        .filter(|r| r["user"] == admin.as_str())
         .filter(|r| {
             let query = r["query"].as_str().unwrap_or_default();
-            let path = r["path"].as_str().unwrap_or_default();
-            query.contains("name=")
-                || query.contains("svm.uuid=")
-                || path.starts_with("/api/svm/svms/")
+            looks_up_one_svm(r["path"].as_str().unwrap_or_default(), query)
         })
         .count();
     ResyncWindow {

@@ -24,7 +24,7 @@ async fn world() -> SvmWorld {
     SvmWorld::with(fast_mock(), &[SYNC_PERIOD]).await
 }
 
-async fn create(w: &SvmWorld, name: &str, index: u8, role: &str) {
+pub(super) async fn create(w: &SvmWorld, name: &str, index: u8, role: &str) {
     let svm: StorageVirtualMachine =
         serde_json::from_value(w.svm_with(name, index, &json!({"account": {"role": role}})))
             .unwrap();
@@ -32,7 +32,7 @@ async fn create(w: &SvmWorld, name: &str, index: u8, role: &str) {
 }
 
 /// The SVM uuid and account name of the Ready object `name`.
-async fn ready(w: &SvmWorld, name: &str) -> (String, String) {
+pub(super) async fn ready(w: &SvmWorld, name: &str) -> (String, String) {
     let svm = w.wait_ready(name, WITHIN).await;
     let status = svm.status.unwrap();
     let (user, _, _) = w
@@ -43,7 +43,7 @@ async fn ready(w: &SvmWorld, name: &str) -> (String, String) {
 }
 
 /// The privileges ONTAP holds for the Trident role of the SVM `uuid`, in NetApp's order.
-async fn role_privileges(w: &SvmWorld, uuid: &str) -> Option<Vec<(String, String)>> {
+pub(super) async fn role_privileges(w: &SvmWorld, uuid: &str) -> Option<Vec<(String, String)>> {
     let (status, body) = w
         .mock
         .call(
@@ -69,7 +69,7 @@ async fn role_privileges(w: &SvmWorld, uuid: &str) -> Option<Vec<(String, String
     Some(privileges)
 }
 
-fn netapps_privileges() -> Vec<(String, String)> {
+pub(super) fn netapps_privileges() -> Vec<(String, String)> {
     let mut privileges: Vec<(String, String)> = TRIDENT_PRIVILEGES
         .iter()
         .map(|(path, access)| {
@@ -94,7 +94,7 @@ async fn role_is_netapps(w: &SvmWorld, uuid: &str) {
 }
 
 /// The role ONTAP holds for the account `user`.
-fn role_of(w: &SvmWorld, user: &str) -> String {
+pub(super) fn role_of(w: &SvmWorld, user: &str) -> String {
     let accounts = w.state()["accounts"].as_array().cloned().unwrap();
     let account = accounts.iter().find(|a| a["name"] == user).unwrap();
     account["role"]["name"].as_str().unwrap().to_owned()
@@ -125,7 +125,13 @@ async fn as_account(w: &SvmWorld, name: &str, method: Method, path: &str) -> u16
         .as_u16()
 }
 
-fn privilege_path(uuid: &str, path: &str) -> String {
+/// Whether `request` is a login of the account `user` that ONTAP let in: how a Trident-role
+/// account's password is proven, once a pass.
+pub(super) fn is_login(request: &Value, user: &str) -> bool {
+    request["path"] == "/api/svm/svms" && request["user"] == user && request["status"] == 200
+}
+
+pub(super) fn privilege_path(uuid: &str, path: &str) -> String {
     format!(
         "/api/security/roles/{uuid}/{TRIDENT_ROLE}/privileges/{}",
         path.replace('/', "%2F")
@@ -161,12 +167,7 @@ async fn a_trident_account_holds_exactly_netapps_role_and_proves_its_password() 
             .requests()
             .await
             .into_iter()
-            .filter(|r| {
-                r["seq"].as_u64() >= Some(seq)
-                    && r["path"] == "/api/svm/svms"
-                    && r["user"] == user.as_str()
-                    && r["status"] == 200
-            })
+            .filter(|r| r["seq"].as_u64() >= Some(seq) && is_login(r, &user))
             .count();
         (logins >= 2)
             .then_some(())
@@ -402,9 +403,10 @@ async fn the_cluster_defaults_and_bounds_the_role() {
     );
 }
 
-/// What least privilege costs ONTAP: a pass over a Ready object whose account has the Trident
-/// role sends its login (as the account, `/api/svm/svms`), the administrator's read of the
-/// account and of the role: one each. Provisioning's requests are printed beside a vsadmin
+/// What least privilege costs ONTAP on a cluster read per object (fewer steady objects than
+/// `--ontap-inventory-min-svms`; with the inventory, `role_cost.rs`): a pass over a Ready
+/// object whose account has the Trident role sends its login (as the account,
+/// `/api/svm/svms`), the administrator's read of the account and of the role: one each. Provisioning's requests are printed beside a vsadmin
 /// object's, for the benchmark line.
 #[tokio::test]
 async fn a_ready_trident_account_costs_a_login_an_account_read_and_a_role_read_per_pass() {
@@ -425,9 +427,7 @@ async fn a_ready_trident_account_costs_a_login_an_account_read_and_a_role_read_p
     w.svms().delete("plain", &Default::default()).await.unwrap();
     w.wait_gone("plain", WITHIN).await;
     let (_, user) = ready(&w, "costed").await;
-    let login = |r: &Value| {
-        r["path"] == "/api/svm/svms" && r["user"] == user.as_str() && r["status"] == 200
-    };
+    let login = |r: &Value| is_login(r, &user);
     // Two whole passes: from one login to the one two passes later.
     let from = w.next_seq().await;
     let window = poll("three logins", WITHIN, async || {

@@ -16,6 +16,7 @@ mod limits;
 mod network;
 mod provisioning;
 mod qos;
+mod role_cost;
 mod rotation;
 mod sharing;
 mod tenancy;

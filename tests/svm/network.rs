@@ -16,45 +16,6 @@ use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);
 
-/// The SVM's interfaces as ONTAP shows them, by address.
-fn interface(world: &SvmWorld, svm_name: &str, address: &str) -> Value {
-    let state = world.state();
-    state["interfaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["svm"]["name"] == svm_name && i["ip"]["address"] == address)
-        .cloned()
-        .unwrap_or_else(|| panic!("no interface {address} in {svm_name}: {state}"))
-}
-
-/// The SVM's routes as ONTAP lists them: `destination/prefix via gateway`, sorted.
-async fn routes(world: &SvmWorld, svm_name: &str) -> Vec<String> {
-    let listed = world
-        .mock
-        .as_admin(
-            Method::GET,
-            &format!("/api/network/ip/routes?svm.name={svm_name}&fields=uuid,destination,gateway"),
-            Value::Null,
-        )
-        .await;
-    let mut routes: Vec<String> = listed["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{}/{} via {}",
-                r["destination"]["address"].as_str().unwrap(),
-                r["destination"]["netmask"].as_str().unwrap(),
-                r["gateway"].as_str().unwrap()
-            )
-        })
-        .collect();
-    routes.sort();
-    routes
-}
-
 /// Registers a fault answering the next `method` request to `path` with ONTAP's internal
 /// error, once; gives its id.
 fn fail_once(world: &SvmWorld, method: &str, path: &str) -> String {
@@ -137,15 +98,15 @@ async fn lifs_are_placed_where_the_spec_says_and_moved_in_place() {
         1,
         "the create's fault fired"
     );
-    let mgmt = interface(&world, &svm_name, "192.0.2.10");
+    let mgmt = world.interface(&svm_name, "192.0.2.10");
     assert_eq!(mgmt["location"]["home_node"]["name"], "node-01");
     assert_eq!(mgmt["location"]["home_port"]["name"], "e0d");
     assert_eq!(mgmt["service_policy"]["name"], "default-management");
-    let vlan = interface(&world, &svm_name, "192.0.2.11");
+    let vlan = world.interface(&svm_name, "192.0.2.11");
     assert_eq!(vlan["location"]["home_node"]["name"], "node-02");
     assert_eq!(vlan["location"]["home_port"]["name"], "e0d-100");
     assert_eq!(vlan["service_policy"]["name"], "default-data-files");
-    let domain = interface(&world, &svm_name, "192.0.2.12");
+    let domain = world.interface(&svm_name, "192.0.2.12");
     assert_eq!(domain["location"]["broadcast_domain"]["name"], "tenant-a");
     assert_eq!(domain["location"]["home_port"]["name"], "e0d-100");
     assert_eq!(domain["service_policy"]["name"], "default-data-blocks");
@@ -164,10 +125,10 @@ async fn lifs_are_placed_where_the_spec_says_and_moved_in_place() {
     .await;
     world.wait_ready("placed", READY_WITHIN).await;
     assert_eq!(world.mock.hits(&patch).await, 1, "the PATCH's fault fired");
-    let moved = interface(&world, &svm_name, "192.0.2.11");
+    let moved = world.interface(&svm_name, "192.0.2.11");
     assert_eq!(moved["uuid"], vlan["uuid"], "moved, not replaced");
     assert_eq!(moved["location"]["home_port"]["name"], "e0c");
-    let repolicied = interface(&world, &svm_name, "192.0.2.12");
+    let repolicied = world.interface(&svm_name, "192.0.2.12");
     assert_eq!(repolicied["uuid"], domain["uuid"], "changed, not replaced");
     assert_eq!(repolicied["service_policy"]["name"], "default-data-files");
     let patches = world
@@ -292,7 +253,7 @@ async fn routes_are_made_and_drift_is_repaired_through_faults() {
         "0.0.0.0/0 via 192.0.2.1".to_string(),
         "198.51.100.0/24 via 192.0.2.254".to_string(),
     ];
-    assert_eq!(routes(&world, &svm_name).await, wanted);
+    assert_eq!(world.routes(&svm_name).await, wanted);
 
     // Behind the operator's back: a route of the spec deleted, another added.
     let listed = world
@@ -343,7 +304,7 @@ async fn routes_are_made_and_drift_is_repaired_through_faults() {
     )
     .await;
     poll("the routes repaired", READY_WITHIN, async || {
-        (routes(&world, &svm_name).await == wanted).then_some(())
+        (world.routes(&svm_name).await == wanted).then_some(())
     })
     .await;
     assert_eq!(
@@ -356,7 +317,7 @@ async fn routes_are_made_and_drift_is_repaired_through_faults() {
     // An empty list keeps none; no list leaves them alone.
     spec_patch(&world, "routed", json!({ "routes": [] })).await;
     poll("the routes removed", READY_WITHIN, async || {
-        routes(&world, &svm_name).await.is_empty().then_some(())
+        world.routes(&svm_name).await.is_empty().then_some(())
     })
     .await;
     world.wait_ready("routed", READY_WITHIN).await;

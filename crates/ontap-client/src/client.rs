@@ -462,7 +462,23 @@ impl OntapClient {
         fields: &str,
         max_records: u32,
     ) -> Result<Pages<T>> {
-        let url = self.url(segments, &[("fields", fields)])?;
+        self.listing_where(endpoint, segments, &[], fields, max_records)
+    }
+
+    /// [`listing`](Self::listing) of only the records `filters` (exact `field=value` pairs)
+    /// select, for a collection most of whose records no caller wants: the filter still spans
+    /// every SVM of the cluster.
+    pub(crate) fn listing_where<T: DeserializeOwned>(
+        &self,
+        endpoint: &'static str,
+        segments: &[&str],
+        filters: &[(&str, &str)],
+        fields: &str,
+        max_records: u32,
+    ) -> Result<Pages<T>> {
+        let mut query = filters.to_vec();
+        query.push(("fields", fields));
+        let url = self.url(segments, &query)?;
         Ok(self.pages(endpoint, url, max_records))
     }
 

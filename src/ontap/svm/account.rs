@@ -5,14 +5,15 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::SeedSecretState;
 use super::authority::{
-    AccountRight, Mark, account_comment, asks_to_adopt, decide_account, marked_for,
+    AccountRight, Mark, Standing, account_comment, asks_to_adopt, decide_account, marked_for,
 };
 use super::credentials::{Verified, confirmed_check};
 use super::errors::{Failed, Invalid, Waiting, ontap_error};
 use super::naming::Names;
-use super::role::{ensure_trident_role, gives, role_name};
+use super::role::{ensure_trident_role, gives, role_name, trident_role_confirmed};
 use super::{ONTAP_SETTLING, SvmReconciler};
-use crate::api::{AccountRole, StorageVirtualMachine};
+use crate::api::{AccountRole, OntapCluster, StorageVirtualMachine};
+use crate::ontap::inventory::Snapshot;
 use crate::ontap::trident_api::{account_applications, missing_applications};
 use ontap_client::{
     Account, AccountApplication, AccountCheck, AccountCreate, AccountPatch, ErrorClass,
@@ -32,22 +33,38 @@ impl SvmReconciler {
     /// is not locked): that check is the `SecretReady` step's as well, so a pass over a Ready SVM
     /// costs ONTAP this GET, plus the SVM and LIF lookups before it unless the cluster's
     /// inventory confirms those (`steady`). Otherwise the administrator looks. An account of
-    /// role `Trident` costs three: its login through a path its role grants, the
-    /// administrator's read of its record ([`super::credentials::login_check`]) and of the role.
+    /// role `Trident` cannot read its own record: besides its login through a path its role
+    /// grants, the administrator reads its record ([`super::credentials::login_check`]) and the
+    /// role, each unless the steady object's `snapshot` shows it as this pass wants it.
     pub(super) async fn ensure_account(
         &self,
         svm: &StorageVirtualMachine,
         names: &Names,
         ontap_svm: &Svm,
+        snapshot: Option<&Snapshot>,
         client: &OntapClient,
     ) -> StepFlow<Outcome<Option<Verified>>> {
         let role = self.account_role(svm);
         // The role exists before an account is given it; kept on every pass, for a privilege
         // changed in ONTAP is the account's power changed.
-        let role_restored =
-            role == AccountRole::Trident && ensure_trident_role(client, &ontap_svm.uuid).await?;
+        let role_restored = role == AccountRole::Trident
+            && !snapshot.is_some_and(|s| trident_role_confirmed(&ontap_svm.uuid, s))
+            && ensure_trident_role(client, &ontap_svm.uuid).await?;
+        let cluster = self
+            .clusters
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        let known = snapshot.and_then(|s| {
+            settled_account(
+                s,
+                &ontap_svm.uuid,
+                names,
+                &self.standings.of(svm),
+                role,
+                &applications_on(cluster.as_deref()),
+            )
+        });
         let outcome = self
-            .ensure_account_with(svm, names, ontap_svm, client, role)
+            .ensure_account_with(svm, names, ontap_svm, client, role, known)
             .await?;
         Ok(match outcome {
             Outcome::Unchanged(verified) if role_restored => Outcome::Changed(verified),
@@ -62,12 +79,13 @@ impl SvmReconciler {
         ontap_svm: &Svm,
         client: &OntapClient,
         role: AccountRole,
+        known: Option<&Account>,
     ) -> StepFlow<Outcome<Option<Verified>>> {
         let seed = self.seed_state(svm, names, ontap_svm).await?;
         if let SeedSecretState::Complete { username, password } = &seed.state
             && *username == names.account
             && let AccountCheck::Valid(account) =
-                confirmed_check(client, ontap_svm, &names.account, password, role).await?
+                confirmed_check(client, ontap_svm, &names.account, password, role, known).await?
         {
             let claim = self.claim(svm, names, ontap_svm, &account)?;
             let switched = switch_role(&account, names, ontap_svm, client, role).await?;
@@ -251,11 +269,10 @@ impl SvmReconciler {
 
     /// The applications the account needs for the shoot's Trident on this cluster's version.
     fn wanted_applications(&self, svm: &StorageVirtualMachine) -> Vec<AccountApplication> {
-        let version = self
+        let cluster = self
             .clusters
-            .get(&ObjectRef::new(&svm.spec.cluster_ref.name))
-            .and_then(|c| c.status.as_ref()?.version.as_deref()?.parse().ok());
-        account_applications(version)
+            .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
+        applications_on(cluster.as_deref())
     }
 
     /// Adds the applications the account lacks (`ontapi` for a Trident speaking ZAPI), keeping
@@ -289,6 +306,33 @@ impl SvmReconciler {
             .map_err(|e| ontap_error(Failed::AccountApplications, e))?;
         Ok(true)
     }
+}
+
+/// The applications an account needs for the shoot's Trident on `cluster`'s version.
+pub(super) fn applications_on(cluster: Option<&OntapCluster>) -> Vec<AccountApplication> {
+    account_applications(cluster.and_then(|c| c.status.as_ref()?.version.as_deref()?.parse().ok()))
+}
+
+/// The account `names.account` of the SVM `svm_uuid` as `snapshot` shows it, when a pass would
+/// change nothing of it: it holds `role`, carries this object's mark as `standing` records it
+/// (so it is this object's, [`decide_account`]), and has every one of `applications`. Only then
+/// may it stand in for the administrator's read after a login; otherwise that read is made.
+pub(super) fn settled_account<'s>(
+    snapshot: &'s Snapshot,
+    svm_uuid: &str,
+    names: &Names,
+    standing: &Standing,
+    role: AccountRole,
+    applications: &[AccountApplication],
+) -> Option<&'s Account> {
+    snapshot
+        .role_account(svm_uuid, &names.account)
+        .filter(|account| {
+            let mark = account_comment(&names.uid, standing);
+            account.role.as_ref().and_then(|r| r.name.as_deref()) == Some(role_name(role))
+                && account.comment.as_deref() == Some(mark.as_str())
+                && missing_applications(&account.applications, applications).is_empty()
+        })
 }
 
 /// Gives the account the role `role` asks for, in place (its password stays), where it holds

@@ -24,7 +24,7 @@ use crate::api::seed_secret::{
     NEXT_PASSWORD_KEY, SeedFields, SeedSecretError, build_seed_secret, password_set_at, seed_value,
 };
 use crate::api::{AccountRole, StorageVirtualMachine};
-use ontap_client::{AccountCheck, CredentialCheck, OntapClient, OntapError, Svm};
+use ontap_client::{Account, AccountCheck, CredentialCheck, OntapClient, OntapError, Svm};
 use reconcile_engine::{Outcome, StepError, StepFlow};
 
 /// The field manager of the operator's writes to seed Secrets.
@@ -207,6 +207,7 @@ impl SvmReconciler {
             &names.account,
             &password,
             self.account_role(svm),
+            None,
         )
         .await
         .map_err(|e| ontap_error(Failed::CredentialCheck, e))?
@@ -430,16 +431,17 @@ impl SvmReconciler {
 }
 
 /// The account's verdict on `password`, a rejection confirmed by a second look: one spurious
-/// 401 or 403 must not mint a new password.
+/// 401 or 403 must not mint a new password. `known`: as for [`login_check`].
 pub(super) async fn confirmed_check(
     client: &OntapClient,
     ontap_svm: &Svm,
     account: &str,
     password: &SecretString,
     role: AccountRole,
+    known: Option<&Account>,
 ) -> Result<AccountCheck, StepError> {
     let check = async || {
-        login_check(client, ontap_svm, account, password, role)
+        login_check(client, ontap_svm, account, password, role, known)
             .await
             .map_err(|e| ontap_error(Failed::CredentialCheck, e))
     };
@@ -453,13 +455,15 @@ pub(super) async fn confirmed_check(
 /// account. A vsadmin reads its own record: one request. NetApp's Trident role grants nothing
 /// under `/api/security`, so such an account proves its password by reading its SVM
 /// (`/api/svm/svms`, which the role grants and Trident itself reads first), and the
-/// administrator reads the account's record.
+/// administrator reads the account's record, unless it is `known`: a record the cluster's
+/// inventory shows exactly as the caller wants it ([`super::account::settled_account`]).
 pub(super) async fn login_check(
     client: &OntapClient,
     ontap_svm: &Svm,
     account: &str,
     password: &SecretString,
     role: AccountRole,
+    known: Option<&Account>,
 ) -> Result<AccountCheck, OntapError> {
     if role == AccountRole::Vsadmin {
         return client
@@ -471,6 +475,9 @@ pub(super) async fn login_check(
         .await?
     {
         CredentialCheck::Valid { svm_uuid } if svm_uuid.eq_ignore_ascii_case(&ontap_svm.uuid) => {
+            if let Some(record) = known.filter(|k| k.name == account) {
+                return Ok(AccountCheck::Valid(record.clone()));
+            }
             match client.account(&ontap_svm.uuid, account).await? {
                 Some(record) => Ok(AccountCheck::Valid(record)),
                 None => Err(OntapError::Inconsistent(format!(

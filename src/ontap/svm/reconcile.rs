@@ -296,7 +296,7 @@ impl SvmReconciler {
         }
         let verified = steps
             .step(SvmStep::AccountReady, || {
-                self.ensure_account(svm, &names, &ontap_svm, &client)
+                self.ensure_account(svm, &names, &ontap_svm, snapshot.as_deref(), &client)
             })
             .await?;
         status.account_role = Some(self.account_role(svm));

@@ -4,6 +4,8 @@
 //! ([`TRIDENT_PRIVILEGES`]). The role is shared by every account of that role on the SVM and
 //! goes with the SVM; an `AccountOnly` object's delete leaves it to the SVM's other accounts.
 
+use std::sync::LazyLock;
+
 use kube::runtime::reflector::ObjectRef;
 
 use super::SvmReconciler;
@@ -12,6 +14,7 @@ use crate::api::{
     AccountRole, ClusterAllowances, ClusterDefaults, StorageVirtualMachine,
     StorageVirtualMachineSpec,
 };
+use crate::ontap::inventory::Snapshot;
 use crate::ontap::trident_api::TRIDENT_PRIVILEGES;
 use ontap_client::{ErrorClass, OntapClient, RoleCreate, RolePrivilege};
 use reconcile_engine::StepError;
@@ -77,6 +80,17 @@ pub fn trident_privileges() -> Vec<RolePrivilege> {
             access: *access,
         })
         .collect()
+}
+
+/// [`trident_privileges`], made once: every steady object's confirmation compares with them.
+static TRIDENT_ROLE_PRIVILEGES: LazyLock<Vec<RolePrivilege>> = LazyLock::new(trident_privileges);
+
+/// Whether `snapshot` shows the Trident role on the SVM `svm_uuid` with exactly
+/// [`TRIDENT_PRIVILEGES`]: what [`ensure_trident_role`] would then read and leave as it is.
+pub fn trident_role_confirmed(svm_uuid: &str, snapshot: &Snapshot) -> bool {
+    snapshot
+        .role_privileges(svm_uuid, TRIDENT_ROLE)
+        .is_some_and(|held| PrivilegeChanges::between(held, &TRIDENT_ROLE_PRIVILEGES).is_empty())
 }
 
 /// What turns a role's `current` privileges into exactly `wanted`.

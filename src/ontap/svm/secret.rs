@@ -40,7 +40,7 @@ impl SvmReconciler {
         let seed = self.seed_state(svm, names, ontap_svm).await?;
         let role = self.account_role(svm);
         let check = |password: SecretString| async move {
-            confirmed_check(client, ontap_svm, &names.account, &password, role).await
+            confirmed_check(client, ontap_svm, &names.account, &password, role, None).await
         };
         match &seed.state {
             SeedSecretState::NotOurs(_) => {

@@ -5,7 +5,9 @@
 //! when, and only when, the snapshot shows them exactly as this object wants them: their plans
 //! ([`super::plan`]), the very ones the steps act on, find nothing to change. Anything else is
 //! read afresh by the step as before. The seed Secret's login is never taken from anywhere:
-//! it is the one request per object and pass that proves the credentials.
+//! it is the one request per object and pass that proves the credentials. For an account of
+//! the Trident role, which cannot read its own record, the snapshot likewise confirms the role's
+//! privileges and the account's record that the administrator would read after the login.
 //!
 //! A snapshot is up to [`Inventory`]'s age limit old, so it could confirm what changed after it
 //! was read. The refresher closes that window: every half sync period it reads each cluster's
@@ -21,16 +23,18 @@ use futures::{Stream, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::account::{applications_on, settled_account};
 use super::authority::Standing;
 use super::limits::{
     ceiling_confirmed, cluster_version, desired_limits_on, wants_ceiling, wants_limits,
 };
-use super::naming::names_of;
+use super::naming::{Names, names_of};
 use super::plan::{
     DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
 };
+use super::role::{TRIDENT_ROLE, effective_role, trident_role_confirmed};
 use super::standing::Standings;
-use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
+use crate::api::{AccountRole, OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::{AlsoRead, Inventory, Snapshot};
 use ontap_client::{OntapClient, Svm};
@@ -39,8 +43,9 @@ use reconcile_engine::SharedCache;
 /// How long a cluster's count of steady objects is reused: counting walks every object.
 const COUNT_MAX_AGE: Duration = Duration::from_secs(5);
 
-/// A cluster's steady objects, how many of them manage routes, and whether any object on it
-/// (steady or not) has limits of its own.
+/// A cluster's steady objects, how many of them manage routes, whether any object on it
+/// (steady or not) has limits of its own, and how many steady ones' accounts hold the Trident
+/// role.
 #[derive(Clone, Copy, Debug, Default)]
 struct SteadyCount {
     objects: usize,
@@ -48,6 +53,15 @@ struct SteadyCount {
     limited: bool,
     /// Some object on the cluster asks for a throughput ceiling of its own.
     throttled: bool,
+    least_privileged: usize,
+}
+
+impl SteadyCount {
+    /// The role the cluster's inventory reads with its accounts, while some steady object's
+    /// account holds it.
+    fn role(self) -> Option<&'static str> {
+        (self.least_privileged > 0).then_some(TRIDENT_ROLE)
+    }
 }
 
 /// Per cluster name, its count, and when they were counted.
@@ -115,6 +129,7 @@ impl SteadyInventory {
             limits: limits.as_ref(),
             routes: count.routed > 0,
             qos_policies: self.qos_wanted(cluster, count),
+            role: count.role(),
         };
         self.inventory.current(cluster, client, also).await
     }
@@ -158,8 +173,11 @@ impl SteadyInventory {
             .is_none_or(|(at, _)| at.elapsed() > COUNT_MAX_AGE)
         {
             let mut fresh: HashMap<String, SteadyCount> = HashMap::new();
+            // Their defaults decide the role of an object that names none.
+            let mut clusters: HashMap<String, Option<Arc<OntapCluster>>> = HashMap::new();
             for svm in self.svms.store().state() {
-                let count = fresh.entry(svm.spec.cluster_ref.name.clone()).or_default();
+                let name = &svm.spec.cluster_ref.name;
+                let count = fresh.entry(name.clone()).or_default();
                 count.limited |= svm.spec.limits.is_some();
                 count.throttled |= svm.spec.limits.as_ref().is_some_and(|l| {
                     l.max_throughput_iops.is_some() || l.max_throughput_mbps.is_some()
@@ -167,6 +185,12 @@ impl SteadyInventory {
                 if is_steady(&svm) {
                     count.objects += 1;
                     count.routed += usize::from(svm.spec.routes.is_some());
+                    let cluster = clusters
+                        .entry(name.clone())
+                        .or_insert_with(|| self.clusters.get(&ObjectRef::new(name)));
+                    let defaults = cluster.as_deref().and_then(|c| c.spec.defaults.as_ref());
+                    count.least_privileged +=
+                        usize::from(effective_role(&svm.spec, defaults) == AccountRole::Trident);
                 }
             }
             *counts = Some((Instant::now(), fresh));
@@ -246,6 +270,7 @@ impl SteadyInventory {
             limits: limits.as_ref(),
             routes: count.routed > 0,
             qos_policies: self.qos_wanted(&name, count),
+            role: count.role(),
         };
         // A cluster the operator cannot reach now is the cluster controller's to report; its
         // passes read per object once the snapshot ages out.
@@ -295,8 +320,8 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM, LIFs and routes exactly as the object, of `standing`,
-/// on `cluster`, wants them.
+/// Whether `snapshot` shows `svm`'s SVM, LIFs, routes and (for the Trident role) account exactly
+/// as the object, of `standing`, on `cluster`, wants them.
 fn confirms(
     svm: &StorageVirtualMachine,
     cluster: Option<&OntapCluster>,
@@ -325,7 +350,33 @@ fn confirms(
                     &found.uuid,
                     snapshot,
                 )
+                && account_confirmed(svm, cluster, standing, &names, &found.uuid, snapshot)
         })
+}
+
+/// Whether `snapshot` shows what the account step of `svm` would read as the administrator as
+/// the step wants it: for an account of the Trident role, the role's privileges and the
+/// account's record. A vsadmin account's own login reads its record: nothing to confirm.
+fn account_confirmed(
+    svm: &StorageVirtualMachine,
+    cluster: Option<&OntapCluster>,
+    standing: &Standing,
+    names: &Names,
+    svm_uuid: &str,
+    snapshot: &Snapshot,
+) -> bool {
+    let role = effective_role(&svm.spec, cluster.and_then(|c| c.spec.defaults.as_ref()));
+    role == AccountRole::Vsadmin
+        || (trident_role_confirmed(svm_uuid, snapshot)
+            && settled_account(
+                snapshot,
+                svm_uuid,
+                names,
+                standing,
+                role,
+                &applications_on(cluster),
+            )
+            .is_some())
 }
 
 /// The SVM `desired` describes as `snapshot` shows it, when it is the one recorded as `recorded`
@@ -452,6 +503,120 @@ mod tests {
             !confirms(&svm, None, &Standing::Tenant, &unread),
             "limits wanted, none read"
         );
+    }
+
+    /// A Trident object's role and account are confirmed only as its account step would leave
+    /// them: the role with exactly NetApp's privileges, the account of that role, marked for
+    /// the object, with the applications it needs.
+    #[test]
+    fn a_trident_account_and_its_role_are_confirmed_only_as_wanted() {
+        use crate::ontap::svm::authority::account_comment;
+        use crate::ontap::svm::role::trident_privileges;
+        use ontap_client::{Account, Role, RoleAccess};
+
+        let mut svm = steady();
+        svm.spec.account = Some(crate::api::SvmAccountSpec {
+            role: Some(AccountRole::Trident),
+            ..Default::default()
+        });
+        let names = names_of(&svm, svm.status.as_ref().unwrap());
+        let role = |privileges| Role {
+            name: TRIDENT_ROLE.into(),
+            owner: serde_json::from_value(serde_json::json!({ "uuid": UUID })).unwrap(),
+            privileges,
+        };
+        let account = |role: &str, comment: String| -> Account {
+            serde_json::from_value(serde_json::json!({
+                "name": names.account, "owner": { "uuid": UUID }, "role": { "name": role },
+                "comment": comment, "applications": applications_on(None),
+            }))
+            .unwrap()
+        };
+        let ours = account_comment(&names.uid, &Standing::Tenant);
+        let read = |roles: Vec<Role>, accounts: Vec<Account>| {
+            snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm)).with_role(
+                TRIDENT_ROLE,
+                roles,
+                accounts,
+            )
+        };
+        let netapps = || role(trident_privileges());
+        assert!(confirms(
+            &svm,
+            None,
+            &Standing::Tenant,
+            &read(vec![netapps()], vec![account(TRIDENT_ROLE, ours.clone())])
+        ));
+
+        let mut narrowed = trident_privileges();
+        narrowed[0].access = RoleAccess::None;
+        let mut fewer = trident_privileges();
+        fewer.pop();
+        let unconfirmed = [
+            (
+                "no role read",
+                snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm)),
+            ),
+            (
+                "role absent",
+                read(Vec::new(), vec![account(TRIDENT_ROLE, ours.clone())]),
+            ),
+            (
+                "privilege changed",
+                read(
+                    vec![role(narrowed)],
+                    vec![account(TRIDENT_ROLE, ours.clone())],
+                ),
+            ),
+            (
+                "privilege removed",
+                read(vec![role(fewer)], vec![account(TRIDENT_ROLE, ours.clone())]),
+            ),
+            ("account absent", read(vec![netapps()], Vec::new())),
+            (
+                "another role",
+                read(
+                    vec![netapps()],
+                    vec![account(crate::ontap::svm::role::VSADMIN_ROLE, ours.clone())],
+                ),
+            ),
+            (
+                "another mark",
+                read(
+                    vec![netapps()],
+                    vec![account(
+                        TRIDENT_ROLE,
+                        account_comment("another", &Standing::Tenant),
+                    )],
+                ),
+            ),
+        ];
+        for (case, snapshot) in unconfirmed {
+            assert!(
+                !confirms(&svm, None, &Standing::Tenant, &snapshot),
+                "{case}"
+            );
+        }
+        let mut lacking = account(TRIDENT_ROLE, ours);
+        lacking.applications.clear();
+        assert!(
+            !confirms(
+                &svm,
+                None,
+                &Standing::Tenant,
+                &read(vec![netapps()], vec![lacking])
+            ),
+            "an application missing"
+        );
+
+        // A vsadmin account's login reads its own record: nothing more to confirm.
+        svm.spec.account = None;
+        assert!(confirms(
+            &svm,
+            None,
+            &Standing::Tenant,
+            &snapshot(vec![ontap_svm(&svm)], ontap_lifs(&svm))
+        ));
     }
 
     #[test]

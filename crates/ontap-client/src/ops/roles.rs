@@ -4,7 +4,7 @@
 use reqwest::Method;
 
 use crate::answers::{DeleteOutcome, deleted, unique_by_name};
-use crate::client::{Body, OntapClient, Request, RetryMode};
+use crate::client::{Body, OntapClient, Pages, Request, RetryMode};
 use crate::endpoints;
 use crate::error::Result;
 use crate::model::{ROLE_FIELDS, Role, RoleAccess, RoleCreate, RolePrivilege};
@@ -44,6 +44,21 @@ impl OntapClient {
         )?;
         let records = self.get_all(endpoints::ROLES, url, None).await?;
         unique_by_name(endpoints::ROLES, name, records, |r: &Role| &r.name)
+    }
+
+    /// Every role named `name`, one per SVM that has one, `max_records` per page, with the
+    /// fields [`role`](Self::role) reads. Only that name: ONTAP lists its built-in roles too
+    /// (`vsadmin`, `vsadmin-volume`, … for every SVM), each with its privileges, which would
+    /// make a cluster-wide read many times larger.
+    pub fn role_pages(&self, max_records: u32, name: &str) -> Result<Pages<Role>> {
+        let name = filter_value("role name", name)?;
+        self.listing_where(
+            endpoints::ROLES,
+            &["api", "security", "roles"],
+            &[("name", name)],
+            ROLE_FIELDS,
+            max_records,
+        )
     }
 
     /// Creates a REST role (synchronous in ONTAP). Not retried; after an ambiguous error look
