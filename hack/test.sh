@@ -21,7 +21,7 @@ root=$(cd "$here/.." && pwd)
 [ "${1:-}" != "--" ] || shift
 lanes=${LANES:-3}
 # The slowest binaries first, so that no lane starts a long one last.
-LANE_ORDER=${LANE_ORDER:-"deployed svm gardener svm_crash operations attacks kyma"}
+LANE_ORDER=${LANE_ORDER:-"deployed svm gardener svm_features svm_crash operations attacks kyma"}
 SOLO=${SOLO:-"deployed=kymas::"}
 
 logs=${CARGO_TARGET_DIR:-$root/target}/test-logs

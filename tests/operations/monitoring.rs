@@ -161,7 +161,7 @@ async fn alerts_fire_and_clear_in_a_real_prometheus_and_every_dashboard_query_fi
     // Every dashboard query of the ONTAP controllers, over this run, as Grafana asks it. The
     // Kyma and Extension rows need controllers this run does not start (tests/kyma and
     // tests/gardener find their series), the SVM limits row SVMs with limits (their gauges are
-    // checked by tests/svm/limits.rs); here they must still evaluate, which the driver asserts
+    // checked by tests/svm_features/limits.rs); here they must still evaluate, which the driver asserts
     // for every query it is given.
     let queries = dashboard_queries();
     assert!(queries.len() > 20, "{queries:?}");

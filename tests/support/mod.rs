@@ -11,6 +11,7 @@ pub mod gardener;
 pub mod gardenlet;
 pub mod kyma;
 pub mod operator;
+pub mod resync;
 pub mod svm;
 
 /// A benchmark's setting from the environment variable `name`, or `default` when unset or

@@ -11,11 +11,11 @@ use ontap_operator::ontap::svm::role::{TRIDENT_ROLE, VSADMIN_ROLE};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::cost::{inventory_read, resync_window, resync_world};
 use crate::least_privilege::{
     create, is_login, netapps_privileges, privilege_path, ready, role_of, role_privileges,
 };
 use crate::support::mock::fast_mock;
+use crate::support::resync::{inventory_read, resync_window, resync_world};
 use crate::support::svm::SvmWorld;
 use crate::support::{poll, tail, try_poll};
 

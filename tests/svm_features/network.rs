@@ -9,9 +9,9 @@ use kube::api::{Patch, PatchParams, PostParams};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cost::{inventory_read, resync_window};
 use crate::support::mock::fast_mock;
 use crate::support::poll;
+use crate::support::resync::{inventory_read, resync_window};
 use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);

@@ -13,9 +13,9 @@ use ontap_operator::api::StorageVirtualMachine;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cost::{inventory_read, requests_between, resync_window, resync_world};
 use crate::limits::{self, fail_once, fired};
 use crate::support::poll;
+use crate::support::resync::{inventory_read, requests_between, resync_window, resync_world};
 use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);

@@ -11,9 +11,9 @@ use ontap_operator::api::{StorageVirtualMachine, SvmUsage};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cost::{inventory_read, requests_between, resync_window, resync_world};
 use crate::support::mock::fast_mock;
 use crate::support::poll;
+use crate::support::resync::{inventory_read, requests_between, resync_window, resync_world};
 use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);
