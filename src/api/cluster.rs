@@ -65,6 +65,59 @@ pub struct OntapClusterSpec {
     /// What StorageVirtualMachines on this cluster get where they name nothing themselves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defaults: Option<ClusterDefaults>,
+    /// A VLAN and broadcast domain of its own for each tenant listed (OpenStack Manila's NetApp
+    /// model): made with the tenant's first SVM on this cluster, its LIFs placed there, removed
+    /// with its last. Absent: the operator makes no ports or broadcast domains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_networks: Option<TenantNetworks>,
+}
+
+/// The administrator's grant of a VLAN to each tenant: the tag is never a tenant's to choose,
+/// since a VLAN is a network and a tenant picking another's tag would join its network.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantNetworks {
+    /// The physical port a tenant's VLAN port `<basePort>-<tag>` is made on, on each node LIFs
+    /// may be homed on (`allowed.homeNodes`, else every node), e.g. `e0d`.
+    #[schemars(length(min = 1, max = 15))]
+    #[x_kube(validation = Rule::new(rules::ONTAP_NAME).message(rules::ONTAP_NAME_MESSAGE))]
+    pub base_port: String,
+    /// The MTU of a tenant's broadcast domain when it is created. Absent: 1500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 68, max = 9000))]
+    pub mtu: Option<u32>,
+    /// Whether an `Owned` object whose tenant has no entry is refused (`NotAllowedByCluster`)
+    /// rather than placed as if the cluster had no tenant networks. Default: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    /// One entry per tenant: each tag and each tenant at most once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    #[x_kube(validation = Rule::new("self.all(v, self.exists_one(w, w.tag == v.tag))").message("each VLAN tag is granted once"))]
+    #[x_kube(validation = Rule::new(
+        "self.all(v, !has(v.__namespace__) || self.exists_one(w, has(w.__namespace__) && w.__namespace__ == v.__namespace__)) && self.all(v, !has(v.gardenerProject) || self.exists_one(w, has(w.gardenerProject) && w.gardenerProject == v.gardenerProject))"
+    ).message("each namespace and each Gardener project has at most one VLAN"))]
+    pub vlans: Vec<TenantVlan>,
+}
+
+/// One tenant's VLAN: a tenant namespace's objects, or a Gardener project's shoots and project
+/// objects (whose project only gardenlet and the extension record).
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
+#[x_kube(validation = Rule::new("has(self.__namespace__) != has(self.gardenerProject)").message("name exactly one of namespace and gardenerProject"))]
+#[serde(rename_all = "camelCase")]
+pub struct TenantVlan {
+    /// A tenant namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(rules::DNS_LABEL).message(rules::DNS_LABEL_MESSAGE))]
+    pub namespace: Option<String>,
+    /// A Gardener project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub gardener_project: Option<String>,
+    /// The VLAN tag (IEEE 802.1Q: 1 to 4094).
+    #[schemars(range(min = 1, max = 4094))]
+    pub tag: u16,
 }
 
 /// An administrator's defaults for StorageVirtualMachines on this cluster: an object's own field

@@ -12,7 +12,7 @@ mod svm;
 
 pub use cluster::{
     ClusterAllowances, ClusterDefaults, OntapCluster, OntapClusterSpec, OntapClusterStatus,
-    SecretReference,
+    SecretReference, TenantNetworks, TenantVlan,
 };
 pub use protocol::Protocol;
 pub use svm::{

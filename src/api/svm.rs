@@ -496,6 +496,10 @@ reconcile_engine::engine_status! {
         /// What the SVM uses of its limits, as ONTAP last reported it (objects with limits).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub usage: Option<SvmUsage>,
+        /// The broadcast domain of the tenant network the SVM's LIFs are placed in, where the
+        /// OntapCluster's `tenantNetworks` grants the object's tenant a VLAN.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tenant_network: Option<String>,
     }
 }
 

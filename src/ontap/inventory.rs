@@ -1,6 +1,6 @@
 //! Each ONTAP cluster's SVMs and IP interfaces (and, where objects need them, the SVMs' limits
-//! and volumes, their routes, and one REST role and the accounts holding it) as a few paged
-//! collection reads last saw them.
+//! and volumes, their routes, one REST role and the accounts holding it, and the ports and
+//! broadcast domains of tenant networks) as a few paged collection reads last saw them.
 //!
 //! A pass over a Ready SVM would otherwise look its SVM and its interfaces up by themselves: two
 //! requests per SVM and sync period, which on a cluster of a thousand SVMs is two thousand
@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ontap_client::{
-    Account, ClusterVersion, IpInterface, OntapClient, OntapError, Pages, QosPolicy, Role,
-    RolePrivilege, Route, Svm, SvmLimits, VolumeUsage,
+    Account, BroadcastDomain, ClusterVersion, EthernetPort, IpInterface, OntapClient, OntapError,
+    Pages, QosPolicy, Role, RolePrivilege, Route, Svm, SvmLimits, VolumeUsage,
 };
 use serde::de::DeserializeOwned;
 
@@ -44,6 +44,9 @@ pub struct Snapshot {
     qos_policies: Option<HashMap<String, QosPolicy>>,
     /// Read only while some object's account is to hold the role [`AlsoRead::role`] names.
     role: Option<RoleHolders>,
+    /// The cluster's ports and broadcast domains; `None` when the reading did not read them
+    /// (the cluster has no tenant networks).
+    network: Option<Network>,
 }
 
 /// One REST role on every SVM that has it, and the accounts holding it.
@@ -58,6 +61,13 @@ struct RoleHolders {
     last_read: Option<Arc<[RolePrivilege]>>,
     /// By their SVM's uuid (which their key names, so their `owner` is not kept).
     accounts: HashMap<String, Vec<Account>>,
+}
+
+/// A cluster's ethernet ports and broadcast domains: a few per node, not per SVM.
+#[derive(Debug, Default)]
+pub struct Network {
+    pub ports: Vec<EthernetPort>,
+    pub domains: Vec<BroadcastDomain>,
 }
 
 /// Every SVM's limits and volume count, by SVM uuid.
@@ -96,6 +106,17 @@ impl Snapshot {
         self.routes
             .as_ref()
             .map(|r| r.get(svm_uuid).map_or(&[][..], Vec::as_slice))
+    }
+
+    /// This snapshot with the cluster's ports and broadcast domains read too.
+    pub fn with_network(mut self, ports: Vec<EthernetPort>, domains: Vec<BroadcastDomain>) -> Self {
+        self.network = Some(Network { ports, domains });
+        self
+    }
+
+    /// The cluster's ports and broadcast domains, when the reading read them.
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_ref()
     }
 
     /// The SVM of that name when the snapshot was read.
@@ -209,12 +230,16 @@ impl Snapshot {
             let accounts: usize = r.accounts.values().map(Vec::len).sum();
             r.privileges.len().div_ceil(per_page).max(1) + accounts.div_ceil(per_page).max(1)
         });
+        let network = self.network.as_ref().map_or(0, |n| {
+            n.ports.len().div_ceil(per_page).max(1) + n.domains.len().div_ceil(per_page).max(1)
+        });
         self.svms.len().div_ceil(per_page).max(1)
             + interfaces.div_ceil(per_page).max(1)
             + limits
             + routes
             + qos_policies
             + role
+            + network
     }
 }
 
@@ -321,6 +346,7 @@ impl Reading {
             routes: self.routes,
             qos_policies: None,
             role: None,
+            network: None,
         }
     }
 }
@@ -346,6 +372,8 @@ pub struct AlsoRead<'a> {
     /// The REST role of this name on every SVM, and the accounts holding it: what a pass over
     /// an account that cannot read its own record would otherwise read per object.
     pub role: Option<&'a str>,
+    /// The cluster's ports and broadcast domains (it has tenant networks).
+    pub network: bool,
 }
 
 /// Held by the one pass reading a cluster's inventory; holds when the last such read failed.
@@ -401,6 +429,7 @@ impl Inventory {
             (also.limits.is_none() || s.has_limits())
                 && (!also.qos_policies || s.has_qos_policies())
                 && also.role.is_none_or(|r| s.has_role(r))
+                && (!also.network || s.network.is_some())
         };
         if let Some(snapshot) = self.fresh(cluster).filter(usable) {
             return Some(snapshot);
@@ -461,6 +490,22 @@ impl Inventory {
             reading.routes = Some(routes);
         }
         let mut snapshot = reading.finish(started);
+        if also.network {
+            let mut network = Network::default();
+            for_each_record(client.port_pages(PAGE_RECORDS)?, pace, |port| {
+                network.ports.push(port);
+            })
+            .await?;
+            for_each_record(
+                client.broadcast_domain_pages(PAGE_RECORDS)?,
+                pace,
+                |domain| {
+                    network.domains.push(domain);
+                },
+            )
+            .await?;
+            snapshot.network = Some(network);
+        }
         if let Some(version) = also.limits {
             let mut read = Limits::default();
             for_each_record(client.svm_limit_pages(PAGE_RECORDS, version)?, pace, |l| {

@@ -13,9 +13,10 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 /// The operator's batch exporter waits up to `OTEL_BSP_SCHEDULE_DELAY` (set to 500 ms below),
 /// Jaeger's batch processor 200 ms more.
 const EXPORTED_WITHIN: Duration = Duration::from_secs(30);
-const STEPS: [&str; 7] = [
+const STEPS: [&str; 8] = [
     "ClusterReady",
     "SVMReady",
+    "TenantNetworkReady",
     "LIFsReady",
     "RoutesReady",
     "AccountReady",

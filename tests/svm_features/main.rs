@@ -13,3 +13,4 @@ mod network;
 mod qos;
 mod role_cost;
 mod rotation;
+mod tenant_network;

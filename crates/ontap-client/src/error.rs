@@ -102,6 +102,9 @@ pub mod codes {
     pub const DUPLICATE_ROUTE: &str = "1966345";
     /// `DELETE /network/ethernet/ports/{uuid}`: an interface is homed on the port.
     pub const PORT_HOSTS_INTERFACE: &str = "1966189";
+    /// `DELETE /network/ethernet/ports/{uuid}`: "Port already has an interface bound" (NetApp's
+    /// REST reference lists it beside 1966189).
+    pub const PORT_HAS_INTERFACE_BOUND: &str = "1376858";
     /// `DELETE /network/ethernet/broadcast-domains/{uuid}`: the domain still has ports.
     pub const BROADCAST_DOMAIN_HAS_PORTS: &str = "1967103";
     /// Interface POST/PATCH: the named home port does not exist on the home node.
@@ -147,6 +150,7 @@ pub fn classify_code(code: &str) -> Option<ErrorClass> {
         | codes::QOS_POLICY_NAME_IN_USE
         | codes::DUPLICATE_ROUTE
         | codes::PORT_HOSTS_INTERFACE
+        | codes::PORT_HAS_INTERFACE_BOUND
         | codes::BROADCAST_DOMAIN_HAS_PORTS => Some(ErrorClass::Conflict),
         codes::ENTRY_NOT_FOUND => Some(ErrorClass::NotFound),
         _ => None,

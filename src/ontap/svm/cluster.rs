@@ -13,7 +13,7 @@ use super::errors::{Conflict, Failed, Invalid, Transient, Waiting, ontap_error};
 use super::naming::reserved_for_another_namespace;
 use super::naming::{Names, names_of};
 use super::reconcile::SvmStep;
-use super::{role, tenancy};
+use super::{role, tenancy, tenant_network};
 use crate::api::{
     ClusterAllowances, OntapCluster, StorageVirtualMachine, StorageVirtualMachineStatus, SvmMode,
 };
@@ -63,6 +63,9 @@ impl SvmReconciler {
             && let Some(why) =
                 role::role_not_allowed(self.account_role(svm), allowed, &cluster.name_any())
         {
+            return Err(Invalid::NotAllowedByCluster.error(why));
+        }
+        if let Some(why) = tenant_network::not_allowed(svm, cluster, &self.party(svm)) {
             return Err(Invalid::NotAllowedByCluster.error(why));
         }
         let others = self.svms.store().state();
@@ -211,6 +214,7 @@ impl SvmReconciler {
                         && role::role_not_allowed(role, allowed, "").is_none()
                 });
                 within_bounds
+                    && tenant_network::not_allowed(svm, &cluster, &self.party(svm)).is_none()
                     && tenancy::namespace_allowed(
                         cluster.spec.namespace_selector.as_ref(),
                         &self.standings.namespace_labels(&namespace),

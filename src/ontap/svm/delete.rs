@@ -204,7 +204,7 @@ impl SvmReconciler {
             })
             .await?;
         let Some(found) = found else {
-            return Ok(());
+            return self.release_tenant_network(svm, &client, steps).await;
         };
         if found.state == Some(SvmState::Deleting) {
             return steps
@@ -243,7 +243,8 @@ impl SvmReconciler {
                 )?;
                 Ok(Outcome::changed())
             })
-            .await
+            .await?;
+        self.release_tenant_network(svm, &client, steps).await
     }
 
     /// The seed Secret, only the one read as this object's: not one recreated under the name

@@ -40,6 +40,11 @@ reasons! {
         RouteCreate => "RouteCreateFailed",
         RouteDelete => "RouteDeleteFailed",
         NodeLookup => "NodeLookupFailed",
+        TenantNetworkLookup => "TenantNetworkLookupFailed",
+        BroadcastDomainCreate => "BroadcastDomainCreateFailed",
+        BroadcastDomainDelete => "BroadcastDomainDeleteFailed",
+        VlanCreate => "VLANCreateFailed",
+        VlanDelete => "VLANDeleteFailed",
         AccountLookup => "AccountLookupFailed",
         AccountCreate => "AccountCreateFailed",
         AccountUnlock => "AccountUnlockFailed",
@@ -121,6 +126,7 @@ reasons! {
         AddressInUse => "AddressInUse",
         SvmOwnedByAnother => "SVMOwnedByAnother",
         SecretChangedMeanwhile => "SecretChangedMeanwhile",
+        TenantNetworkForeign => "TenantNetworkConflict",
         /// The name the operator gives an SVM's QoS policy is a policy of another SVM.
         QosPolicyNameTaken => "QoSPolicyNameTaken",
     }

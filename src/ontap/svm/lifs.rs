@@ -17,11 +17,20 @@ pub(super) async fn ensure_lifs(
     snapshot: Option<&Snapshot>,
     client: &OntapClient,
     allowed_nodes: &[String],
+    tenant_domain: Option<&str>,
 ) -> StepFlow<Outcome> {
     if snapshot.is_some_and(|s| lifs_confirmed(svm, &ontap_svm.uuid, s)) {
         return Ok(Outcome::unchanged());
     }
-    let desired = desired_lifs(svm).map_err(|e| Invalid::Lifs.error(e.to_string()))?;
+    let mut desired = desired_lifs(svm).map_err(|e| Invalid::Lifs.error(e.to_string()))?;
+    // A tenant's LIF that names no place of its own is created on its tenant network (a VIP
+    // LIF is on no port). Never compared: ONTAP does not report a LIF's broadcast domain.
+    if let Some(domain) = tenant_domain {
+        desired
+            .iter_mut()
+            .filter(|l| !l.vip && l.home_port.is_none() && l.broadcast_domain.is_none())
+            .for_each(|l| l.broadcast_domain = Some(domain.to_owned()));
+    }
     let actual = client
         .interfaces(&ontap_svm.uuid)
         .await

@@ -39,6 +39,7 @@ mod steady;
 #[allow(clippy::module_inception)]
 mod svm;
 pub mod tenancy;
+pub mod tenant_network;
 mod verify;
 
 pub use credentials::{PrefillError, Prefilled, SeedSecretPrefill};
@@ -60,6 +61,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 
@@ -98,6 +100,8 @@ pub struct SvmReconciler {
     pub steady: SteadyInventory,
     /// Credential rotations: their record, Events, counter and wake-ups.
     pub rotations: Rotations,
+    /// Events of what the controller makes beside an SVM (tenant networks).
+    pub recorder: Recorder,
 }
 
 /// The consumers each provider has: `AccountOnly` objects by the provider they name.

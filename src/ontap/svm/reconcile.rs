@@ -18,6 +18,7 @@ use super::rotation::{PeriodError, RotationOutcome, Rotations, rotation_plan};
 use super::routes::ensure_routes;
 use super::standing::{AdoptionGrant, Standings};
 use super::steady::SteadyInventory;
+use super::tenant_network::ensure_tenant_network;
 use super::{Consumers, SvmReconciler};
 use crate::api::seed_secret::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::api::{
@@ -40,6 +41,8 @@ reconcile_engine::steps! {
         ClusterReady,
         /// Exactly one SVM of our name exists, created by us, running, with the spec's protocols.
         SVMReady,
+        /// The tenant network the OntapCluster grants the object's tenant exists (if any).
+        TenantNetworkReady,
         /// The SVM's LIFs match the spec.
         LIFsReady,
         /// The SVM's static routes are the spec's (when it lists routes).
@@ -60,6 +63,8 @@ reconcile_engine::steps! {
         AccountLocked,
         /// Cleanup: the SVM is gone.
         SVMDeleted,
+        /// Cleanup: the tenant network is gone with the tenant's last SVM on the cluster.
+        TenantNetworkRemoved,
         /// Cleanup: the seed Secret is gone.
         SecretDeleted,
     }
@@ -104,6 +109,13 @@ pub fn register(
     secrets.trim_objects(super::without_data);
     secrets.pack_objects();
     let consumers = Consumers::default();
+    let recorder = Recorder::new(
+        manager.client().clone(),
+        Reporter {
+            controller: format!("{REPORTER_DOMAIN}/{CONTROLLER}"),
+            instance: std::env::var("POD_NAME").ok(),
+        },
+    );
     let reconciler = SvmReconciler {
         consumers: consumers.clone(),
         sync_period: manager.config().engine.sync_period,
@@ -115,16 +127,8 @@ pub fn register(
         connections,
         own_writes: OwnWrites::default(),
         steady,
-        rotations: rotations.wired(
-            Recorder::new(
-                manager.client().clone(),
-                Reporter {
-                    controller: format!("{REPORTER_DOMAIN}/{CONTROLLER}"),
-                    instance: std::env::var("POD_NAME").ok(),
-                },
-            ),
-            verify.clone(),
-        ),
+        rotations: rotations.wired(recorder.clone(), verify.clone()),
+        recorder,
     };
     manager.register(
         Registration::new(CONTROLLER, reconciler)
@@ -276,6 +280,19 @@ impl SvmReconciler {
         status.svm_name = Some(ontap_svm.name.clone());
         status.uuid = Some(ontap_svm.uuid.clone());
         if svm.spec.mode == SvmMode::Owned {
+            let network = self.tenant_network(svm);
+            steps
+                .step(SvmStep::TenantNetworkReady, || {
+                    ensure_tenant_network(
+                        svm,
+                        network.as_ref(),
+                        snapshot.as_deref(),
+                        &client,
+                        &self.recorder,
+                    )
+                })
+                .await?;
+            status.tenant_network = network.as_ref().map(|n| n.domain.clone());
             let allowed_nodes = self.allowances(svm).home_nodes;
             steps
                 .step(SvmStep::LIFsReady, || {
@@ -285,6 +302,7 @@ impl SvmReconciler {
                         snapshot.as_deref(),
                         &client,
                         &allowed_nodes,
+                        network.as_ref().map(|n| n.domain.as_str()),
                     )
                 })
                 .await?;

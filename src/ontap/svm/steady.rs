@@ -34,6 +34,7 @@ use super::plan::{
 };
 use super::role::{TRIDENT_ROLE, effective_role, trident_role_confirmed};
 use super::standing::Standings;
+use super::tenant_network::{confirmed, granted};
 use crate::api::{AccountRole, OntapCluster, StorageVirtualMachine, SvmMode, SvmPhase};
 use crate::ontap::connections::ClusterConnections;
 use crate::ontap::inventory::{AlsoRead, Inventory, Snapshot};
@@ -130,6 +131,7 @@ impl SteadyInventory {
             routes: count.routed > 0,
             qos_policies: self.qos_wanted(cluster, count),
             role: count.role(),
+            network: self.has_tenant_networks(cluster),
         };
         self.inventory.current(cluster, client, also).await
     }
@@ -163,6 +165,19 @@ impl SteadyInventory {
                 .get(&ObjectRef::new(cluster))
                 .as_deref()
                 .is_some_and(wants_ceiling)
+    }
+
+    /// Whether `cluster`'s administrator grants tenant networks: its inventory then reads the
+    /// ports and broadcast domains, which every steady object of a tenant with one confirms.
+    fn has_tenant_networks(&self, cluster: &str) -> bool {
+        self.clusters
+            .get(&ObjectRef::new(cluster))
+            .is_some_and(|c| {
+                c.spec
+                    .tenant_networks
+                    .as_ref()
+                    .is_some_and(|n| !n.vlans.is_empty())
+            })
     }
 
     /// `cluster`'s count, made at most every [`COUNT_MAX_AGE`].
@@ -271,6 +286,7 @@ impl SteadyInventory {
             routes: count.routed > 0,
             qos_policies: self.qos_wanted(&name, count),
             role: count.role(),
+            network: self.has_tenant_networks(&name),
         };
         // A cluster the operator cannot reach now is the cluster controller's to report; its
         // passes read per object once the snapshot ages out.
@@ -320,8 +336,8 @@ pub fn is_steady(svm: &StorageVirtualMachine) -> bool {
         && status.uuid.is_some()
 }
 
-/// Whether `snapshot` shows `svm`'s SVM, LIFs, routes and (for the Trident role) account exactly
-/// as the object, of `standing`, on `cluster`, wants them.
+/// Whether `snapshot` shows `svm`'s SVM, LIFs, routes, tenant network and (for the Trident role)
+/// account exactly as the object, of `standing`, on `cluster`, wants them.
 fn confirms(
     svm: &StorageVirtualMachine,
     cluster: Option<&OntapCluster>,
@@ -351,6 +367,7 @@ fn confirms(
                     snapshot,
                 )
                 && account_confirmed(svm, cluster, standing, &names, &found.uuid, snapshot)
+                && network_confirmed(svm, cluster, standing, snapshot)
         })
 }
 
@@ -377,6 +394,20 @@ fn account_confirmed(
                 &applications_on(cluster),
             )
             .is_some())
+}
+
+/// Whether `snapshot` shows the tenant network `cluster` grants `svm`'s party as wanted: always
+/// for an object without one, never from a snapshot that did not read the network.
+pub fn network_confirmed(
+    svm: &StorageVirtualMachine,
+    cluster: Option<&OntapCluster>,
+    standing: &Standing,
+    snapshot: &Snapshot,
+) -> bool {
+    let party = standing.party(&svm.namespace().unwrap_or_default());
+    cluster
+        .and_then(|c| granted(c, &party))
+        .is_none_or(|network| confirmed(&network, snapshot))
 }
 
 /// The SVM `desired` describes as `snapshot` shows it, when it is the one recorded as `recorded`

@@ -13,7 +13,10 @@ use kube::core::{Selector, SelectorExt};
 
 use super::netmask::cidr_contains;
 use super::plan::beyond_bounds;
-use crate::api::{ClusterAllowances, DeletionPolicy, StorageVirtualMachine, SvmMode};
+use crate::api::{
+    ClusterAllowances, DeletionPolicy, LifSpec, StorageVirtualMachine, StorageVirtualMachineSpec,
+    SvmMode,
+};
 
 /// Whether a namespace with `labels` may use a cluster with `selector` (none: every namespace).
 pub fn namespace_allowed(
@@ -88,13 +91,7 @@ pub fn not_allowed(
             allowed.aggregates.join(", ")
         ));
     }
-    let lifs = std::iter::once(("spec.managementLif".to_owned(), &spec.management_lif)).chain(
-        spec.data_lifs
-            .iter()
-            .enumerate()
-            .map(|(i, lif)| (format!("spec.dataLifs[{i}]"), lif)),
-    );
-    for (field, lif) in lifs {
+    for (field, lif) in lifs_by_field(spec) {
         if let Some(node) = &lif.home_node
             && !listed(&allowed.home_nodes, node)
         {
@@ -135,6 +132,17 @@ pub fn not_allowed(
         }
     }
     None
+}
+
+/// The LIFs of `spec`, each with where the spec writes it (`spec.dataLifs[1]`): what a
+/// condition about one of its fields names.
+pub fn lifs_by_field(spec: &StorageVirtualMachineSpec) -> impl Iterator<Item = (String, &LifSpec)> {
+    std::iter::once(("spec.managementLif".to_owned(), &spec.management_lif)).chain(
+        spec.data_lifs
+            .iter()
+            .enumerate()
+            .map(|(i, lif)| (format!("spec.dataLifs[{i}]"), lif)),
+    )
 }
 
 /// What a StorageVirtualMachine asks ONTAP for that no other may have on the same cluster.

@@ -2,8 +2,9 @@
 //! synchronous in ONTAP.
 //!
 //! A resync reads the routes of every SVM in one paged listing
-//! ([`OntapClient::route_pages`]) and the ports with their broadcast domains in one more
-//! ([`OntapClient::ethernet_ports`]), so its cost does not grow with the SVMs.
+//! ([`OntapClient::route_pages`]) and, where tenant networks are managed, the ports and the
+//! broadcast domains in one each ([`OntapClient::port_pages`],
+//! [`OntapClient::broadcast_domain_pages`]), so its cost does not grow with the SVMs.
 
 use reqwest::Method;
 
@@ -28,6 +29,17 @@ impl OntapClient {
             &[("fields", PORT_FIELDS)],
         )?;
         self.get_all(endpoints::PORTS, url, None).await
+    }
+
+    /// Every ethernet port of the cluster, `max_records` per page, with the fields
+    /// [`ethernet_ports`](Self::ethernet_ports) reads: an inventory's read of the ports.
+    pub fn port_pages(&self, max_records: u32) -> Result<Pages<EthernetPort>> {
+        self.listing(
+            endpoints::PORTS,
+            &["api", "network", "ethernet", "ports"],
+            PORT_FIELDS,
+            max_records,
+        )
     }
 
     /// The port of this name on this node, if ONTAP reports one.
@@ -109,6 +121,17 @@ impl OntapClient {
             &[("fields", BROADCAST_DOMAIN_FIELDS)],
         )?;
         self.get_all(endpoints::BROADCAST_DOMAINS, url, None).await
+    }
+
+    /// Every broadcast domain of the cluster, `max_records` per page, with the fields
+    /// [`broadcast_domains`](Self::broadcast_domains) reads.
+    pub fn broadcast_domain_pages(&self, max_records: u32) -> Result<Pages<BroadcastDomain>> {
+        self.listing(
+            endpoints::BROADCAST_DOMAINS,
+            &["api", "network", "ethernet", "broadcast-domains"],
+            BROADCAST_DOMAIN_FIELDS,
+            max_records,
+        )
     }
 
     /// The broadcast domain with exactly this name.
@@ -277,6 +300,7 @@ mod tests {
         for code in [
             codes::DUPLICATE_ROUTE,
             codes::PORT_HOSTS_INTERFACE,
+            codes::PORT_HAS_INTERFACE_BOUND,
             codes::BROADCAST_DOMAIN_HAS_PORTS,
         ] {
             assert_eq!(classify_code(code), Some(ErrorClass::Conflict), "{code}");

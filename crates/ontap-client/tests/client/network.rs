@@ -60,6 +60,24 @@ async fn interfaces_live_on_vlan_ports_of_a_broadcast_domain() {
     };
     assert_eq!(found.name.as_deref(), Some("e0d-200"));
 
+    // The inventory's reads: every port and every domain in pages, the same records.
+    let mut port_pages = c.port_pages(3).unwrap();
+    let mut paged_ports = Vec::new();
+    while let Some(page) = port_pages.next_page().await.unwrap() {
+        assert!(page.len() <= 3);
+        paged_ports.extend(page);
+    }
+    assert_eq!(paged_ports, ports, "paged as listed whole");
+    let mut domain_pages = c.broadcast_domain_pages(1).unwrap();
+    let mut paged_domains = Vec::new();
+    while let Some(page) = domain_pages.next_page().await.unwrap() {
+        assert_eq!(page.len(), 1);
+        paged_domains.extend(page);
+    }
+    assert_eq!(paged_domains, c.broadcast_domains().await.unwrap());
+    let storage = paged_domains.iter().find(|d| d.name == "storage").unwrap();
+    assert_eq!(storage.ports.len(), 1, "{storage:?}");
+
     let data1 = c
         .create_interface_in_broadcast_domain(&lif(&svm.uuid, "data1", "10.20.0.1"), "storage")
         .await
