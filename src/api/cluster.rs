@@ -199,6 +199,17 @@ pub struct ClusterAllowances {
     #[schemars(length(min = 1, max = 64))]
     #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).compareTo(quantity('0')) > 0").message("must be a positive quantity of bytes, e.g. 10Ti"))]
     pub max_storage_limit: Option<String>,
+    /// The largest `limits.maxThroughputIops` an object may ask for; an object may then not go
+    /// without an IOPS ceiling (`0`), and one that sets none, with no default either, gets this
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_throughput_iops: Option<u64>,
+    /// The largest `limits.maxThroughputMbps` an object may ask for, bounding as
+    /// `maxThroughputIops` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_throughput_mbps: Option<u64>,
 }
 
 /// A Secret named by namespace and name. The operator reads credential Secrets only in its own

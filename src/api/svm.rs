@@ -249,6 +249,18 @@ pub struct SvmLimitsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub storage_limit_threshold_alert: Option<u8>,
+    /// The SVM's throughput ceiling in IOPS, for all its volumes together: a fixed QoS policy
+    /// the operator creates for the SVM (`fixed.max_throughput_iops`, shared) and applies to it
+    /// (the SVM's `qos_policy`); `0`: no ceiling in IOPS. With `maxThroughputMbps` as well,
+    /// whichever is reached first holds. No floor: ONTAP applies no policy with a minimum
+    /// throughput to an SVM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_throughput_iops: Option<u64>,
+    /// The SVM's throughput ceiling in MB/s (`fixed.max_throughput_mbps`); `0`: none in MB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_throughput_mbps: Option<u64>,
 }
 
 /// The StorageVirtualMachine that provisions the SVM an `AccountOnly` object uses.
@@ -507,7 +519,13 @@ pub struct SvmUsage {
     /// ONTAP's `storage.limit` in bytes; absent: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_limit_bytes: Option<u64>,
-    /// `volumes 3/100, storage 12Gi/500Gi`: what `kubectl get svm -o wide` shows.
+    /// The SVM's throughput ceiling in IOPS, as its QoS policy holds it; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_throughput_iops: Option<u64>,
+    /// The SVM's throughput ceiling in MB/s, as its QoS policy holds it; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_throughput_mbps: Option<u64>,
+    /// `volumes 3/100, storage 12Gi/500Gi, qos 5000iops`: what `kubectl get svm -o wide` shows.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub summary: String,
 }

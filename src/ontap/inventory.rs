@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use ontap_client::{
     Account, BroadcastDomain, ClusterVersion, EthernetPort, IpInterface, OntapClient, OntapError,
-    Pages, Role, RolePrivilege, Route, Svm, SvmLimits, VolumeUsage,
+    Pages, QosPolicy, Role, RolePrivilege, Route, Svm, SvmLimits, VolumeUsage,
 };
 use serde::de::DeserializeOwned;
 
@@ -39,6 +39,9 @@ pub struct Snapshot {
     limits: Option<Limits>,
     /// By SVM uuid; `None` when the reading did not read routes (no object managed any).
     routes: Option<HashMap<String, Vec<Route>>>,
+    /// The cluster's QoS policies by name, which ONTAP keeps unique across the cluster; `None`
+    /// when the reading did not read them (no object wanted a throughput ceiling).
+    qos_policies: Option<HashMap<String, QosPolicy>>,
     /// Read only while some object's account is to hold the role [`AlsoRead::role`] names.
     role: Option<RoleHolders>,
     /// The cluster's ports and broadcast domains; `None` when the reading did not read them
@@ -130,6 +133,23 @@ impl Snapshot {
         self
     }
 
+    /// This snapshot with the cluster's QoS `policies` read too.
+    pub fn with_qos_policies(mut self, policies: Vec<QosPolicy>) -> Self {
+        self.qos_policies = Some(policies.into_iter().map(|p| (p.name.clone(), p)).collect());
+        self
+    }
+
+    /// Whether its reading took the QoS policies too.
+    pub fn has_qos_policies(&self) -> bool {
+        self.qos_policies.is_some()
+    }
+
+    /// The QoS policy of that name, in any SVM; the outer `None` when the reading did not take
+    /// the policies.
+    pub fn qos_policy(&self, name: &str) -> Option<Option<&QosPolicy>> {
+        self.qos_policies.as_ref().map(|p| p.get(name))
+    }
+
     /// Whether its reading took limits and volumes too.
     pub fn has_limits(&self) -> bool {
         self.limits.is_some()
@@ -202,6 +222,10 @@ impl Snapshot {
                 .div_ceil(per_page)
                 .max(1)
         });
+        let qos_policies = self
+            .qos_policies
+            .as_ref()
+            .map_or(0, |p| p.len().div_ceil(per_page).max(1));
         let role = self.role.as_ref().map_or(0, |r| {
             let accounts: usize = r.accounts.values().map(Vec::len).sum();
             r.privileges.len().div_ceil(per_page).max(1) + accounts.div_ceil(per_page).max(1)
@@ -213,6 +237,7 @@ impl Snapshot {
             + interfaces.div_ceil(per_page).max(1)
             + limits
             + routes
+            + qos_policies
             + role
             + network
     }
@@ -319,6 +344,7 @@ impl Reading {
             interfaces: self.interfaces,
             limits: None,
             routes: self.routes,
+            qos_policies: None,
             role: None,
             network: None,
         }
@@ -340,6 +366,9 @@ pub struct AlsoRead<'a> {
     pub limits: Option<&'a ClusterVersion>,
     /// The SVMs' routes.
     pub routes: bool,
+    /// The cluster's QoS policies (with the limits, whose SVM records say which one each SVM
+    /// applies).
+    pub qos_policies: bool,
     /// The REST role of this name on every SVM, and the accounts holding it: what a pass over
     /// an account that cannot read its own record would otherwise read per object.
     pub role: Option<&'a str>,
@@ -398,6 +427,7 @@ impl Inventory {
     ) -> Option<Arc<Snapshot>> {
         let usable = |s: &Arc<Snapshot>| {
             (also.limits.is_none() || s.has_limits())
+                && (!also.qos_policies || s.has_qos_policies())
                 && also.role.is_none_or(|r| s.has_role(r))
                 && (!also.network || s.network.is_some())
         };
@@ -489,6 +519,18 @@ impl Inventory {
             read.svms.shrink_to_fit();
             read.volumes.shrink_to_fit();
             snapshot.limits = Some(read);
+        }
+        if also.qos_policies {
+            let mut policies = HashMap::new();
+            for_each_record(
+                client.qos_policy_pages(PAGE_RECORDS)?,
+                pace,
+                |p: QosPolicy| {
+                    policies.insert(p.name.clone(), p);
+                },
+            )
+            .await?;
+            snapshot.qos_policies = Some(policies);
         }
         if let Some(name) = also.role {
             let mut holders = RoleHolders::new(name);

@@ -60,7 +60,7 @@ where
 
 /// `ontap_operator_svms`, `ontap_operator_ontap_cluster_condition` and the usage gauges of SVMs
 /// with limits (`ontap_operator_svm_volumes`, `…_svm_max_volumes`, `…_svm_storage_used_bytes`,
-/// `…_svm_storage_limit_bytes`).
+/// `…_svm_storage_limit_bytes`, `…_svm_max_throughput_iops`, `…_svm_max_throughput_mbps`).
 pub struct OntapStateCollector {
     pub svms: SharedCache<StorageVirtualMachine>,
     pub clusters: SharedCache<OntapCluster>,
@@ -84,7 +84,7 @@ fn phase_name(phase: Option<SvmPhase>) -> String {
 impl Collector for OntapStateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let svms = Family::<SvmLabels, Gauge>::default();
-        let usage_gauges: [Family<SvmObjectLabels, Gauge>; 4] = Default::default();
+        let usage_gauges: [Family<SvmObjectLabels, Gauge>; 6] = Default::default();
         for svm in self.svms.store().state() {
             if let Some(usage) = svm.status.as_ref().and_then(|s| s.usage.as_ref()) {
                 let labels = SvmObjectLabels {
@@ -96,6 +96,8 @@ impl Collector for OntapStateCollector {
                     usage.max_volumes,
                     usage.storage_used_bytes,
                     usage.storage_limit_bytes,
+                    usage.max_throughput_iops,
+                    usage.max_throughput_mbps,
                 ];
                 for (family, value) in usage_gauges.iter().zip(values) {
                     if let Some(value) = value {
@@ -126,7 +128,14 @@ impl Collector for OntapStateCollector {
             "StorageVirtualMachines in the cache by namespace, phase and (when not Ready) the Ready condition's reason",
             &svms,
         )?;
-        let [volumes, max_volumes, storage_used, storage_limit] = &usage_gauges;
+        let [
+            volumes,
+            max_volumes,
+            storage_used,
+            storage_limit,
+            max_iops,
+            max_mbps,
+        ] = &usage_gauges;
         for (name, help, family) in [
             (
                 "svm_volumes",
@@ -147,6 +156,16 @@ impl Collector for OntapStateCollector {
                 "svm_storage_limit_bytes",
                 "An SVM's capacity limit in bytes (ONTAP's storage.limit), where it has one",
                 storage_limit,
+            ),
+            (
+                "svm_max_throughput_iops",
+                "An SVM's throughput ceiling in IOPS (its QoS policy's max_throughput_iops), where it has one",
+                max_iops,
+            ),
+            (
+                "svm_max_throughput_mbps",
+                "An SVM's throughput ceiling in MB/s (its QoS policy's max_throughput_mbps), where it has one",
+                max_mbps,
             ),
         ] {
             encode_gauges(

@@ -261,6 +261,15 @@ def test_qos_policies_and_the_svm_qos_policy(mock, admin):
     assert (listed.name, listed.fixed.max_throughput_iops, listed.object_count) == ("qos1_gold", 5000, 0)
     assert [p.uuid for p in QosPolicy.get_collection(name="qos1_gold", fields=fields)] == [policy.uuid]
 
+    # NetApp: a policy group that defines a throughput floor cannot be applied to an SVM.
+    apply = Svm(uuid=svm.uuid)
+    apply.qos_policy = {"name": "qos1_gold"}
+    with pytest.raises(NetAppRestError) as failure:
+        apply.patch()
+    assert (ontap_error(failure.value)["status"], ontap_error(failure.value)["target"]) == (400, "qos_policy")
+    no_floor = QosPolicy(uuid=policy.uuid)
+    no_floor.fixed = {"min_throughput_iops": 0}
+    no_floor.patch()
     apply = Svm(uuid=svm.uuid)
     apply.qos_policy = {"name": "qos1_gold"}
     apply.patch()
@@ -277,6 +286,11 @@ def test_qos_policies_and_the_svm_qos_policy(mock, admin):
 
     # Names are unique across the cluster: another SVM cannot take it.
     other = create_svm("qos2")
+    # and keep `qos policy-group create`'s rule: letters, digits, "_" and "-", a letter or digit first.
+    for bad in ("-gold", "gold.plus", "g" * 128):
+        with pytest.raises(NetAppRestError) as failure:
+            QosPolicy(name=bad, svm={"uuid": other.uuid}, fixed={"max_throughput_iops": 1}).post()
+        assert (ontap_error(failure.value)["status"], ontap_error(failure.value)["target"]) == (400, "name")
     with pytest.raises(NetAppRestError) as failure:
         QosPolicy(name="qos1_gold", svm={"uuid": other.uuid}, fixed={"max_throughput_iops": 1}).post()
     assert (ontap_error(failure.value)["status"], ontap_error(failure.value)["code"]) == (409, "8454154")

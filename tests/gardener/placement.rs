@@ -1,6 +1,6 @@
 //! What `OntapConfig` says of a shoot's own SVM beyond its LIF addresses reaches ONTAP through
-//! the Extension: the SVM's limits, a LIF's home node, home port and service policy, and the
-//! SVM's routes.
+//! the Extension: the SVM's limits (its throughput ceiling too), a LIF's home node, home port
+//! and service policy, and the SVM's routes.
 
 use kube::api::Api;
 use ontap_operator::api::StorageVirtualMachine;
@@ -21,7 +21,8 @@ async fn limits_lif_placement_and_routes_travel_through_ontap_config_into_ontap(
     create_cluster(&g, &ns, json!({})).await;
     let mut config = nfs_config(&w.cluster, "192.0.2.56", "192.0.2.57");
     config["svm"]["limits"] = json!({
-        "maxVolumes": 40, "storageLimit": "200Gi", "storageLimitThresholdAlert": 80
+        "maxVolumes": 40, "storageLimit": "200Gi", "storageLimitThresholdAlert": 80,
+        "maxThroughputIops": 5000
     });
     config["svm"]["dataLifs"][0]["homeNode"] = json!("node-02");
     config["svm"]["dataLifs"][0]["homePort"] = json!("e0d");
@@ -43,7 +44,7 @@ async fn limits_lif_placement_and_routes_travel_through_ontap_config_into_ontap(
         .mock
         .as_admin(
             Method::GET,
-            &format!("/api/svm/svms?name={svm_name}&fields=max_volumes,storage"),
+            &format!("/api/svm/svms?name={svm_name}&fields=max_volumes,storage,qos_policy"),
             Value::Null,
         )
         .await["records"][0]
@@ -52,6 +53,21 @@ async fn limits_lif_placement_and_routes_travel_through_ontap_config_into_ontap(
     assert_eq!(limits["max_volumes"], "40", "{limits}");
     assert_eq!(limits["storage"]["limit"], 200 * GIB, "{limits}");
     assert_eq!(limits["storage"]["limit_threshold_alert"], 80, "{limits}");
+    let ceiling = w
+        .mock
+        .as_admin(
+            Method::GET,
+            &format!(
+                "/api/storage/qos/policies/{}?fields=fixed",
+                limits["qos_policy"]["uuid"].as_str().unwrap()
+            ),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(
+        ceiling["fixed"]["max_throughput_iops"], 5000,
+        "the SVM applies its ceiling: {ceiling}"
+    );
 
     let data = w.interface(&svm_name, "192.0.2.57");
     assert_eq!(data["location"]["home_node"]["name"], "node-02", "{data}");

@@ -55,6 +55,20 @@ pub async fn requests_since(world: &SvmWorld, from: u64) -> Vec<Value> {
         .collect()
 }
 
+/// The requests ONTAP saw with sequence numbers from `from` up to `to`, to paths that begin
+/// with `path`.
+pub async fn requests_between(world: &SvmWorld, from: u64, to: u64, path: &str) -> Vec<Value> {
+    world
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| {
+            r["seq"].as_u64().is_some_and(|s| s >= from && s < to)
+                && r["path"].as_str().is_some_and(|p| p.starts_with(path))
+        })
+        .collect()
+}
+
 /// What ONTAP saw in a resync window of Ready SVMs.
 pub struct ResyncWindow {
     /// Every request, as `METHOD path?query`.
@@ -73,6 +87,10 @@ impl ResyncWindow {
     /// collection reads per half sync period, and nothing per SVM besides.
     pub fn costs_a_login_per_svm(&self, svms: u8, collections: usize) {
         let all = &self.all;
+        eprintln!(
+            "{:.2} ONTAP requests per SVM in the window: {all:#?}",
+            (self.paged + self.logins) as f64 / f64::from(svms)
+        );
         assert!(
             self.logins >= usize::from(svms),
             "every SVM's credentials are proven by a login: {all:#?}"

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::mock::fast_mock;
 use crate::support::poll;
-use crate::support::resync::{inventory_read, resync_window, resync_world};
+use crate::support::resync::{inventory_read, requests_between, resync_window, resync_world};
 use crate::support::svm::SvmWorld;
 
 const READY_WITHIN: Duration = Duration::from_secs(90);
@@ -33,7 +33,7 @@ async fn create(world: &SvmWorld, name: &str, index: u8, limits: Value) {
 }
 
 /// Creates `name` (LIF addresses from `index`) with `limits` and waits until it is Ready.
-async fn create_ready(
+pub(super) async fn create_ready(
     world: &SvmWorld,
     name: &str,
     index: u8,
@@ -91,12 +91,7 @@ async fn usage_shown(world: &SvmWorld, name: &str, wanted: impl Fn(&SvmUsage) ->
 #[tokio::test]
 async fn limits_come_from_the_object_and_the_clusters_defaults_and_usage_shows_in_status_and_metrics()
  {
-    let world = SvmWorld::with(
-        fast_mock(),
-        &["--sync-period=3s", "--ontap-inventory-min-svms=1"],
-    )
-    .await;
-    world.wait_cluster_ready(READY_WITHIN).await;
+    let world = steady_world().await;
     patch_cluster(
         &world,
         json!({ "defaults": { "limits": { "maxVolumes": 50, "storageLimitThresholdAlert": 80 } } }),
@@ -134,6 +129,7 @@ async fn limits_come_from_the_object_and_the_clusters_defaults_and_usage_shows_i
             storage_used_bytes: Some(GIB),
             storage_limit_bytes: Some(10 * GIB),
             summary: "volumes 1/50, storage 1Gi/10Gi".into(),
+            ..SvmUsage::default()
         }
     );
     let metrics = world.operator.metrics_text().await;
@@ -202,15 +198,7 @@ async fn the_clusters_bounds_refuse_an_object_asking_beyond_them() {
             "spec.limits.storageLimit:",
         ),
     ] {
-        create(&world, name, index, limits).await;
-        let message = world
-            .refused_in(
-                &world.env.namespace,
-                name,
-                "ClusterReady",
-                "NotAllowedByCluster",
-            )
-            .await;
+        let message = refused_by_cluster(&world, name, index, limits).await;
         assert!(message.starts_with(field), "{message}");
     }
     // One asking for nothing gets the bounds as its limits.
@@ -270,24 +258,10 @@ async fn before_9_13_1_a_capacity_limit_is_a_condition_and_the_rest_converges() 
 /// they meet the limits' own requests rather than the create's.
 #[tokio::test]
 async fn a_fault_during_each_limits_request_still_converges() {
-    let world = SvmWorld::with(
-        fast_mock(),
-        &["--sync-period=3s", "--ontap-inventory-min-svms=1"],
-    )
-    .await;
-    world.wait_cluster_ready(READY_WITHIN).await;
+    let world = steady_world().await;
     let svm = create_ready(&world, "faulted", 1, json!({ "maxVolumes": 10 })).await;
     let svm_name = provisioned(&svm).0;
-    let error = FaultAction::Error {
-        status: 500,
-        code: "1".into(),
-        message: "Internal error".into(),
-        target: None,
-    };
-    let job_failure = FaultAction::JobFailure {
-        code: "1".into(),
-        message: "Internal error".into(),
-    };
+    let (error, job_failure) = internal_errors();
     let cases = [
         ("GET", "/api/svm/svms/*", error.clone()),
         ("GET", "/api/svm/svms/*", FaultAction::Reset),
@@ -299,14 +273,7 @@ async fn a_fault_during_each_limits_request_still_converges() {
     ];
     for (i, (method, path, action)) in cases.into_iter().enumerate() {
         let case = format!("{method} {path} {}", action.name());
-        let id = world.mock.fault(FaultSpec {
-            method: Some(method.into()),
-            path: path.into(),
-            after: 0,
-            times: Some(1),
-            probability: None,
-            action,
-        });
+        let id = fail_once(&world, method, path, action);
         let wanted = 11 + i;
         world
             .svms()
@@ -317,12 +284,7 @@ async fn a_fault_during_each_limits_request_still_converges() {
             )
             .await
             .unwrap();
-        poll(
-            &format!("{case}: the fault fired"),
-            READY_WITHIN,
-            async || (world.mock.hits(&id).await > 0).then_some(()),
-        )
-        .await;
+        fired(&world, &id, &case).await;
         world.wait_ready("faulted", READY_WITHIN).await;
         // ONTAP answers `max_volumes` as a string.
         let expected = json!(wanted.to_string());
@@ -338,6 +300,81 @@ async fn a_fault_during_each_limits_request_still_converges() {
     }
 }
 
+/// A world whose objects are confirmed from the cluster's inventory from the first steady one
+/// on, and looked at every 3 s, its OntapCluster Ready.
+pub(super) async fn steady_world() -> SvmWorld {
+    let world = SvmWorld::with(
+        fast_mock(),
+        &["--sync-period=3s", "--ontap-inventory-min-svms=1"],
+    )
+    .await;
+    world.wait_cluster_ready(READY_WITHIN).await;
+    world
+}
+
+/// ONTAP's internal error as a request's answer, and as its job's failure.
+pub(super) fn internal_errors() -> (FaultAction, FaultAction) {
+    let error = FaultAction::Error {
+        status: 500,
+        code: "1".into(),
+        message: "Internal error".into(),
+        target: None,
+    };
+    let job_failure = FaultAction::JobFailure {
+        code: "1".into(),
+        message: "Internal error".into(),
+    };
+    (error, job_failure)
+}
+
+/// Creates `name` with `limits` and waits until its cluster's bounds refuse it; the message.
+pub(super) async fn refused_by_cluster(
+    world: &SvmWorld,
+    name: &str,
+    index: u8,
+    limits: Value,
+) -> String {
+    create(world, name, index, limits).await;
+    world
+        .refused_in(
+            &world.env.namespace,
+            name,
+            "ClusterReady",
+            "NotAllowedByCluster",
+        )
+        .await
+}
+
+/// Creates `count` objects `cost-<i>` with `limits`, one after another, each Ready before the
+/// next.
+pub(super) async fn create_ready_each(world: &SvmWorld, count: u8, limits: Value) {
+    for i in 0..count {
+        create_ready(world, &format!("cost-{i}"), i + 1, limits.clone()).await;
+    }
+}
+
+/// Arms a fault that meets the next `method` request to `path` once, as `action` says; its id.
+pub(super) fn fail_once(world: &SvmWorld, method: &str, path: &str, action: FaultAction) -> String {
+    world.mock.fault(FaultSpec {
+        method: Some(method.into()),
+        path: path.into(),
+        after: 0,
+        times: Some(1),
+        probability: None,
+        action,
+    })
+}
+
+/// Waits until the fault `id`, armed for `case`, fired.
+pub(super) async fn fired(world: &SvmWorld, id: &str, case: &str) {
+    poll(
+        &format!("{case}: the fault fired"),
+        READY_WITHIN,
+        async || (world.mock.hits(id).await > 0).then_some(()),
+    )
+    .await;
+}
+
 /// A pass over Ready SVMs with limits costs ONTAP what one without does: the login. Their
 /// limits and volumes come from two more cluster-wide paged reads, not a request per SVM.
 #[tokio::test]
@@ -345,32 +382,17 @@ async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
     const SVMS: u8 = 4;
     let world = resync_world().await;
     let created_from = world.next_seq().await;
-    for i in 0..SVMS {
-        create_ready(
-            &world,
-            &format!("cost-{i}"),
-            i + 1,
-            json!({ "maxVolumes": 20, "storageLimit": "100Gi" }),
-        )
-        .await;
-    }
+    create_ready_each(
+        &world,
+        SVMS,
+        json!({ "maxVolumes": 20, "storageLimit": "100Gi" }),
+    )
+    .await;
     // Past the passes the seed Secrets' events and the first inventory read cause.
     world.operator.quiesce(READY_WITHIN).await;
     inventory_read(&world, "/api/network/ip/interfaces").await;
     let from = world.next_seq().await;
-    let provisioning: Vec<Value> = world
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| {
-            r["seq"]
-                .as_u64()
-                .is_some_and(|s| s >= created_from && s < from)
-                && r["path"]
-                    .as_str()
-                    .is_some_and(|p| p.starts_with("/api/svm/svms/"))
-        })
-        .collect();
+    let provisioning = requests_between(&world, created_from, from, "/api/svm/svms/").await;
     let patches = provisioning
         .iter()
         .filter(|r| r["method"] == "PATCH")
@@ -385,11 +407,6 @@ async fn a_resync_of_ready_svms_with_limits_reads_them_from_the_inventory() {
         "one PATCH sets an SVM's limits: {provisioning:#?}"
     );
     let window = resync_window(&world, from).await;
-    eprintln!(
-        "a resync with limits: {:.2} ONTAP requests per SVM in the window: {:#?}",
-        (window.paged + window.logins) as f64 / f64::from(SVMS),
-        window.all
-    );
     // Four collections: the SVMs, their interfaces, their limits and the cluster's volumes.
     window.costs_a_login_per_svm(SVMS, 4);
 }

@@ -10,6 +10,7 @@ mod support;
 mod least_privilege;
 mod limits;
 mod network;
+mod qos;
 mod role_cost;
 mod rotation;
 mod tenant_network;

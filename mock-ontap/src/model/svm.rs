@@ -449,6 +449,7 @@ impl Model {
         }
         if let Some(policy) = &patch.qos_policy {
             self.svm_qos_policy(uuid, policy)?;
+            self.check_svm_qos_nesting(uuid)?;
         }
         if let Some(state) = &patch.state
             && !matches!(state.as_str(), "running" | "stopped")
@@ -517,25 +518,34 @@ impl Model {
     }
 
     /// The QoS policy an SVM PATCH names: it must exist and belong to the SVM, since ONTAP
-    /// applies a policy only to storage objects of the policy's own SVM.
+    /// applies a policy only to storage objects of the policy's own SVM, and set no floor.
     fn svm_qos_policy(&self, svm: &str, policy: &NameRef) -> ApiResult<String> {
-        self.storage
-            .qos_policy_by(svm, policy.uuid.as_deref(), policy.name.as_deref())
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    codes::INVALID_FIELD,
-                    format!(
-                        "QoS policy \"{}\" does not exist in this SVM.",
-                        policy
-                            .name
-                            .as_deref()
-                            .or(policy.uuid.as_deref())
-                            .unwrap_or_default()
-                    ),
-                )
-                .with_target("qos_policy")
-            })
+        let found = self
+            .storage
+            .qos_policy_by(svm, policy.uuid.as_deref(), policy.name.as_deref());
+        if let Some(uuid) = found
+            && self.storage.qos_policy_has_floor(uuid)
+        {
+            return Err(ApiError::bad_request(
+                codes::INVALID_FIELD,
+                "A QoS policy group that defines a throughput floor cannot be applied to a Vserver.",
+            )
+            .with_target("qos_policy"));
+        }
+        found.map(str::to_owned).ok_or_else(|| {
+            ApiError::bad_request(
+                codes::INVALID_FIELD,
+                format!(
+                    "QoS policy \"{}\" does not exist in this SVM.",
+                    policy
+                        .name
+                        .as_deref()
+                        .or(policy.uuid.as_deref())
+                        .unwrap_or_default()
+                ),
+            )
+            .with_target("qos_policy")
+        })
     }
 
     pub(super) fn apply_svm_patch(&mut self, uuid: &str, patch: &SvmPatch) {

@@ -717,13 +717,13 @@ mod tests {
     #[test]
     fn own_config_limits_travel_to_the_shoots_own_svm_only() {
         let mut svm = minimal_svm();
-        svm["limits"] =
-            json!({"maxVolumes": 40, "storageLimit": "200Gi", "storageLimitThresholdAlert": 80});
+        svm["limits"] = json!({"maxVolumes": 40, "storageLimit": "200Gi", "storageLimitThresholdAlert": 80, "maxThroughputIops": 5000});
         let config = parse(ontap(svm.clone())).unwrap();
         let limits = config.limits.unwrap();
         assert_eq!(limits.max_volumes, Some(40));
         assert_eq!(limits.storage_limit.as_deref(), Some("200Gi"));
         assert_eq!(limits.storage_limit_threshold_alert, Some(80));
+        assert_eq!(limits.max_throughput_iops, Some(5000));
         let mut bad = svm.clone();
         bad["limits"]["storageLimit"] = json!("1.5");
         assert!(

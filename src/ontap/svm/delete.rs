@@ -7,7 +7,9 @@ use kube::{Api, ResourceExt};
 
 use super::authority::{Standing, marked_for};
 use super::errors::{Failed, Invalid, Waiting, is_entry_not_found, job, kube_error, ontap_error};
+use super::limits::ceiling_in;
 use super::naming::{Names, names_of};
+use super::qos::delete_ceiling;
 use super::reconcile::SvmStep;
 use super::svm::lookup_svm;
 use super::tenancy;
@@ -232,6 +234,9 @@ impl SvmReconciler {
         let jobs = steps.jobs();
         steps
             .step(SvmStep::SVMDeleted, || async {
+                if ceiling_in(status.usage.as_ref()).is_some() {
+                    delete_ceiling(&client, &jobs, &found.uuid).await?;
+                }
                 job(
                     jobs.run(client.delete_svm(&found.uuid)).await?,
                     Failed::SvmDelete,

@@ -26,6 +26,11 @@ reasons! {
         SvmProtocols => "SVMProtocolsFailed",
         SvmLimitsLookup => "SVMLimitsLookupFailed",
         SvmLimits => "SVMLimitsFailed",
+        QosPolicyLookup => "QoSPolicyLookupFailed",
+        QosPolicyCreate => "QoSPolicyCreateFailed",
+        QosPolicyLimits => "QoSPolicyLimitsFailed",
+        QosPolicyApply => "QoSPolicyApplyFailed",
+        QosPolicyDelete => "QoSPolicyDeleteFailed",
         SvmDelete => "SVMDeleteFailed",
         LifLookup => "LIFLookupFailed",
         LifCreate => "LIFCreateFailed",
@@ -122,6 +127,8 @@ reasons! {
         SvmOwnedByAnother => "SVMOwnedByAnother",
         SecretChangedMeanwhile => "SecretChangedMeanwhile",
         TenantNetworkForeign => "TenantNetworkConflict",
+        /// The name the operator gives an SVM's QoS policy is a policy of another SVM.
+        QosPolicyNameTaken => "QoSPolicyNameTaken",
     }
 }
 

@@ -1,7 +1,8 @@
 //! Step `LimitsReady`: the limits ONTAP enforces on an `Owned` object's SVM (`max_volumes`,
-//! the capacity limit and its alert) brought to its plan ([`plan_svm`]), and what the SVM uses
-//! of them recorded in the status. A steady object's limits come from its cluster's inventory,
-//! so a resync reads none per SVM.
+//! the capacity limit and its alert) brought to its plan ([`plan_svm`]), its throughput ceiling
+//! to [`plan_qos`] (`super::qos`), and what the SVM uses of them recorded in the status. A
+//! steady object's limits and ceiling come from its cluster's inventory, so a resync reads none
+//! per SVM.
 //!
 //! It runs last: a limit ONTAP cannot take (a capacity limit before 9.13.1) is a condition of
 //! its own while the SVM, its LIFs, its account and its Secret still converge.
@@ -12,7 +13,8 @@ use super::SvmReconciler;
 use super::errors::{Failed, Invalid, Transient, job, ontap_error};
 use super::naming::Names;
 use super::plan::{
-    DesiredError, DesiredLimits, LimitsAction, desired_limits, desired_svm, human_bytes, plan_svm,
+    Ceiling, DesiredError, DesiredLimits, LimitsAction, QosAction, desired_limits, desired_svm,
+    human_bytes, plan_qos, plan_svm, qos_policy_name,
 };
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode, SvmUsage};
 use crate::ontap::inventory::Snapshot;
@@ -42,10 +44,59 @@ pub fn cluster_version(cluster: &OntapCluster) -> Option<ClusterVersion> {
 pub fn wants_limits(cluster: &OntapCluster) -> bool {
     let spec = &cluster.spec;
     spec.defaults.as_ref().is_some_and(|d| d.limits.is_some())
+        || spec.allowed.as_ref().is_some_and(|a| {
+            a.max_volumes.is_some()
+                || a.max_storage_limit.is_some()
+                || a.max_throughput_iops.is_some()
+                || a.max_throughput_mbps.is_some()
+        })
+}
+
+/// Whether `cluster`'s administrator gives its SVMs a throughput ceiling: a default or a bound.
+pub fn wants_ceiling(cluster: &OntapCluster) -> bool {
+    let spec = &cluster.spec;
+    spec.defaults
+        .as_ref()
+        .and_then(|d| d.limits.as_ref())
+        .is_some_and(|l| l.max_throughput_iops.is_some() || l.max_throughput_mbps.is_some())
         || spec
             .allowed
             .as_ref()
-            .is_some_and(|a| a.max_volumes.is_some() || a.max_storage_limit.is_some())
+            .is_some_and(|a| a.max_throughput_iops.is_some() || a.max_throughput_mbps.is_some())
+}
+
+/// The ceiling a status records.
+pub(super) fn ceiling_in(usage: Option<&SvmUsage>) -> Option<Ceiling> {
+    usage.and_then(|u| {
+        Ceiling::of(
+            u.max_throughput_iops.unwrap_or(0),
+            u.max_throughput_mbps.unwrap_or(0),
+        )
+    })
+}
+
+/// Whether `snapshot` confirms the SVM `svm_uuid`'s ceiling as `wanted` and as the status
+/// records it (`recorded`): always where none is wanted or recorded, never from a snapshot that
+/// did not read the QoS policies otherwise.
+pub fn ceiling_confirmed(
+    wanted: Option<Ceiling>,
+    recorded: Option<&SvmUsage>,
+    svm_uuid: &str,
+    snapshot: &Snapshot,
+) -> bool {
+    if ceiling_in(recorded) != wanted {
+        return false;
+    }
+    match snapshot.qos_policy(&qos_policy_name(svm_uuid)) {
+        None => wanted.is_none(),
+        Some(named) => {
+            let applied = snapshot
+                .limits(svm_uuid)
+                .and_then(|l| l.qos_policy.as_ref());
+            (wanted.is_none() || snapshot.limits(svm_uuid).is_some())
+                && plan_qos(wanted, svm_uuid, applied, named) == QosAction::Keep
+        }
+    }
 }
 
 /// The limits `svm` wants on `cluster` ([`desired_limits`]); none for an `AccountOnly` object,
@@ -90,7 +141,15 @@ impl SvmReconciler {
             .get(&ObjectRef::new(&svm.spec.cluster_ref.name));
         let wanted = desired_limits_on(svm, cluster.as_deref(), None)
             .map_err(|e| Invalid::Spec.error(e.to_string()))?;
-        if wanted.is_empty() {
+        // A ceiling the status records, or a policy the inventory shows, may be the operator's
+        // to remove.
+        let ceiling_known = wanted.ceiling.is_some()
+            || ceiling_in(previous).is_some()
+            || snapshot
+                .and_then(|s| s.qos_policy(&qos_policy_name(&ontap_svm.uuid)))
+                .flatten()
+                .is_some();
+        if wanted.is_empty() && !ceiling_known {
             return Ok(Outcome::Unchanged(None));
         }
         let version = cluster
@@ -113,8 +172,8 @@ impl SvmReconciler {
         let confirmed = from_snapshot.filter(|found| {
             plan_svm(&desired, ontap_svm, Some(found)).limits == LimitsAction::Keep
         });
-        let (found, changed) = match confirmed {
-            Some(found) => (found.clone(), false),
+        let (found, fresh, changed) = match confirmed {
+            Some(found) => (found.clone(), false, false),
             None => {
                 let found = read_limits(client, &ontap_svm.uuid, &version).await?;
                 match plan_svm(&desired, ontap_svm, Some(&found)).limits {
@@ -124,12 +183,27 @@ impl SvmReconciler {
                                 .await?,
                             Failed::SvmLimits,
                         )?;
-                        (applied(found, &patch), true)
+                        (applied(found, &patch), true, true)
                     }
-                    LimitsAction::Keep | LimitsAction::Unread => (found, false),
+                    LimitsAction::Keep | LimitsAction::Unread => (found, true, false),
                 }
             }
         };
+        let ceiling_changed = if ceiling_known {
+            self.ensure_ceiling(
+                wanted.ceiling,
+                &found,
+                fresh,
+                snapshot,
+                &version,
+                client,
+                jobs,
+            )
+            .await?
+        } else {
+            false
+        };
+        let changed = changed || ceiling_changed;
         if !supported && wanted.wants_storage() {
             return Err(Invalid::StorageLimitUnsupported
                 .error(format!(
@@ -141,7 +215,7 @@ impl SvmReconciler {
         let volumes = snapshot
             .and_then(|s| s.volumes(&ontap_svm.uuid))
             .or_else(|| previous.and_then(|u| u.volumes));
-        let usage = Some(usage_of(&found, volumes));
+        let usage = (!wanted.is_empty()).then(|| usage_of(&found, volumes, wanted.ceiling));
         Ok(if changed {
             Outcome::Changed(usage)
         } else {
@@ -151,7 +225,7 @@ impl SvmReconciler {
 }
 
 /// The SVM's limits as ONTAP reports them now.
-async fn read_limits(
+pub(super) async fn read_limits(
     client: &OntapClient,
     uuid: &str,
     version: &ClusterVersion,
@@ -180,8 +254,8 @@ fn applied(mut found: SvmLimits, patch: &SvmLimitsPatch) -> SvmLimits {
     found
 }
 
-/// What an SVM with `limits` and `volumes` uses of its limits.
-pub fn usage_of(limits: &SvmLimits, volumes: Option<u64>) -> SvmUsage {
+/// What an SVM with `limits`, `volumes` and the throughput `ceiling` uses of its limits.
+pub fn usage_of(limits: &SvmLimits, volumes: Option<u64>, ceiling: Option<Ceiling>) -> SvmUsage {
     let max_volumes = match limits.max_volumes {
         Some(MaxVolumes::Limit(n)) => Some(n),
         Some(MaxVolumes::Unlimited) | None => None,
@@ -204,11 +278,17 @@ pub fn usage_of(limits: &SvmLimits, volumes: Option<u64>) -> SvmUsage {
             limit(storage_limit_bytes.map(human_bytes))
         ));
     }
+    if let Some(ceiling) = ceiling {
+        summary.push_str(&format!(", qos {}", ceiling.summary()));
+    }
+    let nonzero = |value: u64| (value != 0).then_some(value);
     SvmUsage {
         volumes,
         max_volumes,
         storage_used_bytes,
         storage_limit_bytes,
+        max_throughput_iops: ceiling.and_then(|c| nonzero(c.iops)),
+        max_throughput_mbps: ceiling.and_then(|c| nonzero(c.mbps)),
         summary,
     }
 }
@@ -219,13 +299,58 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_ceiling_is_confirmed_from_the_snapshot_only_as_wanted_and_recorded() {
+        const SVM: &str = "5d8e7a10-0000-4000-8000-000000000001";
+        fn record<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+            serde_json::from_value(value).unwrap()
+        }
+        let svm_applying = |policy: &str| -> SvmLimits {
+            record(serde_json::json!({
+                "uuid": SVM, "name": "svm_a", "qos_policy": { "uuid": policy },
+            }))
+        };
+        let ours: ontap_client::QosPolicy = record(serde_json::json!({
+            "uuid": "p-1", "name": qos_policy_name(SVM), "svm": { "uuid": SVM },
+            "fixed": { "max_throughput_iops": 5000 },
+        }));
+        let snapshot = |limits: SvmLimits, policies: Option<Vec<ontap_client::QosPolicy>>| {
+            let read = Snapshot::new(std::time::Instant::now(), Vec::new(), Vec::new())
+                .with_limits(vec![limits], Vec::new());
+            match policies {
+                Some(policies) => read.with_qos_policies(policies),
+                None => read,
+            }
+        };
+        let wanted = Ceiling::of(5000, 0);
+        let recorded = usage_of(&svm_applying("p-1"), None, wanted);
+        let as_wanted = snapshot(svm_applying("p-1"), Some(vec![ours.clone()]));
+        assert!(ceiling_confirmed(wanted, Some(&recorded), SVM, &as_wanted));
+        // Another policy applied, or the status not recording the ceiling: not confirmed.
+        let other = snapshot(svm_applying("p-2"), Some(vec![ours.clone()]));
+        assert!(!ceiling_confirmed(wanted, Some(&recorded), SVM, &other));
+        assert!(!ceiling_confirmed(wanted, None, SVM, &as_wanted));
+        // A snapshot that did not read the policies confirms only the absence of a ceiling.
+        let unread = snapshot(svm_applying("p-1"), None);
+        assert!(!ceiling_confirmed(wanted, Some(&recorded), SVM, &unread));
+        assert!(ceiling_confirmed(None, None, SVM, &unread));
+        // No ceiling wanted, and the operator's policy still there: to be removed.
+        assert!(!ceiling_confirmed(None, None, SVM, &as_wanted));
+        assert!(ceiling_confirmed(
+            None,
+            None,
+            SVM,
+            &snapshot(svm_applying("p-1"), Some(Vec::new()))
+        ));
+    }
+
+    #[test]
     fn usage_reads_as_used_over_limit() {
         let limits: SvmLimits = serde_json::from_value(serde_json::json!({
             "uuid": "u", "name": "n", "max_volumes": "100",
             "storage": { "limit": 500u64 << 30, "limit_threshold_alert": 90, "allocated": 12u64 << 30 },
         }))
         .unwrap();
-        let usage = usage_of(&limits, Some(3));
+        let usage = usage_of(&limits, Some(3), None);
         assert_eq!(usage.summary, "volumes 3/100, storage 12Gi/500Gi");
         assert_eq!(
             (usage.max_volumes, usage.storage_limit_bytes),
@@ -235,6 +360,12 @@ mod tests {
             "uuid": "u", "name": "n", "max_volumes": "unlimited",
         }))
         .unwrap();
-        assert_eq!(usage_of(&old, None).summary, "volumes ?/unlimited");
+        assert_eq!(usage_of(&old, None, None).summary, "volumes ?/unlimited");
+        let throttled = usage_of(&old, None, Ceiling::of(5000, 0));
+        assert_eq!(throttled.summary, "volumes ?/unlimited, qos 5000iops");
+        assert_eq!(
+            (throttled.max_throughput_iops, throttled.max_throughput_mbps),
+            (Some(5000), None)
+        );
     }
 }

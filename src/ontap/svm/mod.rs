@@ -26,6 +26,7 @@ pub mod naming;
 pub mod netmask;
 pub mod password;
 pub mod plan;
+mod qos;
 pub mod reconcile;
 pub mod role;
 mod rotation;

@@ -25,7 +25,9 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::account::{applications_on, settled_account};
 use super::authority::Standing;
-use super::limits::{cluster_version, desired_limits_on, wants_limits};
+use super::limits::{
+    ceiling_confirmed, cluster_version, desired_limits_on, wants_ceiling, wants_limits,
+};
 use super::naming::{Names, names_of};
 use super::plan::{
     DesiredSvm, desired_lifs, desired_routes, desired_svm, plan_lifs, plan_routes, plan_svm,
@@ -50,6 +52,8 @@ struct SteadyCount {
     objects: usize,
     routed: usize,
     limited: bool,
+    /// Some object on the cluster asks for a throughput ceiling of its own.
+    throttled: bool,
     least_privileged: usize,
 }
 
@@ -125,6 +129,7 @@ impl SteadyInventory {
         let also = AlsoRead {
             limits: limits.as_ref(),
             routes: count.routed > 0,
+            qos_policies: self.qos_wanted(cluster, count),
             role: count.role(),
             network: self.has_tenant_networks(cluster),
         };
@@ -148,6 +153,18 @@ impl SteadyInventory {
             .and_then(cluster_version)
             .map(Some)
             .ok_or(())
+    }
+
+    /// Whether `cluster`'s inventory is to read the QoS policies: some object on it, or its
+    /// administrator's defaults or bounds, ask for a throughput ceiling. Its limits are then
+    /// read too ([`wants_limits`]), which say which policy each SVM applies.
+    fn qos_wanted(&self, cluster: &str, count: SteadyCount) -> bool {
+        count.throttled
+            || self
+                .clusters
+                .get(&ObjectRef::new(cluster))
+                .as_deref()
+                .is_some_and(wants_ceiling)
     }
 
     /// Whether `cluster`'s administrator grants tenant networks: its inventory then reads the
@@ -177,6 +194,9 @@ impl SteadyInventory {
                 let name = &svm.spec.cluster_ref.name;
                 let count = fresh.entry(name.clone()).or_default();
                 count.limited |= svm.spec.limits.is_some();
+                count.throttled |= svm.spec.limits.as_ref().is_some_and(|l| {
+                    l.max_throughput_iops.is_some() || l.max_throughput_mbps.is_some()
+                });
                 if is_steady(&svm) {
                     count.objects += 1;
                     count.routed += usize::from(svm.spec.routes.is_some());
@@ -264,6 +284,7 @@ impl SteadyInventory {
         let also = AlsoRead {
             limits: limits.as_ref(),
             routes: count.routed > 0,
+            qos_policies: self.qos_wanted(&name, count),
             role: count.role(),
             network: self.has_tenant_networks(&name),
         };
@@ -333,10 +354,18 @@ fn confirms(
     desired_limits_on(svm, cluster, cluster.and_then(cluster_version).as_ref())
         .ok()
         .and_then(|limits| desired_svm(svm, &names.svm, standing, limits).ok())
-        .and_then(|desired| confirmed_svm(&desired, recorded, snapshot))
-        .is_some_and(|found| {
+        .and_then(|desired| {
+            confirmed_svm(&desired, recorded, snapshot).map(|found| (desired, found))
+        })
+        .is_some_and(|(desired, found)| {
             lifs_confirmed(svm, &found.uuid, snapshot)
                 && routes_confirmed(svm, &found.uuid, snapshot)
+                && ceiling_confirmed(
+                    desired.limits.ceiling,
+                    status.usage.as_ref(),
+                    &found.uuid,
+                    snapshot,
+                )
                 && account_confirmed(svm, cluster, standing, &names, &found.uuid, snapshot)
                 && network_confirmed(svm, cluster, standing, snapshot)
         })

@@ -35,6 +35,12 @@ pub(super) struct QosPolicy {
 /// Policy group ids as the mock hands them out, above those of ONTAP's preset policies.
 const FIRST_PGID: u64 = 1000;
 
+/// The release from which an SVM's policy and its volumes' policies may nest: "Beginning with
+/// ONTAP 9.18.1, you can use nested QoS policies" (NetApp, *QoS policy group assignment
+/// restrictions*). Before it, an SVM with a policy and its storage objects with policies exclude
+/// each other.
+const NESTED_QOS_SINCE: (u32, u32, u32) = (9, 18, 1);
+
 impl QosPolicy {
     pub(super) fn owned_by(&self, svm: &str) -> bool {
         self.svm == svm
@@ -98,12 +104,72 @@ impl Storage {
             .map(|p| p.uuid.as_str())
     }
 
+    /// Whether the policy sets a throughput floor, which ONTAP applies to no SVM ("A policy
+    /// group that defines a throughput floor cannot be applied to an SVM", NetApp, *Set a
+    /// throughput floor with QoS*).
+    pub fn qos_policy_has_floor(&self, uuid: &str) -> bool {
+        self.qos_policies
+            .get(uuid)
+            .is_some_and(|p| p.fixed.min_iops != 0 || p.fixed.min_mbps != 0)
+    }
+
     fn qos_policy_named(&self, name: &str) -> Option<&QosPolicy> {
         self.qos_policies.values().find(|p| p.name == name)
     }
 }
 
 impl Model {
+    /// An SVM PATCH applying a policy to `svm`: refused before nesting while a volume, LUN or
+    /// namespace of the SVM has a policy of its own.
+    pub(crate) fn check_svm_qos_nesting(&self, svm: &str) -> ApiResult<()> {
+        if self.cluster.version.at_least(NESTED_QOS_SINCE) {
+            return Ok(());
+        }
+        let storage = &self.storage;
+        let volume = storage
+            .volumes
+            .values()
+            .any(|v| v.svm == svm && v.qos_policy.is_some());
+        let block = storage
+            .luns
+            .values()
+            .chain(storage.namespaces.values())
+            .any(|b| b.svm == svm && b.qos_policy.is_some());
+        if volume || block {
+            return Err(ApiError::bad_request(
+                codes::INVALID_FIELD,
+                "Cannot assign a QoS policy group to the Vserver: a storage object it contains belongs to a policy group.",
+            )
+            .with_target("qos_policy"));
+        }
+        Ok(())
+    }
+
+    /// A volume, LUN or namespace of `svm` created naming a policy (at `field` of `body`):
+    /// refused before nesting while the SVM applies one.
+    pub(crate) fn check_object_qos_nesting(
+        &self,
+        svm: &str,
+        body: &Value,
+        field: &str,
+    ) -> ApiResult<()> {
+        let applied = self
+            .svm(svm)
+            .and_then(|s| s.qos_policy.as_deref())
+            .is_some();
+        if applied
+            && str_at(body, field).is_some()
+            && !self.cluster.version.at_least(NESTED_QOS_SINCE)
+        {
+            return Err(ApiError::bad_request(
+                codes::INVALID_FIELD,
+                "Cannot assign a QoS policy group to the storage object: its Vserver belongs to a policy group.",
+            )
+            .with_target(field));
+        }
+        Ok(())
+    }
+
     fn qos_policy_json(&self, p: &QosPolicy) -> Value {
         let volumes = self
             .storage
@@ -149,8 +215,21 @@ impl Model {
             .map(|p| self.qos_policy_json(p))
     }
 
-    /// ONTAP keys policy groups by name across the cluster, whichever SVM owns them.
+    /// ONTAP keys policy groups by name across the cluster, whichever SVM owns them, and
+    /// restricts names "to 127 alphanumeric characters including underscores "_" and hyphens
+    /// "-"", starting "with an alphanumeric character" (`qos policy-group create`).
     fn check_qos_name(&self, name: &str, except: Option<&str>) -> ApiResult<()> {
+        let well_formed = name.len() <= 127
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !well_formed {
+            return Err(ApiError::invalid_value(
+                "name",
+                "a policy group name is at most 127 letters, digits, \"_\" and \"-\", starting with a letter or digit",
+            ));
+        }
         match self.storage.qos_policy_named(name) {
             Some(p) if Some(p.uuid.as_str()) != except => Err(ApiError::conflict(
                 codes::QOS_POLICY_NAME_IN_USE,

@@ -127,6 +127,7 @@ impl Model {
         now: Instant,
     ) -> ApiResult<Value> {
         let (svm, _) = self.target_svm(who, body)?;
+        self.check_object_qos_nesting(&svm, body, "qos_policy.name")?;
         let path = str_at(body, "name").ok_or_else(|| ApiError::missing_field("name"))?;
         let (volume_name, _) =
             split_path(path).ok_or_else(|| ApiError::invalid_value("name", path))?;

@@ -161,6 +161,7 @@ impl Model {
             return Err(ApiError::invalid_value("style", style));
         }
         self.check_volume_fields(&svm, body)?;
+        self.check_object_qos_nesting(&svm, body, "qos.policy.name")?;
         if self.storage.volume_by_name(&svm, &name).is_some() {
             return Err(ApiError::conflict(
                 codes::VOLUME_NAME_IN_USE,

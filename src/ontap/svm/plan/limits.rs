@@ -2,6 +2,7 @@
 //! defaults, within what the cluster allows. Compared with ONTAP's in [`super::plan_svm`].
 
 use super::DesiredError;
+use super::qos::Ceiling;
 use crate::api::rules::quantity_bytes;
 use crate::api::{ClusterAllowances, ClusterDefaults, SvmLimitsSpec};
 use ontap_client::MaxVolumes;
@@ -15,12 +16,20 @@ pub struct DesiredLimits {
     pub storage_limit: Option<u64>,
     /// Percent of `storage_limit`.
     pub storage_limit_threshold_alert: Option<u64>,
+    /// The SVM's throughput ceiling; `None`: none, and the operator's QoS policy, if the SVM
+    /// has one, goes.
+    pub ceiling: Option<Ceiling>,
 }
 
 impl DesiredLimits {
     /// Whether the operator manages none of the limits.
     pub fn is_empty(&self) -> bool {
         self == &Self::default()
+    }
+
+    /// Whether it asks for limits the SVM itself holds (all but the ceiling, a QoS policy's).
+    pub fn sets_svm_limits(&self) -> bool {
+        self.max_volumes.is_some() || self.wants_storage()
     }
 
     /// Whether it asks for the capacity limit, which ONTAP has from 9.13.1 on.
@@ -32,6 +41,7 @@ impl DesiredLimits {
     pub fn without_storage(&self) -> Self {
         Self {
             max_volumes: self.max_volumes,
+            ceiling: self.ceiling,
             ..Self::default()
         }
     }
@@ -92,11 +102,31 @@ pub fn desired_limits(
         .and_then(|l| l.storage_limit_threshold_alert)
         .or_else(|| default.and_then(|l| l.storage_limit_threshold_alert))
         .map(u64::from);
+    let iops = within(
+        own.and_then(|l| l.max_throughput_iops)
+            .or_else(|| default.and_then(|l| l.max_throughput_iops)),
+        allowed.and_then(|a| a.max_throughput_iops),
+    );
+    let mbps = within(
+        own.and_then(|l| l.max_throughput_mbps)
+            .or_else(|| default.and_then(|l| l.max_throughput_mbps)),
+        allowed.and_then(|a| a.max_throughput_mbps),
+    );
     Ok(DesiredLimits {
         max_volumes,
         storage_limit,
         storage_limit_threshold_alert,
+        ceiling: Ceiling::of(iops.unwrap_or(0), mbps.unwrap_or(0)),
     })
+}
+
+/// `asked` (`0`: none) within `bound`: the bound caps it, and is the value where none is asked.
+fn within(asked: Option<u64>, bound: Option<u64>) -> Option<u64> {
+    match (asked, bound) {
+        (asked, None) => asked,
+        (Some(asked), Some(bound)) if asked != 0 => Some(asked.min(bound)),
+        (_, Some(bound)) => Some(bound),
+    }
 }
 
 /// Why the object's own `limits` go beyond what the cluster allows, naming the field; `None`
@@ -131,6 +161,33 @@ pub fn beyond_bounds(
                 "spec.limits.storageLimit: the OntapCluster {cluster} allows at most {bound} per SVM{}",
                 if asked_bytes == 0 {
                     ", and no SVM without a limit"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    for (field, unit, asked, bound) in [
+        (
+            "maxThroughputIops",
+            "IOPS",
+            own.max_throughput_iops,
+            allowed.max_throughput_iops,
+        ),
+        (
+            "maxThroughputMbps",
+            "MB/s",
+            own.max_throughput_mbps,
+            allowed.max_throughput_mbps,
+        ),
+    ] {
+        if let (Some(asked), Some(bound)) = (asked, bound)
+            && (asked == 0 || asked > bound)
+        {
+            return Some(format!(
+                "spec.limits.{field}: the OntapCluster {cluster} allows at most {bound} {unit} per SVM{}",
+                if asked == 0 {
+                    ", and no SVM without a ceiling"
                 } else {
                     ""
                 }
@@ -173,7 +230,7 @@ mod tests {
         SvmLimitsSpec {
             max_volumes,
             storage_limit: storage.map(str::to_owned),
-            storage_limit_threshold_alert: None,
+            ..SvmLimitsSpec::default()
         }
     }
 
@@ -191,6 +248,7 @@ mod tests {
                 max_volumes: Some(50),
                 storage_limit: Some("1Ti".into()),
                 storage_limit_threshold_alert: Some(80),
+                ..SvmLimitsSpec::default()
             }),
             ..Default::default()
         };
@@ -228,5 +286,53 @@ mod tests {
             "{cleared}"
         );
         assert!(beyond_bounds(Some(&spec(None, Some("2Ti"))), &allowed, "lab").is_some());
+    }
+
+    #[test]
+    fn a_ceiling_comes_from_the_object_the_default_or_the_bound() {
+        let ceiling = |own: SvmLimitsSpec, default: SvmLimitsSpec, allowed: &ClusterAllowances| {
+            let defaults = ClusterDefaults {
+                limits: Some(default),
+                ..Default::default()
+            };
+            desired_limits(Some(&own), Some(&defaults), Some(allowed))
+                .unwrap()
+                .ceiling
+        };
+        let iops = |n: u64| SvmLimitsSpec {
+            max_throughput_iops: Some(n),
+            ..SvmLimitsSpec::default()
+        };
+        let unbounded = ClusterAllowances::default();
+        let none = SvmLimitsSpec::default();
+        assert_eq!(ceiling(none.clone(), none.clone(), &unbounded), None);
+        assert_eq!(ceiling(iops(0), iops(100), &unbounded), None, "0: none");
+        assert_eq!(
+            ceiling(none.clone(), iops(100), &unbounded),
+            Ceiling::of(100, 0)
+        );
+        let bounded = ClusterAllowances {
+            max_throughput_iops: Some(1000),
+            ..ClusterAllowances::default()
+        };
+        assert_eq!(
+            ceiling(none.clone(), none.clone(), &bounded),
+            Ceiling::of(1000, 0)
+        );
+        assert_eq!(ceiling(iops(500), none, &bounded), Ceiling::of(500, 0));
+        let mbps = SvmLimitsSpec {
+            max_throughput_mbps: Some(200),
+            ..SvmLimitsSpec::default()
+        };
+        assert_eq!(
+            ceiling(mbps.clone(), iops(100), &bounded),
+            Ceiling::of(100, 200)
+        );
+        assert_eq!(beyond_bounds(Some(&iops(1000)), &bounded, "lab"), None);
+        assert_eq!(beyond_bounds(Some(&mbps), &bounded, "lab"), None);
+        for asked in [0, 1001] {
+            let why = beyond_bounds(Some(&iops(asked)), &bounded, "lab").unwrap();
+            assert!(why.starts_with("spec.limits.maxThroughputIops:"), "{why}");
+        }
     }
 }

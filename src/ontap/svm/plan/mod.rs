@@ -9,6 +9,7 @@
 
 mod lifs;
 mod limits;
+mod qos;
 mod routes;
 mod svm;
 
@@ -17,6 +18,7 @@ pub use lifs::{
     RemovalReason, data_service_policy, desired_lifs, place_vips, plan_lifs,
 };
 pub use limits::{DesiredLimits, beyond_bounds, desired_limits, human_bytes};
+pub use qos::{Ceiling, QosAction, plan_qos, qos_policy_name};
 pub use routes::{DesiredRoute, RoutePlan, desired_routes, plan_routes};
 pub use svm::{
     DesiredSvm, LimitsAction, StateAction, SvmPlan, desired_svm, plan_svm, protocol_changes,

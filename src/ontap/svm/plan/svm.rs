@@ -163,7 +163,8 @@ pub fn plan_svm(desired: &DesiredSvm, found: &Svm, limits: Option<&SvmLimits>) -
 /// while none is set, which is what a wanted `0` means; before 9.13.1 it reports no `storage`
 /// at all, and a wanted capacity limit is then a change ONTAP will refuse, for the step to say.
 fn limit_changes(desired: &DesiredLimits, actual: Option<&SvmLimits>) -> LimitsAction {
-    if desired.is_empty() {
+    // The ceiling is a QoS policy's, compared by `plan_qos`.
+    if !desired.sets_svm_limits() {
         return LimitsAction::Keep;
     }
     let Some(actual) = actual else {
@@ -324,6 +325,7 @@ mod tests {
             max_volumes: Some(MaxVolumes::Limit(10)),
             storage_limit: Some(1 << 30),
             storage_limit_threshold_alert: Some(90),
+            ceiling: None,
         };
         assert_eq!(
             plan_svm(&desired, &found, None).limits,
