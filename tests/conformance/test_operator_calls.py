@@ -340,6 +340,12 @@ def test_network_placement_vlans_broadcast_domains_and_interface_moves(mock, adm
     assert (found.mtu, [p.name for p in found.ports]) == (9000, ["e0d-100"])
     assert {d.name for d in BroadcastDomain.get_collection(fields=F["BROADCAST_DOMAIN_FIELDS"])} == {
         "Default", "storage"}
+    # The inventory's reads of tenant networks: both collections a page at a time, as
+    # netapp-ontap follows the next links.
+    paged = list(Port.get_collection(fields=F["PORT_FIELDS"], max_records=2))
+    assert len(ports) > 2 and sorted(p.uuid for p in paged) == sorted(p.uuid for p in ports)
+    assert {d.name for d in BroadcastDomain.get_collection(
+        fields=F["BROADCAST_DOMAIN_FIELDS"], max_records=1)} == {"Default", "storage"}
 
     # Placed by broadcast domain (postable only: netapp-ontap's IpInterfaceLocation).
     lif = IpInterface(name="net1_data", enabled=True, svm={"uuid": svm.uuid},
