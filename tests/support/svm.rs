@@ -302,6 +302,42 @@ impl SvmWorld {
         json!({"svm": svm, "interfaces": of_svm("interfaces", "svm"), "accounts": of_svm("accounts", "owner")})
     }
 
+    /// Creates the StorageVirtualMachine `object` (a manifest), or gives the API server's
+    /// refusal.
+    pub async fn create_manifest(&self, object: Value) -> Result<(), String> {
+        self.svms()
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(object).unwrap(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// What an administrator makes in ONTAP by hand: the broadcast domain `domain` and in it the
+    /// VLAN port `<base_port>-<tag>` of `node`.
+    pub async fn admin_vlan(&self, domain: &str, node: &str, base_port: &str, tag: u16) {
+        self.mock
+            .as_admin(
+                reqwest::Method::POST,
+                "/api/network/ethernet/broadcast-domains",
+                json!({ "name": domain, "mtu": 1500 }),
+            )
+            .await;
+        self.mock
+            .as_admin(
+                reqwest::Method::POST,
+                "/api/network/ethernet/ports",
+                json!({
+                    "type": "vlan", "node": { "name": node },
+                    "vlan": { "tag": tag, "base_port": { "name": base_port, "node": { "name": node } } },
+                    "broadcast_domain": { "name": domain },
+                }),
+            )
+            .await;
+    }
+
     /// The interface with `address` of the SVM named `svm_name`, as ONTAP shows it.
     pub fn interface(&self, svm_name: &str, address: &str) -> Value {
         let state = self.state();

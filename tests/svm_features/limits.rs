@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use mock_ontap::{FaultAction, FaultSpec};
 use ontap_operator::api::{StorageVirtualMachine, SvmUsage};
 use reqwest::Method;
@@ -22,14 +22,7 @@ const GIB: u64 = 1 << 30;
 /// Creates `name` (LIF addresses from `index`) with `limits`.
 async fn create(world: &SvmWorld, name: &str, index: u8, limits: Value) {
     let object = world.svm_with(name, index, &json!({ "limits": limits }));
-    world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).unwrap(),
-        )
-        .await
-        .unwrap();
+    world.create_manifest(object).await.unwrap();
 }
 
 /// Creates `name` (LIF addresses from `index`) with `limits` and waits until it is Ready.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -37,19 +37,6 @@ async fn spec_patch(world: &SvmWorld, name: &str, spec: Value) {
         .unwrap();
 }
 
-/// Creates the StorageVirtualMachine `object` (a manifest), or gives the API server's refusal.
-async fn create(world: &SvmWorld, object: Value) -> Result<(), String> {
-    world
-        .svms()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(object).unwrap(),
-        )
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
 async fn svm_name_of(world: &SvmWorld, name: &str) -> String {
     let svm = world.wait_ready(name, READY_WITHIN).await;
     svm.status.unwrap().svm_name.unwrap()
@@ -59,26 +46,7 @@ async fn svm_name_of(world: &SvmWorld, name: &str) -> String {
 async fn lifs_are_placed_where_the_spec_says_and_moved_in_place() {
     let world = SvmWorld::start().await;
     // A tenant's VLAN port in a broadcast domain of its own, as an administrator makes it.
-    world
-        .mock
-        .as_admin(
-            Method::POST,
-            "/api/network/ethernet/broadcast-domains",
-            json!({ "name": "tenant-a", "mtu": 1500 }),
-        )
-        .await;
-    world
-        .mock
-        .as_admin(
-            Method::POST,
-            "/api/network/ethernet/ports",
-            json!({
-                "type": "vlan", "node": { "name": "node-02" },
-                "vlan": { "tag": 100, "base_port": { "name": "e0d", "node": { "name": "node-02" } } },
-                "broadcast_domain": { "name": "tenant-a" },
-            }),
-        )
-        .await;
+    world.admin_vlan("tenant-a", "node-02", "e0d", 100).await;
     let create_fault = fail_once(&world, "POST", "/api/network/ip/interfaces");
     let object = world.svm_with(
         "placed",
@@ -91,7 +59,7 @@ async fn lifs_are_placed_where_the_spec_says_and_moved_in_place() {
             ]
         }),
     );
-    create(&world, object).await.unwrap();
+    world.create_manifest(object).await.unwrap();
     let svm_name = svm_name_of(&world, "placed").await;
     assert_eq!(
         world.mock.hits(&create_fault).await,
@@ -151,7 +119,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
     // What admission can tell alone, it refuses.
     let mut portless = world.svm("portless", 1).json();
     portless["spec"]["dataLifs"][0]["homePort"] = json!("e0c");
-    let refused = create(&world, portless).await.unwrap_err();
+    let refused = world.create_manifest(portless).await.unwrap_err();
     assert!(
         refused.contains("homePort names a port of homeNode"),
         "{refused}"
@@ -159,7 +127,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
     let mut host_bits = world.svm("hostbits", 1).json();
     host_bits["spec"]["routes"] =
         json!([{ "destination": "198.51.100.7/24", "gateway": "192.0.2.1" }]);
-    let refused = create(&world, host_bits).await.unwrap_err();
+    let refused = world.create_manifest(host_bits).await.unwrap_err();
     assert!(refused.contains("must be a network address"), "{refused}");
 
     // What only ONTAP can tell becomes the condition, naming the field and ONTAP's code.
@@ -175,7 +143,7 @@ async fn names_ontap_does_not_know_are_conditions_naming_the_field_with_ontaps_c
         0,
         &json!({ "dataLifs": lif(json!({ "homeNode": "node-01", "homePort": "e9z" })) }),
     );
-    create(&world, object).await.unwrap();
+    world.create_manifest(object).await.unwrap();
     for (field, code, next) in [
         (
             "spec.dataLifs[0].homePort",
@@ -242,7 +210,7 @@ async fn routes_are_made_and_drift_is_repaired_through_faults() {
             { "destination": "198.51.100.0/24", "gateway": "192.0.2.254" }
         ]}),
     );
-    create(&world, object).await.unwrap();
+    world.create_manifest(object).await.unwrap();
     let svm_name = svm_name_of(&world, "routed").await;
     assert_eq!(
         world.mock.hits(&create_fault).await,
@@ -340,7 +308,7 @@ async fn a_resync_of_routed_svms_reads_routes_from_the_inventory() {
             i,
             &json!({ "routes": [{ "gateway": "192.0.2.1" }] }),
         );
-        create(&world, object).await.unwrap();
+        world.create_manifest(object).await.unwrap();
     }
     for i in 0..SVMS {
         world.wait_ready(&format!("resync-{i}"), READY_WITHIN).await;

@@ -336,26 +336,7 @@ async fn a_foreign_domain_is_left_alone_drift_is_repaired_and_faults_are_survive
     let namespace = world.env.namespace.clone();
     const DOMAIN: &str = "ontap-operator-vlan-130";
     // Someone made a domain of the tenant network's name, with a port of their own.
-    world
-        .mock
-        .as_admin(
-            Method::POST,
-            "/api/network/ethernet/broadcast-domains",
-            json!({ "name": DOMAIN, "mtu": 1500 }),
-        )
-        .await;
-    world
-        .mock
-        .as_admin(
-            Method::POST,
-            "/api/network/ethernet/ports",
-            json!({
-                "type": "vlan", "node": { "name": "node-01" },
-                "vlan": { "tag": 7, "base_port": { "name": "e0c", "node": { "name": "node-01" } } },
-                "broadcast_domain": { "name": DOMAIN },
-            }),
-        )
-        .await;
+    world.admin_vlan(DOMAIN, "node-01", "e0c", 7).await;
     grant(&world, json!([{ "namespace": namespace, "tag": 130 }]))
         .await
         .unwrap();
