@@ -90,28 +90,12 @@ impl Snapshot {
         reading.finish(started)
     }
 
-    /// This snapshot with the cluster's `routes` read too.
-    pub fn with_routes(mut self, routes: Vec<Route>) -> Self {
-        let mut by_svm: HashMap<String, Vec<Route>> = HashMap::new();
-        for route in routes {
-            add_route(&mut by_svm, route);
-        }
-        self.routes = Some(by_svm);
-        self
-    }
-
     /// The routes of the SVM with that uuid, when the reading read routes (none for an SVM it
     /// does not know).
     pub fn routes(&self, svm_uuid: &str) -> Option<&[Route]> {
         self.routes
             .as_ref()
             .map(|r| r.get(svm_uuid).map_or(&[][..], Vec::as_slice))
-    }
-
-    /// This snapshot with the cluster's ports and broadcast domains read too.
-    pub fn with_network(mut self, ports: Vec<EthernetPort>, domains: Vec<BroadcastDomain>) -> Self {
-        self.network = Some(Network { ports, domains });
-        self
     }
 
     /// The cluster's ports and broadcast domains, when the reading read them.

@@ -61,9 +61,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::runtime::events::Recorder;
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 
 use crate::api::{OntapCluster, StorageVirtualMachine, SvmMode};
 use crate::ontap::connections::ClusterConnections;
@@ -178,5 +178,28 @@ impl SvmReconciler {
         } else {
             Creator::Keeps
         }
+    }
+}
+
+/// A Normal Event on `svm`. A courtesy: what it tells is recorded elsewhere (the status, ONTAP, a
+/// counter), so a failed write is logged and nothing more. The recorder folds Events of one
+/// reason and action on one object into a series keeping the first note, so a pass tells each
+/// reason once.
+pub(super) async fn tell(
+    recorder: &Recorder,
+    svm: &StorageVirtualMachine,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.into(),
+        note: Some(note),
+        action: action.into(),
+        secondary: None,
+    };
+    if let Err(error) = recorder.publish(&event, &svm.object_ref(&())).await {
+        tracing::warn!(%error, reason, "an Event was not written");
     }
 }

@@ -12,17 +12,17 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::ResourceExt;
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use reconcile_engine::StepError;
 
-use super::VerifyRequests;
 use super::errors::Invalid;
+use super::{VerifyRequests, tell};
 use crate::api::rules::{ROTATION_PERIOD_MESSAGE, rotation_period};
 use crate::api::{
     OntapCluster, ROTATE_CREDENTIALS_ANNOTATION, StorageVirtualMachine, StorageVirtualMachineStatus,
@@ -242,19 +242,17 @@ impl Rotations {
                 format!("{ROTATE_CREDENTIALS_ANNOTATION} asked for it ({value:?})")
             }
         };
-        let event = Event {
-            type_: EventType::Normal,
-            reason: "CredentialsRotated".into(),
-            note: Some(format!(
-                "the password of account {account} was replaced, verified and published: {why}"
-            )),
-            action: "RotateCredentials".into(),
-            secondary: None,
-        };
-        // An Event is a courtesy: the status and the counter carry the record.
-        if let Err(error) = recorder.publish(&event, &svm.object_ref(&())).await {
-            tracing::warn!(%error, "the CredentialsRotated Event was not written");
-        }
+        let note = format!(
+            "the password of account {account} was replaced, verified and published: {why}"
+        );
+        tell(
+            recorder,
+            svm,
+            "CredentialsRotated",
+            "RotateCredentials",
+            note,
+        )
+        .await;
     }
 }
 

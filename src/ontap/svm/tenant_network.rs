@@ -15,15 +15,15 @@
 
 use std::collections::BTreeSet;
 
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::ResourceExt;
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
 
-use super::SvmReconciler;
 use super::authority::Party;
 use super::errors::{Conflict, Failed, ontap_error};
 use super::reconcile::SvmStep;
 use super::tenancy::lifs_by_field;
+use super::{SvmReconciler, tell};
 use crate::api::{DeletionPolicy, OntapCluster, StorageVirtualMachine, SvmMode, TenantNetworks};
 use crate::ontap::inventory::{PAGE_RECORDS, Snapshot};
 use ontap_client::{
@@ -292,7 +292,14 @@ pub(super) async fn ensure_tenant_network(
             network.tag,
             made.join(", ")
         );
-        tell(recorder, svm, "TenantNetworkCreated", note).await;
+        tell(
+            recorder,
+            svm,
+            "TenantNetworkCreated",
+            "TenantNetworkCreated",
+            note,
+        )
+        .await;
     }
     created?;
     Ok(Outcome::changed())
@@ -394,7 +401,14 @@ pub(super) async fn remove_tenant_network(
             network.domain,
             homed.join(", ")
         );
-        tell(recorder, svm, "TenantNetworkKept", note).await;
+        tell(
+            recorder,
+            svm,
+            "TenantNetworkKept",
+            "TenantNetworkKept",
+            note,
+        )
+        .await;
         return Ok(Outcome::unchanged());
     }
     let mut removed = Vec::new();
@@ -402,7 +416,14 @@ pub(super) async fn remove_tenant_network(
     // What was removed is told also when a later request failed.
     if !removed.is_empty() {
         let note = format!("removed with the tenant's last SVM: {}", removed.join(", "));
-        tell(recorder, svm, "TenantNetworkRemoved", note).await;
+        tell(
+            recorder,
+            svm,
+            "TenantNetworkRemoved",
+            "TenantNetworkRemoved",
+            note,
+        )
+        .await;
     }
     result
 }
@@ -535,22 +556,6 @@ impl SvmReconciler {
             })
             .await
             .map(drop)
-    }
-}
-
-/// An Event on `svm`: a courtesy, the ports and domain in ONTAP carry the record.
-async fn tell(recorder: &Recorder, svm: &StorageVirtualMachine, reason: &str, note: String) {
-    // One Event per pass and reason: the recorder folds Events of one reason and action on one
-    // object into a series, keeping the first note.
-    let event = Event {
-        type_: EventType::Normal,
-        reason: reason.into(),
-        note: Some(note),
-        action: reason.into(),
-        secondary: None,
-    };
-    if let Err(error) = recorder.publish(&event, &svm.object_ref(&())).await {
-        tracing::warn!(%error, reason, "a tenant network Event was not written");
     }
 }
 
