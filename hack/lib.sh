@@ -54,6 +54,15 @@ stop_pids() {
   rm -f "$1"
 }
 
+# stop_tree PID: stops PID and every process it started, a parent before its children (listed
+# before it goes, as they are then adopted by init) so that it starts no new one meanwhile.
+stop_tree() {
+  local children child
+  children=$(pgrep -P "$1" || true)
+  kill "$1" 2>/dev/null || true
+  for child in $children; do stop_tree "$child"; done
+}
+
 # watch_owner PID COMMAND...: runs COMMAND once process PID is gone, from its own session so the
 # owner's signals do not take the watchdog along before it has cleaned up.
 watch_owner() {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `make test`'s lint: formatting, then the test build with clippy's lints (warnings are errors) run
+# by the compiler that builds it, as the Makefile's LINT_WHILE_BUILDING sets the environment
+# (clippy-driver as the workspace's compiler wrapper). Every target `cargo clippy --all-targets`
+# lints is built: the tests (libraries, binaries and examples in test mode, the integration tests)
+# and the binaries as they ship.
+#
+#   hack/build-linted.sh     (run by `make test`; `make lint` is the same check without building)
+#
+# Fails on any warning the build prints, so that a clippy that stopped reading CLIPPY_ARGS could not
+# let a lint through unnoticed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+cd "$root"
+[ -n "${CLIPPY_ARGS:-}" ] ||
+  die "CLIPPY_ARGS is unset: run \`make test\`, or \`make lint\` to lint without building"
+[ -x "${RUSTC_WORKSPACE_WRAPPER:-}" ] ||
+  die "no clippy-driver beside rustc (RUSTC_WORKSPACE_WRAPPER='${RUSTC_WORKSPACE_WRAPPER:-}'): rustup component add clippy"
+cargo fmt --all -- --check
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+rc=0
+{ cargo test --workspace --no-run --locked && cargo build --workspace --bins --locked; } 2>&1 | tee "$out" || rc=$?
+[ "$rc" = 0 ] || exit "$rc"
+if grep -q '^warning' "$out"; then
+  die "the build printed warnings (above); make test treats them as errors"
+fi
