@@ -40,7 +40,10 @@ ensure_go() {
 # are built with `go build -mod=mod`, not after `go mod tidy`: the build completes go.mod and go.sum
 # with the modules its packages need on this platform alone, where tidy downloads those of every
 # platform and every test too (Jaeger: 317 modules against 459, half the download time).
-gobuild_env() { ensure_go; env -u GOFLAGS GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
+# The compiler makes no DWARF: `-ldflags "-s -w"` drops it from every binary anyway, and not making it
+# saves a tenth of each tool's compile time (helm: 174 CPU-seconds instead of 194) and leaves the
+# binary as large as before.
+gobuild_env() { ensure_go; env -u GOFLAGS GOFLAGS="-buildvcs=false -gcflags=all=-dwarf=false" CGO_ENABLED=0 GOTOOLCHAIN=local "$@"; }
 
 # gomod_of MODULE@VERSION: path of that module's go.mod in the module cache.
 gomod_of() {
