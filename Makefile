@@ -68,11 +68,15 @@ endif
 
 # The checkout the generating targets write into: this one, or the copy `check-generated` makes.
 GENERATE_ROOT ?= $(CURDIR)
+# The operator that writes the generated files, built first by `cargo run`. `make test` names the
+# one its test build made: `cargo run` resolves the features without the dev-dependencies, and would
+# build tokio and everything above it a second time.
+GENERATOR ?= $(CARGO) run -q --bin ontap-operator --
 
 ## manifests: regenerate crds/ and the chart's generated files (files/clusterrole-rules*.yaml,
 ## files/features.yaml) from the features list, src/features.rs, and their registrations
 manifests:
-	$(CARGO) run -q --bin ontap-operator -- manifests --root $(GENERATE_ROOT)
+	$(GENERATOR) manifests --root $(GENERATE_ROOT)
 
 crds: manifests
 
@@ -142,7 +146,7 @@ test:
 	@mkdir -p $(TARGET); rm -f $(TARGET)/image.rc; hack/deps.sh tools >$(TARGET)/deps.log 2>&1 & tools=$$!; \
 	{ nice -n 10 hack/image.sh build --profile $(IMAGE_PROFILE) >$(TARGET)/image.log 2>&1; echo $$? >$(TARGET)/image.rc; } & image=$$!; \
 	export $(LINT_WHILE_BUILDING); \
-	lint=0; hack/build-linted.sh && $(MAKE) --no-print-directory check-generated || lint=$$?; rc=0; \
+	lint=0; hack/build-linted.sh && $(MAKE) --no-print-directory check-generated GENERATOR=$(BIN)/ontap-operator || lint=$$?; rc=0; \
 	source hack/lib.sh; \
 	if [ $$lint = 0 ]; then \
 	  $(MAKE) --no-print-directory test-rules || rc=$$?; \
@@ -150,7 +154,7 @@ test:
 	  wait $$image; cat $(TARGET)/image.log; \
 	  if [ "$$(cat $(TARGET)/image.rc)" != 0 ]; then echo "make test: the image did not build (above)" >&2; rc=1; fi; \
 	  source hack/versions.env; venv=$$(conformance_venv); \
-	  PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \
+	  MOCK_ONTAP_BIN=$(BIN)/mock-ontap PYTHONDONTWRITEBYTECODE=1 "$$venv/bin/python" -m pytest -p no:cacheprovider -q tests/conformance || rc=$$?; \
 	else \
 	  stop_tree $$image; wait $$image || true; \
 	fi; \
