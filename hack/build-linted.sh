@@ -26,7 +26,7 @@ cargo fmt --all -- --check
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0
-{ cargo test --workspace --no-run --locked && cargo build --workspace --all-targets --locked; } 2>&1 | tee "$out" || rc=$?
+{ cargo test $(test_build_flags) --no-run --locked && cargo build $(test_build_flags) --all-targets --locked; } 2>&1 | tee "$out" || rc=$?
 [ "$rc" = 0 ] || exit "$rc"
 if grep -q '^warning' "$out"; then
   die "the build printed warnings (above); make test treats them as errors"

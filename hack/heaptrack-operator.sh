@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The operator under heaptrack, for the benches: they start the binary ONTAP_OPERATOR_BIN names.
 #
-#   cargo build --release --features system-malloc --bin ontap-operator
+#   cargo build --release --no-default-features --bin ontap-operator
 #   cp target/release/ontap-operator /tmp/ontap-operator-glibc   # the benches rebuild target/
 #   HEAPTRACK_BIN=/tmp/ontap-operator-glibc HEAPTRACK_DIR=/tmp/ht \
 #     ONTAP_OPERATOR_BIN=$PWD/hack/heaptrack-operator.sh cargo test --release --test bench_svm ...
@@ -10,9 +10,9 @@
 # heaptrack's own launcher runs the program as its child, so a bench's kill would reach only
 # the launcher and leave the operator running: this script sets heaptrack's preload up itself
 # and execs the operator in its place. jemalloc (the default build) bypasses malloc, which is
-# why the profiled build must be the system-malloc one.
+# why the profiled build must be the one without default features (glibc's malloc).
 set -euo pipefail
-binary=${HEAPTRACK_BIN:?the system-malloc build of ontap-operator}
+binary=${HEAPTRACK_BIN:?the --no-default-features build of ontap-operator (glibc malloc)}
 dir=${HEAPTRACK_DIR:-/tmp}
 lib=${HEAPTRACK_LIB:-/usr/lib/heaptrack}
 pipe="$dir/heaptrack-fifo.$$"

@@ -4,6 +4,11 @@
 log() { echo "${0##*/}: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# The cargo flags of `make test`'s debug build: hack/build-linted.sh builds with them and
+# hack/test.sh lists the test binaries with them (any difference would rebuild). The operator
+# leaves out its default jemalloc feature there (Cargo.toml says why).
+test_build_flags() { echo --workspace --no-default-features; }
+
 port_in_use() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 
 # A free loopback port. Racy by nature: callers retry when the process fails to bind. Taken from

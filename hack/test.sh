@@ -36,7 +36,7 @@ rm -rf "$logs"; mkdir -p "$logs"
 
 # name <TAB> executable <TAB> package folder, for every test target cargo built.
 list=$logs/binaries.tsv
-cargo test --workspace --no-run --message-format=json-render-diagnostics \
+cargo test $(test_build_flags) --no-run --message-format=json-render-diagnostics \
   | jq -r --arg root "$root" 'select(.reason == "compiler-artifact" and .profile.test == true and .executable != null)
            | (.manifest_path | sub("/Cargo.toml$"; "")) as $dir
            | [((if $dir == $root then "" else ($dir | sub("^.*/"; "")) + "/" end)

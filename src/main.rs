@@ -3,9 +3,9 @@ use ontap_operator::cli::{self, Command};
 
 // jemalloc rather than glibc's malloc: the caches' long-lived objects are made between the
 // reconciles' short-lived ones, and glibc keeps the holes those leave resident
-// (docs/benchmarks/kyma.md compares both). The `system-malloc` feature keeps glibc's, only so
-// that heaptrack can see the allocations.
-#[cfg(not(feature = "system-malloc"))]
+// (docs/benchmarks/kyma.md compares both). Without the default `jemalloc` feature glibc's stays,
+// for heaptrack to see the allocations and for the tests' debug build (Cargo.toml says why).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
