@@ -148,11 +148,11 @@ build_kube() {
   etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$k8smod")
   [ -n "$etcd_version" ] || { log "no etcd server version in $k8smod"; exit 1; }
   rm -rf "$out.tmp"; mkdir -p "$out.tmp"
-  kube_module "$src" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3
-  kube_build "$src" "$out.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+  local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3)
+  kube_module "$src" "${pkgs[@]}"
+  kube_build "$src" "$out.tmp" "${pkgs[@]}"
   # `go build -o DIR/` names a binary after its package's last element that is not a major version.
-  kube_build "$src" "$out.tmp/etcd.d" go.etcd.io/etcd/server/v3
-  mv "$out.tmp/etcd.d/server" "$out.tmp/etcd" && rmdir "$out.tmp/etcd.d"
+  mv "$out.tmp/server" "$out.tmp/etcd"
   local built_etcd
   built_etcd=$(cd "$src" && gobuild_env go list -mod=mod -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
   [ "$built_etcd" = "$etcd_version" ] || { log "etcd built at $built_etcd, k8s.io/kubernetes $KUBE_VERSION requires $etcd_version"; exit 1; }
