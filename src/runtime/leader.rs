@@ -1,6 +1,11 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, through `kube-lease-manager` (maintained,
 //! built for kube 5, server-side apply on the Lease so two holders cannot both win).
 //!
+//! The crate's standby reads the Lease again only when the term it last read would end, so a
+//! Lease its holder gave back on shutdown would stay free for up to a whole term. The standby
+//! here also watches the Lease, and when it sees it given back competes at once with a fresh
+//! manager (whose first read finds it free), as client-go's retry period does.
+//!
 //! On top of the crate, this process fences its own leadership: a holder that cannot renew (API
 //! server unreachable, or its connection black-holed) would keep believing it leads while the
 //! Lease expires and a standby takes over. So the leader re-reads the Lease often, each read
@@ -9,8 +14,11 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
@@ -64,7 +72,8 @@ pub enum LeaderElectionError {
 pub struct LeaderElection {
     config: LeaderElectionConfig,
     receiver: watch::Receiver<bool>,
-    task: JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
+    /// The manager's task; `None` only while a standby's manager is being replaced.
+    task: Option<ManagerTask>,
     state: LeadershipState,
     client: Client,
 }
@@ -76,20 +85,7 @@ impl LeaderElection {
         config: LeaderElectionConfig,
         state: LeadershipState,
     ) -> Result<Self, LeaderElectionError> {
-        let setup_error = |source| LeaderElectionError::Setup {
-            namespace: config.namespace.clone(),
-            name: config.lease_name.clone(),
-            source,
-        };
-        let manager = LeaseManagerBuilder::new(client.clone(), config.lease_name.clone())
-            .with_namespace(config.namespace.clone())
-            .with_identity(config.identity.clone())
-            .with_duration(config.lease_duration.as_secs().max(1))
-            .with_grace(config.renew_before.as_secs().max(1))
-            .build()
-            .await
-            .map_err(setup_error)?;
-        let (receiver, task) = manager.watch().await;
+        let (receiver, task) = compete(&client, &config).await?;
         // The Lease was read successfully: until it says otherwise, another process leads.
         state.set(if *receiver.borrow() {
             Leadership::Leader
@@ -100,7 +96,7 @@ impl LeaderElection {
         Ok(Self {
             config,
             receiver,
-            task,
+            task: Some(task),
             state,
             client,
         })
@@ -108,13 +104,64 @@ impl LeaderElection {
 
     /// Resolves once this process holds the Lease.
     pub async fn acquired(&mut self) -> Result<(), LeaderElectionError> {
+        let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        // Only a Lease seen held by another and then free was given back; one free from the
+        // start is the manager's own first find.
+        let mut held_by_other = false;
+        let mut given_back = std::pin::pin!(
+            watcher::watch_object(api, &self.config.lease_name)
+                .default_backoff()
+                .filter_map(|event| async move {
+                    match event {
+                        Ok(lease) => Some(lease.as_ref().map(holder).unwrap_or_default()),
+                        Err(error) => {
+                            tracing::warn!(%error, "watching the lease failed");
+                            None
+                        }
+                    }
+                })
+        );
         while !*self.receiver.borrow_and_update() {
-            if self.receiver.changed().await.is_err() {
-                return Err(LeaderElectionError::Lost(self.config.lease_name.clone()));
+            tokio::select! {
+                changed = self.receiver.changed() => {
+                    if changed.is_err() {
+                        return Err(LeaderElectionError::Lost(self.config.lease_name.clone()));
+                    }
+                }
+                Some(holder) = given_back.next() => {
+                    let other = holder.as_ref().is_some_and(|h| *h != self.config.identity);
+                    if held_by_other && holder.is_none() {
+                        tracing::info!("the lease was given back: competing at once");
+                        self.compete_again().await?;
+                    }
+                    held_by_other = other;
+                }
             }
         }
         self.state.set(Leadership::Leader);
         tracing::info!(identity = %self.config.identity, "became leader");
+        Ok(())
+    }
+
+    /// Replaces the standby manager, asleep until the end of a term that no longer exists, by a
+    /// fresh one. The old one ends first: two managers of one identity at once could give back
+    /// the Lease the new one just took.
+    async fn compete_again(&mut self) -> Result<(), LeaderElectionError> {
+        // A receiver whose sender is gone: should no manager follow, the wait reports the loss.
+        drop(std::mem::replace(
+            &mut self.receiver,
+            watch::channel(false).1,
+        ));
+        if let Some(old) = self.task.take() {
+            match old.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "ending the standby lease manager failed"),
+                Err(error) => tracing::warn!(%error, "the standby lease manager's task failed"),
+            }
+        }
+        let (receiver, task) = compete(&self.client, &self.config).await?;
+        self.receiver = receiver;
+        self.task = Some(task);
         Ok(())
     }
 
@@ -191,11 +238,46 @@ impl LeaderElection {
     /// Gives the Lease back so a standby takes over at once instead of after its expiry.
     pub async fn release(self) {
         drop(self.receiver);
-        match self.task.await {
-            Ok(Ok(_)) => tracing::info!("lease released"),
-            Ok(Err(error)) => tracing::warn!(%error, "releasing the lease failed"),
-            Err(error) => tracing::warn!(%error, "the lease task failed"),
+        if let Some(task) = self.task {
+            match task.await {
+                Ok(Ok(_)) => tracing::info!("lease released"),
+                Ok(Err(error)) => tracing::warn!(%error, "releasing the lease failed"),
+                Err(error) => tracing::warn!(%error, "the lease task failed"),
+            }
         }
         self.state.set(Leadership::Standby);
     }
+}
+
+type ManagerTask = JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>;
+
+/// A lease manager competing for the Lease in the background; it reports whether this process
+/// holds it.
+async fn compete(
+    client: &Client,
+    config: &LeaderElectionConfig,
+) -> Result<(watch::Receiver<bool>, ManagerTask), LeaderElectionError> {
+    let manager = LeaseManagerBuilder::new(client.clone(), config.lease_name.clone())
+        .with_namespace(config.namespace.clone())
+        .with_identity(config.identity.clone())
+        .with_duration(config.lease_duration.as_secs().max(1))
+        .with_grace(config.renew_before.as_secs().max(1))
+        .build()
+        .await
+        .map_err(|source| LeaderElectionError::Setup {
+            namespace: config.namespace.clone(),
+            name: config.lease_name.clone(),
+            source,
+        })?;
+    Ok(manager.watch().await)
+}
+
+/// Who holds `lease`, if anyone: a holder that gave it back leaves no identity.
+fn holder(lease: &Lease) -> Option<String> {
+    lease
+        .spec
+        .as_ref()?
+        .holder_identity
+        .clone()
+        .filter(|h| !h.is_empty())
 }
