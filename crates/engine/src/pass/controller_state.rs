@@ -36,7 +36,12 @@ pub(crate) struct ControllerState<R: Reconciler> {
 pub(super) struct Pass<'a, K: Resource<DynamicType = ()> + HasStatus> {
     pub(super) obj_ref: &'a ObjectRef<K>,
     pub(super) obj: &'a K,
+    /// The status the API server holds as far as this controller knows, at `resource_version`:
+    /// the status write is a diff against it, and applies only to the object at that version.
     pub(super) before: &'a K::Status,
+    /// The API server holds no status for the object yet (`before` is the default): the write
+    /// sends the whole status rather than a diff against the default.
+    pub(super) no_status_yet: bool,
     pub(super) resource_version: Option<String>,
     pub(super) trace_id: Option<String>,
 }

@@ -9,11 +9,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::core::object::HasStatus;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::events::{EventMemory, PlannedEvent};
 use crate::step::StepRecord;
@@ -21,11 +19,20 @@ use crate::step::StepRecord;
 /// What the engine last wrote to an object's status: until the cache shows the object at
 /// `to`, the cache's status may be older than the API server's. Dropped as soon as the cache
 /// has caught up, so it exists only for objects with a write in flight.
-struct Written<S> {
+#[derive(Clone)]
+pub(crate) struct Written<S> {
     /// The resourceVersion the write produced.
-    to: String,
+    pub(crate) to: String,
     /// The status as written.
-    status: S,
+    pub(crate) status: S,
+}
+
+impl<S> Written<S> {
+    /// Whether the server holds this write while a copy of the object at `seen` does not show
+    /// it yet.
+    pub(crate) fn ahead_of(&self, seen: Option<&str>) -> bool {
+        lags(&self.to, seen)
+    }
 }
 
 /// Per-object bookkeeping is keyed by a 64-bit hash of the object's namespace and name rather
@@ -161,35 +168,17 @@ impl<S: Clone + Default + Serialize> Memory<S> {
         }
     }
 
-    /// The status the API server holds as far as we know: our own last write while the cache
-    /// has not caught up with it, else the cached one. A pass that started from an older cached
-    /// status would redo (and rewrite) what the previous pass did.
-    pub(crate) fn current_status<K>(&self, obj_ref: &ObjectRef<K>, obj: &K) -> S
-    where
-        K: Resource<DynamicType = ()> + HasStatus<Status = S>,
-    {
-        let written = lock(&self.written);
-        match written.get(&key_of(obj_ref)) {
-            Some(w) if lags(&w.to, obj.meta().resource_version.as_deref()) => w.status.clone(),
-            _ => obj.status().cloned().unwrap_or_default(),
-        }
-    }
-
-    /// Our last write of the status, as JSON, and the resourceVersion it produced — while the
-    /// cache, which shows the object at `seen`, has not caught up with it.
-    pub(crate) fn unconfirmed_write<K: Resource<DynamicType = ()>>(
+    /// Our last write of the object's status, if the cache has not shown it yet.
+    ///
+    /// Read before the object is read from the cache, never after: the record is dropped once
+    /// the cache shows the write, so a copy read earlier and a record looked up later could
+    /// both miss it — the copy too old to show it, the record already gone — and a status
+    /// write based on that copy would be refused (409) for a version the server has left.
+    pub(crate) fn last_write<K: Resource<DynamicType = ()>>(
         &self,
         obj_ref: &ObjectRef<K>,
-        seen: Option<&str>,
-    ) -> Option<(Value, String)> {
-        let written = lock(&self.written);
-        match written.get(&key_of(obj_ref)) {
-            Some(w) if lags(&w.to, seen) => Some((
-                serde_json::to_value(&w.status).unwrap_or(Value::Null),
-                w.to.clone(),
-            )),
-            _ => None,
-        }
+    ) -> Option<Written<S>> {
+        lock(&self.written).get(&key_of(obj_ref)).cloned()
     }
 
     /// We wrote `status`, which produced the resourceVersion `to` (`None`: unknown, so nothing
@@ -326,11 +315,12 @@ mod tests {
         let b = obj_ref("b");
         memory.wrote(&b, Some("20".into()), &"new".into(), || Some("19".into()));
         assert_eq!(memory.unconfirmed(), 1);
-        assert_eq!(
-            memory.unconfirmed_write(&b, Some("19")),
-            Some((serde_json::json!("new"), "20".to_owned())),
+        let last = memory.last_write(&b).expect("the write is remembered");
+        assert!(
+            last.ahead_of(Some("19")),
             "the stale cache is overruled by our write"
         );
+        assert_eq!((last.to.as_str(), last.status.as_str()), ("20", "new"));
         memory.observed(&b, Some("20"));
         assert_eq!(memory.unconfirmed(), 0);
 

@@ -11,6 +11,7 @@ mod controller_state;
 mod memory;
 mod write;
 
+use kube::core::object::HasStatus;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use tokio::time::Instant;
@@ -29,6 +30,7 @@ use crate::worker::{HeldSlot, Worker};
 
 pub(crate) use controller_state::ControllerState;
 use controller_state::Pass;
+use memory::Written;
 pub(crate) use memory::{Memory, fingerprint};
 
 /// How a pass ended, for the requeue policy and the metrics.
@@ -42,17 +44,24 @@ enum PassEnd<S> {
     NotAdmitted,
 }
 
+/// An object read for a pass.
+struct Read<K: Resource + HasStatus> {
+    obj: std::sync::Arc<K>,
+    /// Our last status write, which the object as read does not show yet.
+    unconfirmed: Option<Written<K::Status>>,
+}
+
 /// Our finalizer (if the reconciler has one) and where the object stands with it.
 type Finalizer = Option<(&'static str, FinalizerState)>;
 
 impl<R: Reconciler> ControllerState<R> {
     /// Runs one pass over the object at `obj_ref` on `worker`; when to look at it again.
     pub(crate) async fn reconcile(&self, obj_ref: &ObjectRef<R::Resource>, worker: Worker) -> Next {
-        let Some(obj) = self.cache.get(obj_ref) else {
+        let Some(read) = self.read(obj_ref) else {
             return Next::Forget;
         };
-        let Some(system) = self.reconciler.remote_system(&obj) else {
-            return Box::pin(self.run(obj_ref, obj, worker, None)).await;
+        let Some(system) = self.reconciler.remote_system(&read.obj) else {
+            return Box::pin(self.run(obj_ref, read, worker, None)).await;
         };
         let system = self.remote_systems.of(&system);
         let awaiting = Counted::enter(self.metrics.reconciles_awaiting_slot(self.name));
@@ -70,19 +79,28 @@ impl<R: Reconciler> ControllerState<R> {
             .ok()
             .map(|permit| HeldSlot::new(permit, system.pass_room.clone()));
         // The wait may have been long: the pass works on the object as it is now.
-        let Some(obj) = self.cache.get(obj_ref) else {
+        let Some(read) = self.read(obj_ref) else {
             return Next::Forget;
         };
         // Boxed: passes waiting for a slot above are tasks the size of this future, which
         // without the box would be the size of the deepest reconcile.
-        Box::pin(self.run(obj_ref, obj, worker, Some(system))).await
+        Box::pin(self.run(obj_ref, read, worker, Some(system))).await
+    }
+
+    /// The object as the cache holds it, with our last status write that it does not show yet.
+    fn read(&self, obj_ref: &ObjectRef<R::Resource>) -> Option<Read<R::Resource>> {
+        // The memory first, then the cache: see `Memory::last_write`.
+        let last_write = self.memory.last_write(obj_ref);
+        let obj = self.cache.get(obj_ref)?;
+        let unconfirmed = last_write.filter(|w| w.ahead_of(obj.meta().resource_version.as_deref()));
+        Some(Read { obj, unconfirmed })
     }
 
     /// The pass proper, on `obj` as the cache holds it, talking to `system`.
     async fn run(
         &self,
         obj_ref: &ObjectRef<R::Resource>,
-        obj: std::sync::Arc<R::Resource>,
+        read: Read<R::Resource>,
         worker: Worker,
         system: Option<std::sync::Arc<SystemSlots>>,
     ) -> Next {
@@ -99,7 +117,7 @@ impl<R: Reconciler> ControllerState<R> {
         let _active = Counted::enter(self.metrics.active_workers(self.name));
         let start = Instant::now();
         let next = self
-            .reconcile_object(obj_ref, &obj, trace_id, jobs)
+            .reconcile_object(obj_ref, read, trace_id, jobs)
             .instrument(span)
             .await;
         self.metrics
@@ -110,19 +128,31 @@ impl<R: Reconciler> ControllerState<R> {
     async fn reconcile_object(
         &self,
         obj_ref: &ObjectRef<R::Resource>,
-        obj: &R::Resource,
+        read: Read<R::Resource>,
         trace_id: Option<String>,
         jobs: Jobs,
     ) -> Next {
+        let obj = &*read.obj;
         if !self.reconciler.admits(obj) {
             return self.end(PassEnd::NotAdmitted);
         }
-        let before = self.memory.current_status(obj_ref, obj);
+        // What the API server holds as far as we know: our own last write while the cache does
+        // not show it, else the object as cached. A pass that started from an older cached status
+        // would redo (and rewrite) what the previous pass did.
+        let no_status_yet = read.unconfirmed.is_none() && obj.status().is_none();
+        let (before, resource_version) = match read.unconfirmed {
+            Some(written) => (written.status, Some(written.to)),
+            None => (
+                obj.status().cloned().unwrap_or_default(),
+                obj.resource_version(),
+            ),
+        };
         let mut pass = Pass {
             obj_ref,
             obj,
             before: &before,
-            resource_version: obj.resource_version(),
+            no_status_yet,
+            resource_version,
             trace_id,
         };
         let finalizer = R::FINALIZER.map(|f| (f, lifecycle::finalizer_state(obj, f)));

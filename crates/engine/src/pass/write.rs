@@ -4,7 +4,6 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
-use kube::core::object::HasStatus;
 use kube::runtime::events::Event;
 use serde_json::Value;
 
@@ -65,23 +64,21 @@ impl<R: Reconciler> ControllerState<R> {
         status: &StatusOf<R::Resource>,
     ) -> StatusWrite {
         let (obj_ref, obj) = (pass.obj_ref, pass.obj);
-        let cached = match obj.status().map(serde_json::to_value).transpose() {
-            Ok(v) => v.unwrap_or(Value::Null),
-            Err(err) => {
-                tracing::error!(error = %err, "status does not serialize");
-                return StatusWrite::Failed(ErrorCategory::Transient);
+        // The diff is against what the API server holds as far as we know, at the version it
+        // holds it: a stale cache would otherwise hide that the server still holds an older
+        // pass's status.
+        let baseline = if pass.no_status_yet {
+            Value::Null
+        } else {
+            match serde_json::to_value(pass.before) {
+                Ok(v) => v,
+                Err(err) => {
+                    tracing::error!(error = %err, "status does not serialize");
+                    return StatusWrite::Failed(ErrorCategory::Transient);
+                }
             }
         };
-        // Diff against what the API server holds: our own last write, until the cache has seen
-        // it. A stale cache would otherwise hide that the server still holds an older pass's
-        // status.
-        let (baseline, base_version) = match self
-            .memory
-            .unconfirmed_write(obj_ref, obj.meta().resource_version.as_deref())
-        {
-            Some((written, to)) => (written, Some(to)),
-            None => (cached, pass.resource_version.clone()),
-        };
+        let base_version = pass.resource_version.as_deref();
         let patch = match status_patch(&baseline, status) {
             Ok(None) => return StatusWrite::Unchanged,
             Ok(Some(patch)) => patch,
@@ -90,15 +87,7 @@ impl<R: Reconciler> ControllerState<R> {
                 return StatusWrite::Failed(ErrorCategory::Transient);
             }
         };
-        match patch_status(
-            &self.client,
-            obj,
-            &patch,
-            base_version.as_deref(),
-            self.name,
-        )
-        .await
-        {
+        match patch_status(&self.client, obj, &patch, base_version, self.name).await {
             Ok(to) => {
                 self.memory.wrote(obj_ref, to, status, || {
                     self.cache
@@ -113,7 +102,14 @@ impl<R: Reconciler> ControllerState<R> {
                 // Whatever we remembered writing is no longer known to be what the server holds.
                 self.memory.forget(obj_ref);
                 let err = StepError::from_kube("StatusWriteFailed", err);
-                tracing::warn!(error = %err, "writing status failed");
+                // The versions tell a conflict's cause: a write this controller did not
+                // remember, or a cache behind the server.
+                tracing::warn!(
+                    error = %err,
+                    base_version = base_version.unwrap_or(""),
+                    cached_version = obj.meta().resource_version.as_deref().unwrap_or(""),
+                    "writing status failed"
+                );
                 if err.category() != ErrorCategory::Conflict {
                     self.write_minimal_status(obj, status, &err).await;
                 }
