@@ -102,7 +102,7 @@ check-generated:
 ## check-imports: fails on an import circle between the modules of any workspace crate, naming the
 ## uses on each side (hack/check-imports.sh; UPWARD=1 also lists modules using what an ancestor
 ## defines). Not part of `make test`: its tool, cargo-modules, takes 16 CPU-minutes to install once
-## (hack/tools.sh, cached; 32 min on a busy 2-core machine), and reading the 7 crates ~80 s
+## (hack/tools.sh, cached; 32 min on a busy 2-core machine), and reading the 8 crates ~80 s
 check-imports:
 	@hack/check-imports.sh $(if $(filter 1,$(UPWARD)),--upward)
 

@@ -17,7 +17,7 @@
 //! `cargo test --release --test bench_identity -- --ignored --nocapture`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::collections::BTreeMap;
 

@@ -20,7 +20,7 @@
 //! flags, `BENCH_REPORT` a file to write the report to as well.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

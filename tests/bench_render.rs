@@ -10,7 +10,7 @@
 //! `cargo test --release --test bench_render -- --ignored --nocapture`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -12,7 +12,7 @@
 //! `BENCH_REPORT`.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

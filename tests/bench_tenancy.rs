@@ -15,7 +15,7 @@
 //! `cargo test --release --test bench_tenancy -- --ignored --nocapture`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

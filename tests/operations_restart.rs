@@ -2,7 +2,7 @@
 //! Alone in its test binary because it stops the binary's API server.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::process::Command;
 use std::time::Duration;

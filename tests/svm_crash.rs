@@ -2,7 +2,7 @@
 //! resume from what ONTAP and the API server hold, never from memory, and never twice.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use operator_test_support as support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

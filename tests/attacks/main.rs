@@ -4,8 +4,7 @@
 //! victim's credentials still authenticate against mock ONTAP and nothing of theirs changed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod grants;
 mod shoot_owner;

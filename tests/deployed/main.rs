@@ -9,8 +9,7 @@
 //! as cluster-scoped RBAC names are the chart's).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod chart;
 mod gardenlet;

@@ -4,8 +4,7 @@
 //! registration manifests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod admission;
 mod backend_health;

@@ -4,8 +4,7 @@
 //! makes (none), the render cache under concurrent first renders, and what `kubectl get` shows.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod columns;
 mod cost;

@@ -4,8 +4,7 @@
 //! every test beside it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod crd_api;
 mod crd_validation;

@@ -142,8 +142,7 @@ impl AdmissionProcess {
     pub fn spawn(kubeconfig: &Path, namespace: &str, args: &[&str]) -> Self {
         let log = owned_dir("admission").with_extension("log");
         let file = std::fs::File::create(&log).unwrap();
-        let binary = std::env::var_os("ONTAP_OPERATOR_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ontap-operator").into());
+        let binary = super::operator_binary();
         let mut child = Command::new(binary)
             .arg("admission")
             .arg("--kubeconfig")

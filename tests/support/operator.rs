@@ -215,10 +215,7 @@ impl OperatorProcess {
             STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let file = std::fs::File::create(&log).unwrap();
-        // Worktrees sharing one CARGO_TARGET_DIR overwrite each other's uplifted binary, so a
-        // run may point at its own build explicitly.
-        let binary = std::env::var_os("ONTAP_OPERATOR_BIN")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ontap-operator").into());
+        let binary = super::operator_binary();
         let mut command = Command::new(binary);
         command
             .arg("run")

@@ -4,8 +4,7 @@
 //! must land while ONTAP jobs run, which parallel tests' load makes unlikely.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod cost;
 mod faults;

@@ -4,8 +4,7 @@
 //! own beside `svm`, so that neither is the longest lane of `hack/test.sh`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use operator_test_support as support;
 
 mod least_privilege;
 mod limits;

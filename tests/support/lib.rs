@@ -1,7 +1,7 @@
 //! The operator's own test helpers on top of the workspace harness ([`test_support`], re-exported
 //! whole so a test reads `support::poll`, `support::mock`, … from one place): fixtures of the
 //! operator's kinds, the operator process, and drivers for SVMs, Gardener and Kyma.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub use test_support::*;
 
@@ -13,6 +13,23 @@ pub mod kyma;
 pub mod operator;
 pub mod resync;
 pub mod svm;
+
+/// The `ontap-operator` binary the tests run: `ONTAP_OPERATOR_BIN` (worktrees sharing one
+/// `CARGO_TARGET_DIR` overwrite each other's, so a run may point at its own build), else the one
+/// Cargo built beside the running test binary, where `CARGO_BIN_EXE_ontap-operator` points: Cargo
+/// builds a package's binaries before its integration tests, and puts the tests in `deps/` below
+/// them. (That variable is set only while compiling the package's own tests, not this crate.)
+pub fn operator_binary() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("ONTAP_OPERATOR_BIN") {
+        return path.into();
+    }
+    let test_binary = std::env::current_exe().expect("the running test binary's path");
+    test_binary
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("a test binary sits in target/<profile>/deps")
+        .join(format!("ontap-operator{}", std::env::consts::EXE_SUFFIX))
+}
 
 /// A benchmark's setting from the environment variable `name`, or `default` when unset or
 /// unparsable.
